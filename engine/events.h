@@ -1,0 +1,135 @@
+// The event schema: every event and item agentexec reports, defined once. The engine
+// produces these; sinks in outputs/ render them (JSONL per CONTRACT §3, human per §4).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ae {
+
+// Bumped only on an incompatible change to the JSONL shapes.
+inline constexpr int kSchemaVersion = 1;
+
+enum class ItemStatus { kInProgress, kCompleted, kFailed };
+
+struct AgentMessageItem {
+  std::string text;
+};
+struct ReasoningItem {
+  std::string text;  // summary parts joined by "\n"
+};
+struct CommandExecutionItem {
+  std::string command;  // as shown to users: /bin/bash -lc 'echo hi'
+  std::string aggregated_output;
+  std::optional<int> exit_code;  // null while running
+  ItemStatus status = ItemStatus::kInProgress;
+};
+enum class FileChangeKind { kAdd, kUpdate, kDelete };
+struct FileChange {
+  std::string path;  // absolute
+  FileChangeKind kind = FileChangeKind::kUpdate;
+  std::string diff;  // unified diff for human mode; not part of the JSONL item
+};
+struct FileChangeItem {
+  std::vector<FileChange> changes;  // sorted by path
+  ItemStatus status = ItemStatus::kInProgress;
+};
+struct McpToolCallItem {
+  std::string server;
+  std::string tool;
+  std::string arguments_json;  // raw JSON value
+  std::optional<std::string> result_content_json;     // raw JSON array
+  std::optional<std::string> result_structured_json;  // raw JSON value or absent (null)
+  std::optional<std::string> error_message;
+  ItemStatus status = ItemStatus::kInProgress;
+};
+struct TodoEntry {
+  std::string text;
+  bool completed = false;
+};
+struct TodoListItem {
+  std::vector<TodoEntry> items;
+};
+struct WebSearchItem {
+  std::string query;
+};
+struct ErrorItem {
+  std::string message;
+};
+
+using ItemDetails = std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem,
+                                 FileChangeItem, McpToolCallItem, TodoListItem, WebSearchItem,
+                                 ErrorItem>;
+
+struct Item {
+  std::string id;  // item_0, item_1, ... per process in order of first emission
+  ItemDetails details;
+};
+
+struct Usage {
+  int64_t input_tokens = 0;
+  int64_t cached_input_tokens = 0;
+  int64_t cache_write_input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t reasoning_output_tokens = 0;
+
+  Usage& operator+=(const Usage& o) {
+    input_tokens += o.input_tokens;
+    cached_input_tokens += o.cached_input_tokens;
+    cache_write_input_tokens += o.cache_write_input_tokens;
+    output_tokens += o.output_tokens;
+    reasoning_output_tokens += o.reasoning_output_tokens;
+    return *this;
+  }
+  bool operator==(const Usage&) const = default;
+};
+
+// What the human header shows; JSONL prints only thread_id and schema_version.
+struct SessionInfo {
+  std::string cwd;
+  std::string model;
+  std::string provider;
+  std::string approval;
+  std::string sandbox;  // mode plus how it is enforced, e.g. "workspace-write (landlock+seccomp)"
+  std::string reasoning_effort;
+};
+
+struct ThreadStarted {
+  std::string thread_id;
+  SessionInfo info;
+};
+struct TurnStarted {};
+struct ItemStarted {
+  Item item;
+};
+struct ItemUpdated {
+  Item item;
+};
+struct ItemCompleted {
+  Item item;
+};
+struct TurnCompleted {
+  Usage usage;
+};
+struct TurnFailed {
+  std::string message;
+};
+// Top-level `error` event: retry notices and the fatal error right before turn.failed.
+struct StreamError {
+  std::string message;
+};
+// Streaming text of an assistant message; only the human sink may show it. Never JSONL.
+struct AgentMessageDelta {
+  std::string delta;
+};
+
+using Event = std::variant<ThreadStarted, TurnStarted, ItemStarted, ItemUpdated, ItemCompleted,
+                           TurnCompleted, TurnFailed, StreamError, AgentMessageDelta>;
+
+const char* ItemStatusName(ItemStatus s);
+const char* FileChangeKindName(FileChangeKind k);
+
+}  // namespace ae

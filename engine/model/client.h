@@ -1,0 +1,92 @@
+// ModelClient: the engine's one view of a model. Three implementations, chosen by the
+// provider's wire_api: responses (OpenAI Responses API, SSE), chat (Chat Completions
+// stream), scripted (offline replay). History travels as Responses-API JSON items, kept
+// verbatim so the model's own items go back to it byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/cancel.h"
+#include "base/result.h"
+#include "engine/events.h"
+
+namespace ae {
+
+struct ProviderInfo {
+  std::string id;          // key under model_providers, e.g. "openai"
+  std::string name;        // display name
+  std::string base_url;    // e.g. https://api.openai.com/v1
+  std::string env_key;     // environment variable holding the bearer key; empty = no key
+  std::string wire_api;    // "responses" | "chat" | "scripted"
+  std::map<std::string, std::string> http_headers;
+  std::map<std::string, std::string> env_http_headers;  // header -> env var name
+  std::map<std::string, std::string> query_params;
+  int request_max_retries = 4;
+  int stream_max_retries = 5;
+  int64_t stream_idle_timeout_ms = 300000;
+  int64_t connect_timeout_ms = 30000;
+  std::string script;  // scripted: path of the turns file
+};
+
+struct ModelOptions {
+  std::string model;
+  std::string reasoning_effort;   // "" = omit
+  std::string reasoning_summary;  // "" = omit
+  std::string verbosity;          // "" = omit
+  bool parallel_tool_calls = true;
+};
+
+struct Prompt {
+  std::vector<std::string> input;  // each one Responses-API input item as a JSON object
+  std::string tools_json = "[]";   // JSON array of tool specs, Responses-API shape
+  std::optional<std::string> output_schema_json;  // --output-schema, a JSON object
+};
+
+// One finished output item of a response.
+struct OutputItem {
+  enum class Kind { kMessage, kReasoning, kFunctionCall, kCustomToolCall, kWebSearchCall, kOther };
+  Kind kind = Kind::kOther;
+  std::string raw_json;   // verbatim, replayed in later requests
+  std::string text;       // message: output_text parts joined; reasoning: summary joined "\n"
+  std::string phase;      // message phase ("commentary", "final_answer") when given
+  std::string call_id;    // function_call / custom_tool_call
+  std::string name;       // function_call / custom_tool_call
+  std::string arguments;  // function_call: JSON string; custom_tool_call: the free-form input
+  std::string query;      // web_search_call
+};
+
+struct ModelResponse {
+  std::string id;
+  std::vector<OutputItem> items;
+  Usage usage;
+};
+
+// Live notifications while a request runs. Output items are delivered only in the final
+// ModelResponse, after response.completed, so a retried stream never duplicates an item.
+class StreamObserver {
+ public:
+  virtual ~StreamObserver() = default;
+  virtual void OnTextDelta(const std::string& /*delta*/) {}
+  // A retry is about to happen: attempt is 1-based, of max.
+  virtual void OnRetry(int /*attempt*/, int /*max*/, const std::string& /*reason*/) {}
+};
+
+class ModelClient {
+ public:
+  virtual ~ModelClient() = default;
+  // Streams one response. Errors carry the message the turn fails with.
+  virtual Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
+                                       CancelToken& cancel) = 0;
+};
+
+// Builds the client for provider.wire_api; an unknown wire or a missing key is an error
+// here, before any request is sent.
+Result<std::unique_ptr<ModelClient>> MakeModelClient(const ProviderInfo& provider,
+                                                     const ModelOptions& options);
+
+}  // namespace ae

@@ -1,0 +1,44 @@
+// Orchestrator: runs a model's command under the approval policy and the sandbox, and
+// reports it as a command_execution item. Under on-failure, a command the sandbox denied is
+// retried once unconfined, and the stream records that it was.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/cancel.h"
+#include "base/result.h"
+#include "engine/emitter.h"
+#include "engine/turn_context.h"
+#include "sandbox/prepared.h"
+#include "sandbox/spawn.h"
+
+namespace ae {
+
+struct CommandRequest {
+  std::vector<std::string> argv;  // e.g. {"/bin/bash", "-lc", "echo hi"}
+  std::string workdir;            // absolute
+  int64_t timeout_ms = 10000;
+  std::string display;            // shown in the item: /bin/bash -lc 'echo hi'
+};
+
+struct CommandOutcome {
+  sandbox::RunResult run;
+  bool sandbox_denied = false;  // the final attempt was blocked by the sandbox
+  bool escalated = false;       // retried outside the sandbox (on-failure)
+};
+
+class Orchestrator {
+ public:
+  // `prepared` is null under danger-full-access.
+  Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared);
+
+  Result<CommandOutcome> RunCommand(const CommandRequest& request, Emitter& emitter,
+                                    CancelToken& cancel);
+
+ private:
+  const TurnContext& turn_;
+  const sandbox::PreparedSandbox* prepared_;
+};
+
+}  // namespace ae

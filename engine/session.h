@@ -1,0 +1,56 @@
+// Session: one run of agentexec — configuration snapshot, history, and the turn loop that
+// takes the prompt to a final answer, reported as events.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/cancel.h"
+#include "engine/event_sink.h"
+#include "engine/model/client.h"
+#include "engine/turn_context.h"
+#include "sandbox/policy.h"
+
+namespace ae {
+
+// Everything the engine needs, resolved by runner/ from flags, config and environment.
+struct SessionConfig {
+  std::string cwd;  // absolute
+  ProviderInfo provider;
+  ModelOptions model;
+  sandbox::Settings sandbox;
+  ApprovalPolicy approval = ApprovalPolicy::kNever;
+  ShellEnvPolicy shell_env;
+  int64_t command_timeout_ms = 10000;
+  std::optional<std::string> output_schema_json;  // already validated as a JSON object
+  int max_turns = 0;                              // model requests in this run; 0 = no limit
+  size_t project_doc_max_bytes = 32 * 1024;       // AGENTS.md budget
+  std::string developer_instructions;             // extra text from config, appended to ours
+  std::vector<std::string> warnings;              // emitted as error items before turn.started
+  std::string thread_id;                          // empty: a new UUIDv7
+};
+
+enum class SessionOutcome {
+  kCompleted,           // exit 0
+  kFailed,              // exit 1: model/API error, missing key, broken stream
+  kSandboxUnavailable,  // exit 3
+  kLimitReached,        // exit 4: --max-turns, --timeout
+  kInterrupted,         // exit 130
+  kTerminated,          // exit 143
+};
+
+struct SessionResult {
+  SessionOutcome outcome = SessionOutcome::kFailed;
+  std::string thread_id;
+  std::string final_message;  // last agent_message text; empty if none
+  std::string error;          // why it failed, when it did
+  Usage usage;
+};
+
+// Runs one turn. Never prints: everything goes to `sinks` as events.
+SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
+                         const std::vector<EventSink*>& sinks, CancelToken& cancel);
+
+}  // namespace ae

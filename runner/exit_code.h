@@ -1,0 +1,22 @@
+// The one place outcomes become process exit codes (CONTRACT §2).
+#pragma once
+
+#include "engine/session.h"
+
+namespace ae {
+
+enum class ExitCode : int {
+  kOk = 0,                  // the turn completed
+  kTurnFailed = 1,          // model/API error, missing key, broken stream
+  kUsage = 2,               // bad flag or config, bad --output-schema, no prompt, not a repo
+  kSandboxUnavailable = 3,  // the chosen sandbox cannot be enforced here
+  kLimitReached = 4,        // --max-turns, --timeout
+  kOutputFailed = 5,        // -o FILE cannot be written
+  kInterrupted = 130,       // SIGINT
+  kTerminated = 143,        // SIGTERM
+};
+
+ExitCode ExitCodeFor(SessionOutcome outcome);
+inline int ToInt(ExitCode code) { return static_cast<int>(code); }
+
+}  // namespace ae

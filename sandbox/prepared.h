@@ -1,0 +1,27 @@
+// PreparedSandbox: everything a child needs to confine itself, built in the parent so the
+// child (between fork and exec) makes only async-signal-safe system calls.
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "sandbox/policy.h"
+
+namespace ae::sandbox {
+
+struct PreparedSandbox;  // defined in prepared.cc; owns fds and the BPF program
+
+struct PreparedDeleter {
+  void operator()(PreparedSandbox* p) const;
+};
+using PreparedPtr = std::unique_ptr<PreparedSandbox, PreparedDeleter>;
+
+// Builds the Landlock ruleset, seccomp program and mount plan for `policy`. An error means
+// the policy cannot be enforced here (the caller fails closed).
+Result<PreparedPtr> Prepare(const Policy& policy);
+
+// In the child after fork, before execve. Async-signal-safe. On failure returns false and
+// sets *failed_step to a static string naming the step and *err to errno.
+bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
+
+}  // namespace ae::sandbox
