@@ -28,6 +28,7 @@ struct SessionConfig {
   int max_turns = 0;                              // model requests in this run; 0 = no limit
   size_t project_doc_max_bytes = 32 * 1024;       // AGENTS.md budget
   std::string developer_instructions;             // extra text from config, appended to ours
+  std::vector<std::string> images;                // -i: data: URLs sent with the prompt
   std::vector<std::string> warnings;              // emitted as error items before turn.started
   std::string thread_id;                          // empty: a new UUIDv7
 };
