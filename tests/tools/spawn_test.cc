@@ -1,0 +1,222 @@
+// RunProcess against real processes: exit statuses, ordering, timeouts that kill whole
+// trees, bounded drains, bounded memory, cancellation.
+#include "sandbox/spawn.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace ae::sandbox {
+namespace {
+
+RunResult RunArgv(std::vector<std::string> argv, RunLimits limits = {}, std::string cwd = "/") {
+  CancelToken cancel;
+  SpawnSpec spec{std::move(argv), std::move(cwd), {"PATH=/usr/bin:/bin"}, nullptr};
+  auto r = RunProcess(spec, limits, cancel);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+  return r.ok() ? std::move(r).value() : RunResult{};
+}
+
+RunResult Sh(const std::string& script, RunLimits limits = {}) {
+  return RunArgv({"/bin/sh", "-c", script}, limits);
+}
+
+// A process is gone when kill(pid, 0) fails with ESRCH, or when only its zombie is left
+// (reparented to an init that has not reaped it yet).
+bool ProcessGone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (std::getline(stat, line)) {
+      auto close = line.rfind(')');
+      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::vector<pid_t> Pids(const std::string& text) {
+  std::vector<pid_t> pids;
+  std::istringstream in(text);
+  pid_t p;
+  while (in >> p) pids.push_back(p);
+  return pids;
+}
+
+TEST(Spawn, ExitCode) {
+  RunResult r = Sh("exit 3");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.term_signal, 0);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_FALSE(r.setup_error.has_value());
+  EXPECT_EQ(Sh("true").exit_code, 0);
+}
+
+TEST(Spawn, StdoutAndStderrInArrivalOrder) {
+  RunResult r = Sh("echo out1; echo err1 >&2; echo out2; echo err2 >&2");
+  EXPECT_EQ(r.output, "out1\nerr1\nout2\nerr2\n");
+  EXPECT_EQ(r.total_bytes, r.output.size());
+  EXPECT_FALSE(r.truncated);
+}
+
+TEST(Spawn, KilledBySignalGives128PlusSignal) {
+  RunResult r = Sh("kill -TERM $$");
+  EXPECT_EQ(r.exit_code, 143);
+  EXPECT_EQ(r.term_signal, SIGTERM);
+}
+
+TEST(Spawn, CommandNotFoundIs127) {
+  RunResult r = RunArgv({"no-such-command-agentexec"});
+  EXPECT_EQ(r.exit_code, 127);
+  ASSERT_TRUE(r.setup_error.has_value());
+  EXPECT_EQ(*r.setup_error, "execve: no-such-command-agentexec: No such file or directory");
+  EXPECT_EQ(r.output, *r.setup_error + "\n");
+}
+
+TEST(Spawn, NotExecutableIs126) {
+  char dir[] = "/tmp/ae-spawn-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string file = std::string(dir) + "/script";
+  std::ofstream(file) << "#!/bin/sh\necho hi\n";
+  ::chmod(file.c_str(), 0644);
+  RunResult r = RunArgv({file});
+  EXPECT_EQ(r.exit_code, 126);
+  ASSERT_TRUE(r.setup_error.has_value());
+  EXPECT_EQ(*r.setup_error, "execve: Permission denied");
+  ::unlink(file.c_str());
+  ::rmdir(dir);
+}
+
+TEST(Spawn, MissingWorkdirIsASetupError) {
+  RunResult r = RunArgv({"/bin/true"}, {}, "/nonexistent/agentexec-dir");
+  EXPECT_EQ(r.exit_code, 126);
+  ASSERT_TRUE(r.setup_error.has_value());
+  EXPECT_EQ(*r.setup_error, "chdir: No such file or directory");
+}
+
+TEST(Spawn, StdinIsDevNullAndEnvIsExactlyTheSpec) {
+  EXPECT_EQ(Sh("cat; echo done").output, "done\n");
+  RunResult r = RunArgv({"/bin/sh", "-c", "env | sort"});
+  EXPECT_EQ(r.output, "PATH=/usr/bin:/bin\nPWD=/\n");
+}
+
+TEST(Spawn, WorkdirIsUsed) {
+  RunResult r = RunArgv({"/bin/pwd"}, {}, "/tmp");
+  EXPECT_EQ(r.output, "/tmp\n");
+}
+
+TEST(Spawn, TimeoutKillsTheWholeTree) {
+  RunLimits limits;
+  limits.timeout_ms = 1000;
+  RunResult r = Sh("sleep 100 & echo $!; sleep 100 & echo $!; echo $$; wait", limits);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 124);
+  std::vector<pid_t> pids = Pids(r.output);
+  ASSERT_EQ(pids.size(), 3u) << r.output;
+  for (pid_t p : pids) EXPECT_TRUE(ProcessGone(p)) << "survivor " << p;
+}
+
+TEST(Spawn, GrandchildHoldingThePipeDoesNotHang) {
+  RunLimits limits;
+  limits.timeout_ms = 0;  // no timeout: only the bounded drain can end this
+  limits.drain_ms = 200;
+  RunResult r = Sh("sleep 100 & echo $!", limits);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.timed_out);
+  std::vector<pid_t> pids = Pids(r.output);
+  ASSERT_EQ(pids.size(), 1u) << r.output;
+  EXPECT_TRUE(ProcessGone(pids[0]));
+}
+
+TEST(Spawn, OutputAfterExitIsDrained) {
+  // The main process exits first; its child keeps writing briefly to the pipe.
+  RunLimits limits;
+  limits.drain_ms = 5000;
+  RunResult r = Sh("(sleep 0.2; echo late) & echo early", limits);
+  EXPECT_EQ(r.output, "early\nlate\n");
+}
+
+TEST(Spawn, HugeOutputStaysWithinTheCap) {
+  RunLimits limits;
+  limits.max_output_bytes = 1 << 20;
+  RunResult r = Sh("head -c 67108864 /dev/zero; echo tail-end", limits);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.total_bytes, 67108864u + 9);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.output.size(), size_t{1} << 20);
+  EXPECT_EQ(r.head_bytes, size_t{1} << 19);
+  EXPECT_EQ(r.output.substr(r.output.size() - 9), "tail-end\n");
+}
+
+TEST(Spawn, HeadAndTailAreExact) {
+  std::string all;
+  for (int i = 1; i <= 20000; ++i) all += std::to_string(i) + "\n";
+  RunLimits limits;
+  limits.max_output_bytes = 1001;
+  RunResult r = Sh("seq 1 20000", limits);
+  ASSERT_TRUE(r.truncated);
+  EXPECT_EQ(r.total_bytes, all.size());
+  EXPECT_EQ(r.head_bytes, 500u);
+  EXPECT_EQ(r.output.substr(0, 500), all.substr(0, 500));
+  EXPECT_EQ(r.output.substr(500), all.substr(all.size() - 501));
+
+  limits.max_output_bytes = all.size();  // exactly fits: nothing lost
+  RunResult whole = Sh("seq 1 20000", limits);
+  EXPECT_FALSE(whole.truncated);
+  EXPECT_EQ(whole.output, all);
+}
+
+TEST(Spawn, BinaryBytesArePassedThroughRaw) {
+  RunResult r = Sh("printf 'a\\377\\000b'");
+  EXPECT_EQ(r.output, std::string("a\xff\0b", 4));
+}
+
+TEST(Spawn, CancellationKillsPromptly) {
+  CancelToken cancel;
+  std::string marker = "/tmp/ae-spawn-cancel-" + std::to_string(::getpid());
+  ::unlink(marker.c_str());
+  SpawnSpec spec{
+      {"/bin/sh", "-c", "sleep 100 & echo $!; touch " + marker + "; wait"}, "/", {}, nullptr};
+  RunLimits limits;
+  limits.timeout_ms = 0;
+  std::thread canceller;
+  auto r = RunProcess(spec, limits, cancel, [&](int) {
+    canceller = std::thread([&] {
+      while (::access(marker.c_str(), F_OK) != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      cancel.Cancel(CancelReason::kSigint);
+    });
+  });
+  ::unlink(marker.c_str());
+  canceller.join();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 128 + SIGKILL);
+  std::vector<pid_t> pids = Pids(r->output);
+  ASSERT_EQ(pids.size(), 1u) << r->output;
+  EXPECT_TRUE(ProcessGone(pids[0]));
+}
+
+TEST(Spawn, EmptyArgvIsAnError) {
+  CancelToken cancel;
+  auto r = RunProcess(SpawnSpec{}, RunLimits{}, cancel);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(), "cannot run an empty command");
+}
+
+}  // namespace
+}  // namespace ae::sandbox
