@@ -13,7 +13,9 @@ struct Error {
   std::string message;
 };
 
-inline Error MakeError(std::string message) { return Error{std::move(message)}; }
+inline Error MakeError(std::string message) {
+  return Error{std::move(message)};
+}
 
 template <class T>
 class [[nodiscard]] Result {

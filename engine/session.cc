@@ -1,1 +1,142 @@
-// Placeholder until its owner lands the implementation.
+#include "engine/session.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "engine/emitter.h"
+#include "engine/history.h"
+#include "engine/instructions.h"
+#include "engine/orchestrator.h"
+#include "engine/tools/router.h"
+#include "engine/turn.h"
+#include "engine/uuid.h"
+#include "sandbox/preflight.h"
+#include "sandbox/prepared.h"
+
+namespace ae {
+namespace {
+
+std::string Today(std::string* timezone) {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", &local);
+  char zone[16];
+  std::strftime(zone, sizeof zone, "%Z", &local);
+  *timezone = zone;
+  return date;
+}
+
+// How the header describes the sandbox, e.g. "workspace-write [workdir, /tmp] (landlock…)".
+std::string DescribeSandbox(const sandbox::Policy& policy, const std::string& cwd,
+                            const std::string& enforcement) {
+  std::string text = sandbox::ModeName(policy.mode);
+  if (policy.mode == sandbox::Mode::kWorkspaceWrite) {
+    std::string roots;
+    for (const std::string& root : policy.writable_roots) {
+      if (!roots.empty()) roots += ", ";
+      roots += root == cwd ? "workdir" : root;
+    }
+    text += " [" + roots + "]";
+  }
+  if (!policy.unrestricted()) {
+    text += policy.network_access ? ", network on" : ", network off";
+  }
+  if (!enforcement.empty()) text += " (" + enforcement + ")";
+  return text;
+}
+
+}  // namespace
+
+SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
+                         const std::vector<EventSink*>& sinks, CancelToken& cancel) {
+  SessionResult result;
+  result.thread_id = config.thread_id.empty() ? NewUuidV7() : config.thread_id;
+  Emitter emitter(sinks);
+
+  auto fail_before_turn = [&](SessionOutcome outcome, std::string message) {
+    emitter.Emit(StreamError{message});
+    result.outcome = outcome;
+    result.error = std::move(message);
+    return result;
+  };
+
+  // The sandbox is settled before anything else: a mode this kernel cannot enforce stops
+  // the run here (exit 3) instead of running commands unconfined.
+  Result<sandbox::Policy> policy = sandbox::BuildPolicy(config.sandbox, config.cwd);
+  if (!policy.ok()) return fail_before_turn(SessionOutcome::kSandboxUnavailable, policy.message());
+  sandbox::PreparedPtr prepared;
+  std::vector<std::string> warnings = config.warnings;
+  std::string enforcement;
+  if (!policy->unrestricted()) {
+    Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
+    if (!report.ok()) {
+      return fail_before_turn(SessionOutcome::kSandboxUnavailable, report.message());
+    }
+    enforcement = report->description;
+    for (const std::string& w : report->warnings) warnings.push_back(w);
+    Result<sandbox::PreparedPtr> made = sandbox::Prepare(*policy);
+    if (!made.ok()) return fail_before_turn(SessionOutcome::kSandboxUnavailable, made.message());
+    prepared = std::move(made.value());
+  }
+
+  TurnContext turn;
+  turn.cwd = config.cwd;
+  turn.sandbox = *policy;
+  turn.approval = config.approval;
+  turn.shell_env = config.shell_env;
+  turn.command_timeout_ms = config.command_timeout_ms;
+
+  SessionInfo info;
+  info.cwd = config.cwd;
+  info.model = config.model.model;
+  info.provider = config.provider.id;
+  info.approval = ApprovalPolicyName(config.approval);
+  info.sandbox = DescribeSandbox(*policy, config.cwd, enforcement);
+  info.reasoning_effort = config.model.reasoning_effort;
+  emitter.Emit(ThreadStarted{result.thread_id, info});
+  for (const std::string& w : warnings) emitter.CompleteNew(ErrorItem{w});
+  emitter.Emit(TurnStarted{});
+
+  // A missing key fails the turn before any request is sent.
+  Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
+  if (!client.ok()) {
+    emitter.Emit(StreamError{client.message()});
+    emitter.Emit(TurnFailed{client.message()});
+    result.outcome = SessionOutcome::kFailed;
+    result.error = client.message();
+    return result;
+  }
+
+  std::string timezone;
+  std::string date = Today(&timezone);
+  std::vector<std::string> history;
+  history.push_back(
+      MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
+  std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes);
+  if (!docs.empty()) history.push_back(MessageInputItem("user", docs));
+  history.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
+  history.push_back(UserInputItem(prompt, config.images));
+
+  std::unique_ptr<ToolRouter> router = MakeDefaultRouter();
+  Orchestrator orchestrator(turn, prepared.get());
+  TurnDeps deps{turn,
+                **client,
+                *router,
+                orchestrator,
+                emitter,
+                cancel,
+                config.output_schema_json,
+                config.max_turns};
+  TurnResult turn_result = RunTurn(deps, history);
+
+  result.outcome = turn_result.outcome;
+  result.error = turn_result.error;
+  result.final_message = turn_result.final_message;
+  result.usage = turn_result.usage;
+  return result;
+}
+
+}  // namespace ae

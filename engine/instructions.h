@@ -1,0 +1,20 @@
+// What the model is told before the user's prompt: who it is and how to work (ours),
+// the sandbox and approval situation, the environment, and the project's AGENTS.md.
+#pragma once
+
+#include <string>
+
+#include "engine/turn_context.h"
+
+namespace ae {
+
+// The developer message: base instructions, then permissions, then config's extra text.
+std::string DeveloperInstructions(const TurnContext& turn, const std::string& extra);
+// <environment_context>…</environment_context>, sent as a user message.
+std::string EnvironmentContext(const TurnContext& turn, const std::string& date,
+                               const std::string& timezone);
+// AGENTS.md files from the git root down to cwd, concatenated within max_bytes; empty when
+// there are none. Sent as a user message.
+std::string ProjectDocs(const std::string& cwd, size_t max_bytes);
+
+}  // namespace ae

@@ -1,0 +1,133 @@
+#include "engine/turn.h"
+
+#include <fmt/format.h>
+
+#include "engine/history.h"
+
+namespace ae {
+namespace {
+
+// Relays the client's live notifications as events.
+class TurnObserver : public StreamObserver {
+ public:
+  explicit TurnObserver(Emitter& emitter) : emitter_(emitter) {}
+  void OnTextDelta(const std::string& delta) override { emitter_.Emit(AgentMessageDelta{delta}); }
+  void OnRetry(int attempt, int max, const std::string& reason) override {
+    emitter_.Emit(StreamError{fmt::format("Reconnecting... {}/{} ({})", attempt, max, reason)});
+  }
+
+ private:
+  Emitter& emitter_;
+};
+
+// Why the run was cancelled, as an outcome and a message.
+TurnResult Cancelled(CancelReason reason) {
+  TurnResult r;
+  switch (reason) {
+    case CancelReason::kSigint:
+      r.outcome = SessionOutcome::kInterrupted;
+      r.error = "interrupted by SIGINT";
+      break;
+    case CancelReason::kSigterm:
+      r.outcome = SessionOutcome::kTerminated;
+      r.error = "terminated by SIGTERM";
+      break;
+    case CancelReason::kTimeout:
+      r.outcome = SessionOutcome::kLimitReached;
+      r.error = "the run exceeded its --timeout";
+      break;
+    case CancelReason::kLimit:
+    case CancelReason::kNone:
+      r.outcome = SessionOutcome::kLimitReached;
+      r.error = "a limit was reached";
+      break;
+  }
+  return r;
+}
+
+// Records one model item: history gets it verbatim; users get an item; tool calls are
+// collected for dispatch.
+void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>& history,
+                std::vector<ToolCall>& calls, TurnResult& result) {
+  history.push_back(item.raw_json);
+  switch (item.kind) {
+    case OutputItem::Kind::kMessage:
+      deps.emitter.CompleteNew(AgentMessageItem{item.text});
+      result.final_message = item.text;
+      break;
+    case OutputItem::Kind::kReasoning:
+      if (!item.text.empty()) deps.emitter.CompleteNew(ReasoningItem{item.text});
+      break;
+    case OutputItem::Kind::kFunctionCall:
+      calls.push_back(ToolCall{item.call_id, item.name, item.arguments, false});
+      break;
+    case OutputItem::Kind::kCustomToolCall:
+      calls.push_back(ToolCall{item.call_id, item.name, item.arguments, true});
+      break;
+    case OutputItem::Kind::kWebSearchCall: {
+      // Runs on the provider's side; we only report it.
+      std::string id = deps.emitter.Start(WebSearchItem{item.query});
+      deps.emitter.Complete(id, WebSearchItem{item.query});
+      break;
+    }
+    case OutputItem::Kind::kOther:
+      break;
+  }
+}
+
+}  // namespace
+
+TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
+  TurnResult result;
+  TurnObserver observer(deps.emitter);
+  ToolEnv env{deps.turn, deps.emitter, deps.cancel, deps.orchestrator};
+  const std::string tools_json = deps.router.SpecsJson();
+
+  auto fail = [&](TurnResult failed) {
+    failed.usage = result.usage;
+    failed.final_message = result.final_message;
+    deps.emitter.Emit(StreamError{failed.error});
+    deps.emitter.Emit(TurnFailed{failed.error});
+    return failed;
+  };
+
+  for (int request = 1;; ++request) {
+    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+    if (deps.max_turns > 0 && request > deps.max_turns) {
+      TurnResult limit;
+      limit.outcome = SessionOutcome::kLimitReached;
+      limit.error = fmt::format(
+          "max turns reached: the model asked for more work after {} request{} (--max-turns {})",
+          deps.max_turns, deps.max_turns == 1 ? "" : "s", deps.max_turns);
+      return fail(limit);
+    }
+
+    Prompt prompt{history, tools_json, deps.output_schema_json};
+    Result<ModelResponse> response = deps.client.Stream(prompt, observer, deps.cancel);
+    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+    if (!response.ok()) {
+      TurnResult failed;
+      failed.outcome = SessionOutcome::kFailed;
+      failed.error = response.message();
+      return fail(failed);
+    }
+    result.usage += response->usage;
+
+    std::vector<ToolCall> calls;
+    for (const OutputItem& item : response->items) RecordItem(item, deps, history, calls, result);
+    if (calls.empty()) break;
+
+    std::vector<ToolResult> outputs = deps.router.DispatchAll(calls, env);
+    for (const ToolResult& out : outputs) {
+      history.push_back(ToolOutputItem(out.call_id, out.output, out.custom));
+    }
+    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+  }
+
+  deps.router.OnTurnEnd(deps.emitter);
+  deps.emitter.Emit(TurnCompleted{result.usage});
+  result.outcome = SessionOutcome::kCompleted;
+  return result;
+}
+
+}  // namespace ae

@@ -1,0 +1,39 @@
+// The turn loop: sample the model, record its items, run its tool calls, feed the outputs
+// back, and repeat until a response calls no tools. One turn per run.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/cancel.h"
+#include "engine/emitter.h"
+#include "engine/model/client.h"
+#include "engine/session.h"
+#include "engine/tools/router.h"
+
+namespace ae {
+
+struct TurnDeps {
+  const TurnContext& turn;
+  ModelClient& client;
+  ToolRouter& router;
+  Orchestrator& orchestrator;
+  Emitter& emitter;
+  CancelToken& cancel;
+  std::optional<std::string> output_schema_json;
+  int max_turns = 0;  // model requests; 0 = unlimited
+};
+
+struct TurnResult {
+  SessionOutcome outcome = SessionOutcome::kFailed;
+  std::string error;
+  std::string final_message;
+  Usage usage;
+};
+
+// `history` holds the initial items and grows with every model item and tool output.
+// Emits everything from the first model request to turn.completed / error + turn.failed.
+TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history);
+
+}  // namespace ae

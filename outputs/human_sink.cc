@@ -1,0 +1,197 @@
+#include "outputs/human_sink.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <type_traits>
+
+#include "base/utf8.h"
+
+namespace ae {
+namespace {
+
+constexpr const char* kBold = "\x1b[1m";
+constexpr const char* kDim = "\x1b[2m";
+constexpr const char* kItalic = "\x1b[3m";
+constexpr const char* kRed = "\x1b[31m";
+constexpr const char* kGreen = "\x1b[32m";
+constexpr const char* kMagenta = "\x1b[35m";
+constexpr const char* kCyan = "\x1b[36m";
+
+// The first `max_lines` lines of `text`, and a count of what was left out.
+std::string FirstLines(const std::string& text, int max_lines) {
+  std::string out;
+  int lines = 0;
+  size_t pos = 0;
+  while (pos < text.size() && lines < max_lines) {
+    size_t nl = text.find('\n', pos);
+    size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    out.append(text, pos, end - pos);
+    pos = end;
+    ++lines;
+  }
+  if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  if (pos < text.size()) {
+    size_t rest = 0;
+    for (size_t i = pos; i < text.size(); ++i) rest += text[i] == '\n';
+    if (text.back() != '\n') ++rest;
+    out += fmt::format("… +{} lines\n", rest);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string WithThousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+void HumanSink::Write(const std::string& text) {
+  std::string clean = SanitizeUtf8(text);
+  const char* p = clean.data();
+  size_t left = clean.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::string HumanSink::Style(const char* ansi, const std::string& text) const {
+  if (!opt_.color) return text;
+  return std::string(ansi) + text + "\x1b[0m";
+}
+
+void HumanSink::Emit(const Event& event) {
+  std::visit(
+      [&](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, ThreadStarted>) {
+          const SessionInfo& i = e.info;
+          std::string h = fmt::format("agentexec v{}\n--------\n", opt_.version);
+          h += fmt::format("workdir: {}\nmodel: {}\nprovider: {}\napproval: {}\nsandbox: {}\n",
+                           i.cwd, i.model, i.provider, i.approval, i.sandbox);
+          if (!i.reasoning_effort.empty()) {
+            h += fmt::format("reasoning effort: {}\n", i.reasoning_effort);
+          }
+          h += fmt::format("session id: {}\n--------\n", e.thread_id);
+          Write(h);
+          if (!opt_.prompt.empty()) {
+            std::string p = opt_.prompt;
+            if (p.back() != '\n') p.push_back('\n');
+            Write(Style(kBold, "user") + "\n" + p);
+          }
+        } else if constexpr (std::is_same_v<T, ItemStarted>) {
+          OnItemStarted(e.item);
+        } else if constexpr (std::is_same_v<T, ItemUpdated>) {
+          if (std::holds_alternative<TodoListItem>(e.item.details)) ShowPlan(e.item);
+        } else if constexpr (std::is_same_v<T, ItemCompleted>) {
+          OnItemCompleted(e.item);
+        } else if constexpr (std::is_same_v<T, TurnCompleted>) {
+          const Usage& u = e.usage;
+          int64_t used = u.input_tokens - u.cached_input_tokens + u.output_tokens;
+          Write(Style(kMagenta, "tokens used") + "\n" + WithThousands(used) + "\n");
+        } else if constexpr (std::is_same_v<T, TurnFailed>) {
+          // The preceding `error` event already printed the reason.
+        } else if constexpr (std::is_same_v<T, StreamError>) {
+          Write(Style(kRed, "ERROR: " + e.message) + "\n");
+        }
+      },
+      event);
+}
+
+void HumanSink::OnItemStarted(const Item& item) {
+  started_[item.id] = std::chrono::steady_clock::now();
+  if (const auto* c = std::get_if<CommandExecutionItem>(&item.details)) {
+    Write(Style(kMagenta, "exec") + "\n" + Style(kBold, c->command) + "\n");
+  } else if (std::holds_alternative<TodoListItem>(item.details)) {
+    ShowPlan(item);
+  }
+}
+
+void HumanSink::OnItemCompleted(const Item& item) {
+  auto elapsed_ms = [&]() -> int64_t {
+    auto it = started_.find(item.id);
+    if (it == started_.end()) return 0;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 it->second)
+        .count();
+  };
+  std::visit(
+      [&](const auto& d) {
+        using T = std::decay_t<decltype(d)>;
+        if constexpr (std::is_same_v<T, AgentMessageItem>) {
+          std::string text = d.text;
+          if (text.empty() || text.back() != '\n') text.push_back('\n');
+          Write(Style(kMagenta, "codex") + "\n" + text);
+        } else if constexpr (std::is_same_v<T, ReasoningItem>) {
+          Write(Style(kItalic, d.text) + "\n");
+        } else if constexpr (std::is_same_v<T, CommandExecutionItem>) {
+          std::string status =
+              d.exit_code == 0
+                  ? Style(kGreen, fmt::format(" succeeded in {}ms:", elapsed_ms()))
+                  : Style(kRed, fmt::format(" exited {} in {}ms:", d.exit_code.value_or(-1),
+                                            elapsed_ms()));
+          Write(status + "\n" +
+                Style(kDim, FirstLines(d.aggregated_output, opt_.command_output_lines)) + "\n");
+        } else if constexpr (std::is_same_v<T, FileChangeItem>) {
+          std::string out = Style(kMagenta, "apply patch") + "\n";
+          out += d.status == ItemStatus::kCompleted ? Style(kGreen, "patch: completed")
+                                                    : Style(kRed, "patch: failed");
+          out += "\n";
+          for (const FileChange& c : d.changes) {
+            out += Style(kBold, c.path) + "\n";
+            if (!c.diff.empty()) {
+              out += c.diff;
+              if (c.diff.back() != '\n') out += "\n";
+            }
+          }
+          Write(out + "\n");
+        } else if constexpr (std::is_same_v<T, McpToolCallItem>) {
+          std::string status = d.status == ItemStatus::kCompleted ? Style(kGreen, "completed")
+                                                                  : Style(kRed, "failed");
+          std::string out = Style(kMagenta, "tool") + " " + d.server + "." + d.tool + " " + status +
+                            fmt::format(" in {}ms", elapsed_ms()) + "\n";
+          if (d.error_message) out += Style(kRed, *d.error_message) + "\n";
+          Write(out);
+        } else if constexpr (std::is_same_v<T, WebSearchItem>) {
+          Write(Style(kMagenta, "web search") + ": " + d.query + "\n");
+        } else if constexpr (std::is_same_v<T, ErrorItem>) {
+          Write(Style(kRed, "warning: ") + d.message + "\n");
+        } else if constexpr (std::is_same_v<T, TodoListItem>) {
+          // Shown as it was started and updated; nothing new at completion.
+        }
+      },
+      item.details);
+  started_.erase(item.id);
+}
+
+void HumanSink::ShowPlan(const Item& item) {
+  const auto& todo = std::get<TodoListItem>(item.details);
+  std::string out = Style(kMagenta, "plan") + "\n";
+  bool current_marked = false;
+  for (const TodoEntry& e : todo.items) {
+    const char* mark = "•";
+    if (e.completed) {
+      mark = "✓";
+    } else if (!current_marked) {
+      mark = "→";  // the first open step is the one in progress
+      current_marked = true;
+    }
+    out += fmt::format("  {} {}\n", e.completed ? Style(kGreen, mark) : Style(kCyan, mark), e.text);
+  }
+  Write(out);
+}
+
+}  // namespace ae

@@ -1,0 +1,84 @@
+#include "outputs/human_sink.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "base/fd.h"
+
+namespace ae {
+namespace {
+
+// Runs the sink over `events` and returns what it wrote.
+std::string Render(const std::vector<Event>& events, HumanSinkOptions opt = {}) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  Fd r(fds[0]), w(fds[1]);
+  {
+    HumanSink sink(w.get(), opt);
+    for (const Event& e : events) sink.Emit(e);
+  }
+  w.reset();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(r.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST(HumanSinkTest, HeaderPromptMessageAndTokens) {
+  HumanSinkOptions opt;
+  opt.version = "0.1.0";
+  opt.prompt = "fix it";
+  SessionInfo info{"/w", "gpt-5", "openai", "never", "read-only, network off", ""};
+  std::string out = Render({ThreadStarted{"t-1", info}, TurnStarted{},
+                            ItemCompleted{Item{"item_0", AgentMessageItem{"Fixed."}}},
+                            TurnCompleted{Usage{1000, 200, 0, 1, 0}}},
+                           opt);
+  EXPECT_EQ(out,
+            "agentexec v0.1.0\n--------\nworkdir: /w\nmodel: gpt-5\nprovider: openai\n"
+            "approval: never\nsandbox: read-only, network off\nsession id: t-1\n--------\n"
+            "user\nfix it\ncodex\nFixed.\ntokens used\n801\n");
+}
+
+TEST(HumanSinkTest, CommandShowsStatusAndFirstLines) {
+  HumanSinkOptions opt;
+  opt.command_output_lines = 2;
+  CommandExecutionItem running{"/bin/bash -lc 'seq 5'", "", std::nullopt, ItemStatus::kInProgress};
+  CommandExecutionItem done{"/bin/bash -lc 'seq 5'", "1\n2\n3\n4\n5\n", 3, ItemStatus::kFailed};
+  std::string out =
+      Render({ItemStarted{Item{"item_1", running}}, ItemCompleted{Item{"item_1", done}}}, opt);
+  // The duration varies; everything else is exact.
+  EXPECT_EQ(out.substr(0, 27), "exec\n/bin/bash -lc 'seq 5'\n");
+  EXPECT_NE(out.find(" exited 3 in "), std::string::npos) << out;
+  EXPECT_NE(out.find("ms:\n1\n2\n… +3 lines\n\n"), std::string::npos) << out;
+}
+
+TEST(HumanSinkTest, PlanMarksDoneCurrentAndPending) {
+  TodoListItem plan{{{"Read", true}, {"Edit", false}, {"Test", false}}};
+  EXPECT_EQ(Render({ItemStarted{Item{"item_0", plan}}}), "plan\n  ✓ Read\n  → Edit\n  • Test\n");
+}
+
+TEST(HumanSinkTest, ErrorsAndWarnings) {
+  EXPECT_EQ(Render({ItemCompleted{Item{"item_0", ErrorItem{"unknown key 'x'"}}},
+                    StreamError{"Reconnecting... 1/5 (timeout)"}, TurnFailed{"timeout"}}),
+            "warning: unknown key 'x'\nERROR: Reconnecting... 1/5 (timeout)\n");
+}
+
+TEST(HumanSinkTest, ColourOnlyWhenAsked) {
+  HumanSinkOptions opt;
+  opt.color = true;
+  std::string out = Render({StreamError{"bad"}}, opt);
+  EXPECT_EQ(out, "\x1b[31mERROR: bad\x1b[0m\n");
+}
+
+TEST(HumanSinkTest, Thousands) {
+  EXPECT_EQ(WithThousands(0), "0");
+  EXPECT_EQ(WithThousands(999), "999");
+  EXPECT_EQ(WithThousands(1701), "1,701");
+  EXPECT_EQ(WithThousands(1234567), "1,234,567");
+}
+
+}  // namespace
+}  // namespace ae
