@@ -28,7 +28,9 @@ const char* FileChangeKindName(FileChangeKind k) {
   return "update";
 }
 
-std::string Emitter::NextIdLocked() { return fmt::format("item_{}", next_item_++); }
+std::string Emitter::NextIdLocked() {
+  return fmt::format("item_{}", next_item_++);
+}
 
 void Emitter::EmitLocked(const Event& event) {
   for (EventSink* sink : sinks_) sink->Emit(event);

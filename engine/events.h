@@ -40,7 +40,7 @@ struct FileChangeItem {
 struct McpToolCallItem {
   std::string server;
   std::string tool;
-  std::string arguments_json;  // raw JSON value
+  std::string arguments_json;                         // raw JSON value
   std::optional<std::string> result_content_json;     // raw JSON array
   std::optional<std::string> result_structured_json;  // raw JSON value or absent (null)
   std::optional<std::string> error_message;
@@ -60,9 +60,9 @@ struct ErrorItem {
   std::string message;
 };
 
-using ItemDetails = std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem,
-                                 FileChangeItem, McpToolCallItem, TodoListItem, WebSearchItem,
-                                 ErrorItem>;
+using ItemDetails =
+    std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem, FileChangeItem,
+                 McpToolCallItem, TodoListItem, WebSearchItem, ErrorItem>;
 
 struct Item {
   std::string id;  // item_0, item_1, ... per process in order of first emission

@@ -19,7 +19,7 @@ struct CommandRequest {
   std::vector<std::string> argv;  // e.g. {"/bin/bash", "-lc", "echo hi"}
   std::string workdir;            // absolute
   int64_t timeout_ms = 10000;
-  std::string display;            // shown in the item: /bin/bash -lc 'echo hi'
+  std::string display;  // shown in the item: /bin/bash -lc 'echo hi'
 };
 
 struct CommandOutcome {

@@ -21,7 +21,7 @@ struct ShellEnvPolicy {
   enum class Inherit { kAll, kCore, kNone };
   Inherit inherit = Inherit::kAll;
   bool ignore_default_excludes = false;  // default excludes: names containing KEY/SECRET/TOKEN
-  std::vector<std::string> exclude;       // glob patterns, case-insensitive
+  std::vector<std::string> exclude;      // glob patterns, case-insensitive
   std::map<std::string, std::string> set;
   std::vector<std::string> include_only;  // glob patterns; empty = no filter
 };
@@ -31,7 +31,7 @@ struct TurnContext {
   sandbox::Policy sandbox;
   ApprovalPolicy approval = ApprovalPolicy::kNever;
   ShellEnvPolicy shell_env;
-  int64_t command_timeout_ms = 10000;       // when the model gives no timeout_ms
+  int64_t command_timeout_ms = 10000;         // when the model gives no timeout_ms
   size_t command_output_max_bytes = 1 << 20;  // kept per command for the event
   size_t model_output_max_bytes = 10 * 1024;  // fed back to the model, head+tail
 };
