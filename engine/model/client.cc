@@ -1,1 +1,51 @@
-// Placeholder until its owner lands the implementation.
+#include "engine/model/client.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "engine/model/chat.h"
+#include "engine/model/responses.h"
+#include "engine/model/scripted.h"
+
+namespace ae {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The bearer key for `provider`. For the built-in "openai" provider, AGENTEXEC_API_KEY and
+// then CODEX_API_KEY win over its env_key. The key itself never appears in a message.
+Result<std::string> ApiKey(const ProviderInfo& provider) {
+  if (provider.id == "openai") {
+    for (const char* name : {"AGENTEXEC_API_KEY", "CODEX_API_KEY"}) {
+      if (std::string key = Env(name); !key.empty()) return key;
+    }
+  }
+  if (provider.env_key.empty()) return std::string();
+  std::string key = Env(provider.env_key.c_str());
+  if (key.empty()) {
+    return MakeError(fmt::format("Missing environment variable: `{}`.", provider.env_key));
+  }
+  return key;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelClient>> MakeModelClient(const ProviderInfo& provider,
+                                                     const ModelOptions& options) {
+  if (provider.wire_api == "scripted") return MakeScriptedClient(provider);
+  if (provider.wire_api != "responses" && provider.wire_api != "chat") {
+    return MakeError(fmt::format(
+        "model provider `{}`: unknown wire_api `{}` (expected responses, chat or scripted)",
+        provider.id, provider.wire_api));
+  }
+  auto key = ApiKey(provider);
+  if (!key) return key.error();
+  if (provider.wire_api == "chat") return MakeChatClient(provider, options, std::move(*key));
+  return MakeResponsesClient(provider, options, std::move(*key));
+}
+
+}  // namespace ae

@@ -18,11 +18,11 @@
 namespace ae {
 
 struct ProviderInfo {
-  std::string id;          // key under model_providers, e.g. "openai"
-  std::string name;        // display name
-  std::string base_url;    // e.g. https://api.openai.com/v1
-  std::string env_key;     // environment variable holding the bearer key; empty = no key
-  std::string wire_api;    // "responses" | "chat" | "scripted"
+  std::string id;        // key under model_providers, e.g. "openai"
+  std::string name;      // display name
+  std::string base_url;  // e.g. https://api.openai.com/v1
+  std::string env_key;   // environment variable holding the bearer key; empty = no key
+  std::string wire_api;  // "responses" | "chat" | "scripted"
   std::map<std::string, std::string> http_headers;
   std::map<std::string, std::string> env_http_headers;  // header -> env var name
   std::map<std::string, std::string> query_params;
@@ -45,6 +45,7 @@ struct Prompt {
   std::vector<std::string> input;  // each one Responses-API input item as a JSON object
   std::string tools_json = "[]";   // JSON array of tool specs, Responses-API shape
   std::optional<std::string> output_schema_json;  // --output-schema, a JSON object
+  std::string prompt_cache_key;                   // responses: "" = omit; codex sends the thread id
 };
 
 // One finished output item of a response.

@@ -1,0 +1,218 @@
+#include "engine/model/chat.h"
+
+#include <map>
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "engine/model/http.h"
+#include "engine/model/items.h"
+#include "engine/model/request.h"
+
+namespace ae {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+const rapidjson::Value* Member(const rapidjson::Value* v, const char* name) {
+  if (!v || !v->IsObject()) return nullptr;
+  auto it = v->FindMember(name);
+  return it == v->MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+}
+
+std::string StringAt(const rapidjson::Value* v, const char* name) {
+  const rapidjson::Value* m = Member(v, name);
+  return m && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : std::string();
+}
+
+int64_t IntAt(const rapidjson::Value* v, const char* name) {
+  const rapidjson::Value* m = Member(v, name);
+  return m && m->IsInt64() ? m->GetInt64() : 0;
+}
+
+void Str(Writer& w, const std::string& s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+OutputItem MakeItem(const std::string& json) {
+  auto item = ParseOutputItem(json);
+  return item ? std::move(*item) : OutputItem{};
+}
+
+class ChatDecoder : public StreamDecoder {
+ public:
+  explicit ChatDecoder(StreamObserver& observer) : observer_(observer) {}
+
+  Status OnEvent(SseEvent& event, bool* /*fatal*/) override {
+    if (done_) return {};
+    if (event.data == "[DONE]") {
+      done_ = true;
+      return {};
+    }
+    rapidjson::Document doc;
+    doc.ParseInsitu(event.data.data());
+    if (doc.HasParseError() || !doc.IsObject()) {
+      return MakeError(
+          fmt::format("malformed JSON in server-sent event (offset {}: {})", doc.GetErrorOffset(),
+                      doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
+                                          : "not an object"));
+    }
+    if (const rapidjson::Value* err = Member(&doc, "error")) {
+      std::string message = err->IsString() ? err->GetString() : StringAt(err, "message");
+      return MakeError(message.empty() ? "the server reported an error" : message);
+    }
+    if (std::string id = StringAt(&doc, "id"); !id.empty()) id_ = id;
+    if (const rapidjson::Value* usage = Member(&doc, "usage"); usage && usage->IsObject()) {
+      usage_.input_tokens = IntAt(usage, "prompt_tokens");
+      usage_.cached_input_tokens = IntAt(Member(usage, "prompt_tokens_details"), "cached_tokens");
+      usage_.output_tokens = IntAt(usage, "completion_tokens");
+      usage_.reasoning_output_tokens =
+          IntAt(Member(usage, "completion_tokens_details"), "reasoning_tokens");
+    }
+    const rapidjson::Value* choices = Member(&doc, "choices");
+    if (!choices || !choices->IsArray() || choices->Empty()) return {};
+    const rapidjson::Value& choice = (*choices)[0];
+    if (!StringAt(&choice, "finish_reason").empty()) finished_ = true;
+    const rapidjson::Value* delta = Member(&choice, "delta");
+    if (!delta) delta = Member(&choice, "message");  // servers that send whole messages
+    if (!delta) return {};
+    if (std::string text = StringAt(delta, "content"); !text.empty()) {
+      text_ += text;
+      observer_.OnTextDelta(text);
+    }
+    reasoning_ += StringAt(delta, "reasoning_content");
+    reasoning_ += StringAt(delta, "reasoning");
+    if (const rapidjson::Value* calls = Member(delta, "tool_calls"); calls && calls->IsArray()) {
+      for (const auto& call : calls->GetArray()) {
+        int64_t index = Member(&call, "index") && call["index"].IsInt64()
+                            ? call["index"].GetInt64()
+                            : static_cast<int64_t>(calls_.size());
+        ToolCall& tc = calls_[index];
+        if (std::string id = StringAt(&call, "id"); !id.empty()) tc.id = id;
+        const rapidjson::Value* fn = Member(&call, "function");
+        tc.name += StringAt(fn, "name");
+        const rapidjson::Value* args = Member(fn, "arguments");
+        if (args && args->IsString()) {
+          tc.arguments.append(args->GetString(), args->GetStringLength());
+        } else if (args) {
+          tc.arguments += ToJson(*args);
+        }
+      }
+    }
+    return {};
+  }
+
+  // Some servers end the stream after finish_reason without [DONE]; that is complete too,
+  // but only once the body ended, so usage that follows finish_reason is still read.
+  bool complete() const override { return done_; }
+  void OnCleanEnd() override { done_ = done_ || finished_; }
+  std::string incomplete_reason() const override { return "stream closed before [DONE]"; }
+
+  ModelResponse TakeResponse() override {
+    ModelResponse r;
+    r.id = id_;
+    r.usage = usage_;
+    if (!reasoning_.empty()) {
+      rapidjson::StringBuffer buf;
+      Writer w(buf);
+      w.StartObject();
+      w.Key("type");
+      w.String("reasoning");
+      w.Key("summary");
+      w.StartArray();
+      w.StartObject();
+      w.Key("type");
+      w.String("summary_text");
+      w.Key("text");
+      Str(w, reasoning_);
+      w.EndObject();
+      w.EndArray();
+      w.EndObject();
+      r.items.push_back(MakeItem(buf.GetString()));
+    }
+    if (!text_.empty()) {
+      rapidjson::StringBuffer buf;
+      Writer w(buf);
+      w.StartObject();
+      w.Key("type");
+      w.String("message");
+      w.Key("role");
+      w.String("assistant");
+      w.Key("content");
+      w.StartArray();
+      w.StartObject();
+      w.Key("type");
+      w.String("output_text");
+      w.Key("text");
+      Str(w, text_);
+      w.EndObject();
+      w.EndArray();
+      w.EndObject();
+      r.items.push_back(MakeItem(buf.GetString()));
+    }
+    for (auto& [index, call] : calls_) {
+      rapidjson::StringBuffer buf;
+      Writer w(buf);
+      w.StartObject();
+      w.Key("type");
+      w.String("function_call");
+      w.Key("name");
+      Str(w, call.name);
+      w.Key("arguments");
+      Str(w, call.arguments.empty() ? std::string("{}") : call.arguments);
+      w.Key("call_id");
+      Str(w, call.id.empty() ? fmt::format("call_{}", index) : call.id);
+      w.EndObject();
+      r.items.push_back(MakeItem(buf.GetString()));
+    }
+    return r;
+  }
+
+ private:
+  struct ToolCall {
+    std::string id, name, arguments;
+  };
+  StreamObserver& observer_;
+  std::string id_, text_, reasoning_;
+  std::map<int64_t, ToolCall> calls_;
+  Usage usage_;
+  bool done_ = false;
+  bool finished_ = false;
+};
+
+class ChatClient : public ModelClient {
+ public:
+  ChatClient(ProviderInfo provider, ModelOptions options, std::string api_key)
+      : provider_(std::move(provider)), options_(std::move(options)), key_(std::move(api_key)) {}
+
+  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
+                               CancelToken& cancel) override {
+    auto body = BuildChatRequest(options_, prompt);
+    if (!body) return body.error();
+    HttpRequest req = MakeHttpRequest(provider_, key_, "/chat/completions", std::move(*body));
+    return StreamWithRetries(
+        http_, req, provider_, [&observer] { return MakeChatDecoder(observer); }, observer, cancel);
+  }
+
+ private:
+  ProviderInfo provider_;
+  ModelOptions options_;
+  std::string key_;
+  HttpClient http_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamDecoder> MakeChatDecoder(StreamObserver& observer) {
+  return std::make_unique<ChatDecoder>(observer);
+}
+
+std::unique_ptr<ModelClient> MakeChatClient(const ProviderInfo& provider,
+                                            const ModelOptions& options, std::string api_key) {
+  return std::make_unique<ChatClient>(provider, options, std::move(api_key));
+}
+
+}  // namespace ae

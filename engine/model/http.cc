@@ -1,0 +1,250 @@
+#include "engine/model/http.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+
+namespace ae {
+namespace {
+
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+void GlobalInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct Transfer {
+  HttpResponse* response;
+  HttpBodySink* sink;
+  CURL* easy;
+  Clock::time_point last_activity;
+  bool sink_aborted = false;
+  bool decided = false;  // whether this response streams to the sink was decided
+};
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+std::string Trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' '))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  t->last_activity = Clock::now();
+  if (line.substr(0, 5) == "HTTP/") {  // a new response head (after 1xx or a proxy CONNECT)
+    t->response->content_type.clear();
+    t->response->retry_after.clear();
+  } else if (StartsWithNoCase(line, "content-type:")) {
+    t->response->content_type = Trimmed(line.substr(13));
+  } else if (StartsWithNoCase(line, "retry-after:")) {
+    t->response->retry_after = Trimmed(line.substr(12));
+  }
+  return size * n;
+}
+
+size_t OnWrite(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  t->last_activity = Clock::now();
+  HttpResponse& r = *t->response;
+  if (!t->decided) {
+    t->decided = true;
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    r.status = status;
+    const bool ok = status >= 200 && status < 300;
+    r.event_stream =
+        ok && (r.content_type.empty() || StartsWithNoCase(r.content_type, "text/event-stream"));
+  }
+  if (r.event_stream) {
+    r.body_started = true;
+    if (!t->sink->OnBody(std::string_view(data, len))) {
+      t->sink_aborted = true;
+      return 0;  // makes libcurl abort with CURLE_WRITE_ERROR
+    }
+    return len;
+  }
+  if (r.error_body.size() < kMaxErrorBody) {
+    r.error_body.append(data, std::min(len, kMaxErrorBody - r.error_body.size()));
+  }
+  return len;
+}
+
+}  // namespace
+
+HttpClient::HttpClient() {
+  GlobalInitOnce();
+  multi_ = curl_multi_init();
+  easy_ = curl_easy_init();
+}
+
+HttpClient::~HttpClient() {
+  if (easy_) curl_easy_cleanup(static_cast<CURL*>(easy_));
+  if (multi_) curl_multi_cleanup(static_cast<CURLM*>(multi_));
+}
+
+HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, CancelToken& cancel) {
+  HttpResponse response;
+  auto* multi = static_cast<CURLM*>(multi_);
+  auto* easy = static_cast<CURL*>(easy_);
+  if (!multi || !easy) {
+    response.error = "could not initialise libcurl";
+    return response;
+  }
+  Transfer t{&response, &sink, easy, Clock::now()};
+
+  curl_easy_reset(easy);
+  curl_slist* headers = nullptr;
+  for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
+  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(easy, CURLOPT_POST, 1L);
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, "agentexec/" AGENTEXEC_VERSION);
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &OnHeader);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &OnWrite);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+
+  curl_multi_add_handle(multi, easy);
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  bool finished = false;
+  CURLcode result = CURLE_OK;
+  while (true) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi, &running);
+    if (mc != CURLM_OK) {
+      response.error = curl_multi_strerror(mc);
+      break;
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy) {
+        finished = true;
+        result = msg->data.result;
+      }
+    }
+    if (finished || running == 0) break;
+    if (cancel.cancelled()) {
+      response.outcome = HttpResponse::Outcome::kCancelled;
+      break;
+    }
+    const int64_t idle = duration_cast<milliseconds>(Clock::now() - t.last_activity).count();
+    if (idle >= request.idle_timeout_ms) {
+      response.outcome = HttpResponse::Outcome::kIdleTimeout;
+      break;
+    }
+    curl_waitfd wake{cancel.wake_fd(), CURL_WAIT_POLLIN, 0};
+    const int wait_ms = static_cast<int>(std::min<int64_t>(request.idle_timeout_ms - idle, 1000));
+    curl_multi_poll(multi, &wake, 1, std::max(wait_ms, 1), nullptr);
+  }
+  if (!t.decided) {  // no body byte arrived: classify the head alone
+    long status = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    response.status = status;
+    response.event_stream = status >= 200 && status < 300 &&
+                            (response.content_type.empty() ||
+                             StartsWithNoCase(response.content_type, "text/event-stream"));
+  }
+  curl_multi_remove_handle(multi, easy);
+  curl_slist_free_all(headers);
+
+  if (finished) {
+    if (t.sink_aborted) {
+      response.outcome = HttpResponse::Outcome::kAbortedBySink;
+    } else if (result == CURLE_OK) {
+      response.outcome = HttpResponse::Outcome::kDone;
+    } else {
+      response.outcome = HttpResponse::Outcome::kTransportError;
+      response.error = errbuf[0] ? errbuf : curl_easy_strerror(result);
+    }
+  }
+  return response;
+}
+
+std::string StatusText(long status) {
+  const char* reason = "";
+  switch (status) {
+    case 400:
+      reason = "Bad Request";
+      break;
+    case 401:
+      reason = "Unauthorized";
+      break;
+    case 402:
+      reason = "Payment Required";
+      break;
+    case 403:
+      reason = "Forbidden";
+      break;
+    case 404:
+      reason = "Not Found";
+      break;
+    case 405:
+      reason = "Method Not Allowed";
+      break;
+    case 408:
+      reason = "Request Timeout";
+      break;
+    case 409:
+      reason = "Conflict";
+      break;
+    case 413:
+      reason = "Payload Too Large";
+      break;
+    case 415:
+      reason = "Unsupported Media Type";
+      break;
+    case 422:
+      reason = "Unprocessable Entity";
+      break;
+    case 429:
+      reason = "Too Many Requests";
+      break;
+    case 500:
+      reason = "Internal Server Error";
+      break;
+    case 501:
+      reason = "Not Implemented";
+      break;
+    case 502:
+      reason = "Bad Gateway";
+      break;
+    case 503:
+      reason = "Service Unavailable";
+      break;
+    case 504:
+      reason = "Gateway Timeout";
+      break;
+    default:
+      break;
+  }
+  return *reason ? fmt::format("{} {}", status, reason) : fmt::format("{}", status);
+}
+
+}  // namespace ae

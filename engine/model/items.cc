@@ -1,0 +1,97 @@
+#include "engine/model/items.h"
+
+#include <fmt/format.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace ae {
+namespace {
+
+std::string StringMember(const rapidjson::Value& v, const char* name) {
+  auto it = v.FindMember(name);
+  if (it == v.MemberEnd() || !it->value.IsString()) return {};
+  return std::string(it->value.GetString(), it->value.GetStringLength());
+}
+
+// Appends the `text` of every part in `parts` whose type is one of the accepted ones.
+void JoinTexts(const rapidjson::Value& v, const char* array, std::string_view sep,
+               std::string* out) {
+  auto it = v.FindMember(array);
+  if (it == v.MemberEnd() || !it->value.IsArray()) return;
+  bool first = true;
+  for (const auto& part : it->value.GetArray()) {
+    if (!part.IsObject()) continue;
+    std::string type = StringMember(part, "type");
+    if (type != "output_text" && type != "summary_text" && type != "text") continue;
+    if (!first) out->append(sep);
+    out->append(StringMember(part, "text"));
+    first = false;
+  }
+}
+
+}  // namespace
+
+std::string ToJson(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  value.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
+  if (!v.IsObject()) return MakeError("output item is not a JSON object");
+  auto type_it = v.FindMember("type");
+  if (type_it == v.MemberEnd() || !type_it->value.IsString()) {
+    return MakeError("output item has no \"type\"");
+  }
+  std::string_view type(type_it->value.GetString(), type_it->value.GetStringLength());
+  OutputItem item;
+  item.raw_json = ToJson(v);
+  if (type == "message") {
+    item.kind = OutputItem::Kind::kMessage;
+    JoinTexts(v, "content", "", &item.text);
+    item.phase = StringMember(v, "phase");
+  } else if (type == "reasoning") {
+    item.kind = OutputItem::Kind::kReasoning;
+    JoinTexts(v, "summary", "\n", &item.text);
+  } else if (type == "function_call") {
+    item.kind = OutputItem::Kind::kFunctionCall;
+    item.name = StringMember(v, "name");
+    item.call_id = StringMember(v, "call_id");
+    auto args = v.FindMember("arguments");
+    if (args != v.MemberEnd()) {
+      item.arguments = args->value.IsString()
+                           ? std::string(args->value.GetString(), args->value.GetStringLength())
+                           : ToJson(args->value);
+    }
+  } else if (type == "custom_tool_call") {
+    item.kind = OutputItem::Kind::kCustomToolCall;
+    item.name = StringMember(v, "name");
+    item.call_id = StringMember(v, "call_id");
+    item.arguments = StringMember(v, "input");
+  } else if (type == "web_search_call") {
+    item.kind = OutputItem::Kind::kWebSearchCall;
+    auto action = v.FindMember("action");
+    if (action != v.MemberEnd() && action->value.IsObject()) {
+      item.query = StringMember(action->value, "query");
+    }
+    if (item.query.empty()) item.query = StringMember(v, "query");
+  } else {
+    item.kind = OutputItem::Kind::kOther;
+  }
+  return item;
+}
+
+Result<OutputItem> ParseOutputItem(std::string_view json) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) {
+    return MakeError(fmt::format("output item is not valid JSON (offset {}: {})",
+                                 doc.GetErrorOffset(),
+                                 rapidjson::GetParseError_En(doc.GetParseError())));
+  }
+  return ParseOutputItemValue(doc);
+}
+
+}  // namespace ae

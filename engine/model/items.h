@@ -1,0 +1,22 @@
+// Parsing one Responses-API output item (the `item` of response.output_item.done) into the
+// engine's OutputItem, keeping the item's JSON so it can be replayed to the model.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <rapidjson/document.h>
+
+#include "base/result.h"
+#include "engine/model/client.h"
+
+namespace ae {
+
+// `json` is one item object. raw_json is the item re-serialised compactly.
+Result<OutputItem> ParseOutputItem(std::string_view json);
+Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& item);
+
+// Compact serialisation of a RapidJSON value.
+std::string ToJson(const rapidjson::Value& value);
+
+}  // namespace ae

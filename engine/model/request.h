@@ -1,0 +1,24 @@
+// Request bodies for the two HTTP wires, built from the same Prompt. History items are
+// Responses-API JSON and are spliced into the Responses body verbatim (no reparse); the chat
+// body maps them onto chat messages.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "engine/model/client.h"
+
+namespace ae {
+
+// The name codex gives the --output-schema format.
+inline constexpr const char* kOutputSchemaName = "codex_output_schema";
+
+// POST {base_url}/responses. Key order as codex: model, stream, input, tools, tool_choice,
+// parallel_tool_calls, reasoning, store, include, prompt_cache_key, text.
+std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt);
+
+// POST {base_url}/chat/completions. Fails when a history item or the tools are not JSON.
+// Custom (free-form) tools are offered as functions taking one string parameter "input".
+Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& prompt);
+
+}  // namespace ae

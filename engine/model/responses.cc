@@ -1,0 +1,141 @@
+#include "engine/model/responses.h"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include "engine/model/http.h"
+#include "engine/model/items.h"
+#include "engine/model/request.h"
+
+namespace ae {
+namespace {
+
+const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject()) return nullptr;
+  auto it = v.FindMember(name);
+  return it == v.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string StringAt(const rapidjson::Value* v, const char* name) {
+  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  return m && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : std::string();
+}
+
+int64_t IntAt(const rapidjson::Value* v, const char* name) {
+  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  return m && m->IsInt64() ? m->GetInt64() : 0;
+}
+
+class ResponsesDecoder : public StreamDecoder {
+ public:
+  explicit ResponsesDecoder(StreamObserver& observer) : observer_(observer) {}
+
+  Status OnEvent(SseEvent& event, bool* fatal) override {
+    if (complete_ || event.data == "[DONE]") return {};
+    rapidjson::Document doc;
+    doc.ParseInsitu(event.data.data());
+    if (doc.HasParseError() || !doc.IsObject()) {
+      return MakeError(
+          fmt::format("malformed JSON in server-sent event{} (offset {}: {})",
+                      event.event.empty() ? "" : " `" + event.event + "`", doc.GetErrorOffset(),
+                      doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
+                                          : "not an object"));
+    }
+    std::string type = StringAt(&doc, "type");
+    if (type.empty()) type = event.event;
+    if (type == "response.output_text.delta") {
+      std::string delta = StringAt(&doc, "delta");
+      if (!delta.empty()) observer_.OnTextDelta(delta);
+    } else if (type == "response.output_item.done") {
+      const rapidjson::Value* item = Member(doc, "item");
+      if (!item) return MakeError("response.output_item.done without an item");
+      auto parsed = ParseOutputItemValue(*item);
+      if (!parsed) return MakeError("response.output_item.done: " + parsed.message());
+      response_.items.push_back(std::move(*parsed));
+    } else if (type == "response.created") {
+      response_.id = StringAt(Member(doc, "response"), "id");
+    } else if (type == "response.completed") {
+      const rapidjson::Value* resp = Member(doc, "response");
+      if (resp) {
+        if (std::string id = StringAt(resp, "id"); !id.empty()) response_.id = id;
+        const rapidjson::Value* usage = Member(*resp, "usage");
+        if (usage) {
+          response_.usage.input_tokens = IntAt(usage, "input_tokens");
+          response_.usage.cached_input_tokens =
+              IntAt(Member(*usage, "input_tokens_details"), "cached_tokens");
+          response_.usage.output_tokens = IntAt(usage, "output_tokens");
+          response_.usage.reasoning_output_tokens =
+              IntAt(Member(*usage, "output_tokens_details"), "reasoning_tokens");
+        }
+      }
+      complete_ = true;
+    } else if (type == "response.failed" || type == "error") {
+      const rapidjson::Value* err = Member(doc, "error");
+      if (!err) err = Member(Member(doc, "response") ? *Member(doc, "response") : doc, "error");
+      std::string message = StringAt(err, "message");
+      if (message.empty()) message = StringAt(&doc, "message");
+      if (message.empty()) message = type;
+      // Retrying cannot fix these (codex treats them as final too).
+      std::string code = StringAt(err, "code");
+      if (code == "context_length_exceeded" || code == "insufficient_quota" ||
+          code == "invalid_prompt") {
+        *fatal = true;
+      }
+      return MakeError(message);
+    } else if (type == "response.incomplete") {
+      std::string reason = StringAt(
+          Member(Member(doc, "response") ? *Member(doc, "response") : doc, "incomplete_details"),
+          "reason");
+      return MakeError(fmt::format("Incomplete response returned, reason: {}",
+                                   reason.empty() ? "unknown" : reason));
+    }
+    // response.output_item.added and unknown events carry nothing we need.
+    return {};
+  }
+
+  bool complete() const override { return complete_; }
+  std::string incomplete_reason() const override {
+    return "stream closed before response.completed";
+  }
+  ModelResponse TakeResponse() override { return std::move(response_); }
+
+ private:
+  StreamObserver& observer_;
+  ModelResponse response_;
+  bool complete_ = false;
+};
+
+class ResponsesClient : public ModelClient {
+ public:
+  ResponsesClient(ProviderInfo provider, ModelOptions options, std::string api_key)
+      : provider_(std::move(provider)), options_(std::move(options)), key_(std::move(api_key)) {}
+
+  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
+                               CancelToken& cancel) override {
+    HttpRequest req =
+        MakeHttpRequest(provider_, key_, "/responses", BuildResponsesRequest(options_, prompt));
+    return StreamWithRetries(
+        http_, req, provider_, [&observer] { return MakeResponsesDecoder(observer); }, observer,
+        cancel);
+  }
+
+ private:
+  ProviderInfo provider_;
+  ModelOptions options_;
+  std::string key_;
+  HttpClient http_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamDecoder> MakeResponsesDecoder(StreamObserver& observer) {
+  return std::make_unique<ResponsesDecoder>(observer);
+}
+
+std::unique_ptr<ModelClient> MakeResponsesClient(const ProviderInfo& provider,
+                                                 const ModelOptions& options, std::string api_key) {
+  return std::make_unique<ResponsesClient>(provider, options, std::move(api_key));
+}
+
+}  // namespace ae

@@ -1,0 +1,20 @@
+// The OpenAI Responses API wire: POST {base_url}/responses with stream:true, events
+// response.created / output_item.added / output_text.delta / output_item.done /
+// completed / failed (others skipped).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/model/client.h"
+#include "engine/model/streaming.h"
+
+namespace ae {
+
+// Decodes one attempt of a Responses stream; deltas go to `observer` as they arrive.
+std::unique_ptr<StreamDecoder> MakeResponsesDecoder(StreamObserver& observer);
+
+std::unique_ptr<ModelClient> MakeResponsesClient(const ProviderInfo& provider,
+                                                 const ModelOptions& options, std::string api_key);
+
+}  // namespace ae

@@ -1,0 +1,262 @@
+#include "engine/model/scripted.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "engine/model/items.h"
+
+namespace ae {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void Str(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject()) return nullptr;
+  auto it = v.FindMember(name);
+  return it == v.MemberEnd() ? nullptr : &it->value;
+}
+
+Result<std::string> RequiredString(const rapidjson::Value& item, const char* name,
+                                   std::string_view type) {
+  const rapidjson::Value* v = Member(item, name);
+  if (!v || !v->IsString()) {
+    return MakeError(fmt::format("a {} item needs a string \"{}\"", type, name));
+  }
+  return std::string(v->GetString(), v->GetStringLength());
+}
+
+std::string CallId(const rapidjson::Value& item, int turn, int index) {
+  const rapidjson::Value* v = Member(item, "call_id");
+  if (v && v->IsString()) return v->GetString();
+  return fmt::format("call_{}_{}", turn, index);
+}
+
+int64_t IntAt(const rapidjson::Value* v, const char* name) {
+  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  return m && m->IsInt64() ? m->GetInt64() : 0;
+}
+
+struct Turn {
+  std::optional<std::string> fail;
+  std::vector<OutputItem> items;
+  Usage usage;
+};
+
+class ScriptedClient : public ModelClient {
+ public:
+  ScriptedClient(std::string path, std::vector<Turn> turns)
+      : path_(std::move(path)), turns_(std::move(turns)) {}
+
+  Result<ModelResponse> Stream(const Prompt& /*prompt*/, StreamObserver& observer,
+                               CancelToken& cancel) override {
+    if (cancel.cancelled()) return MakeError("model request cancelled");
+    const size_t n = next_++;
+    if (n >= turns_.size()) {
+      return MakeError(
+          fmt::format("scripted provider: no turn left for request {} (script has {} "
+                      "turns): {}",
+                      n + 1, turns_.size(), path_));
+    }
+    const Turn& turn = turns_[n];
+    if (turn.fail) return MakeError(*turn.fail);
+    ModelResponse r;
+    r.id = fmt::format("resp_scripted_{}", n + 1);
+    r.items = turn.items;
+    r.usage = turn.usage;
+    for (const OutputItem& item : r.items) {
+      if (item.kind == OutputItem::Kind::kMessage && !item.text.empty()) {
+        observer.OnTextDelta(item.text);
+      }
+    }
+    return r;
+  }
+
+ private:
+  std::string path_;
+  std::vector<Turn> turns_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int index) {
+  if (!item.IsObject()) return MakeError("an item must be a JSON object");
+  const rapidjson::Value* type_v = Member(item, "type");
+  if (!type_v || !type_v->IsString()) return MakeError("an item needs a string \"type\"");
+  std::string type = type_v->GetString();
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("type");
+  Str(w, type);
+  if (type == "message") {
+    auto text = RequiredString(item, "text", type);
+    if (!text) return text.error();
+    w.Key("role");
+    w.String("assistant");
+    w.Key("content");
+    w.StartArray();
+    w.StartObject();
+    w.Key("type");
+    w.String("output_text");
+    w.Key("text");
+    Str(w, *text);
+    w.EndObject();
+    w.EndArray();
+    if (const rapidjson::Value* phase = Member(item, "phase"); phase && phase->IsString()) {
+      w.Key("phase");
+      Str(w, phase->GetString());
+    }
+  } else if (type == "reasoning") {
+    const rapidjson::Value* summary = Member(item, "summary");
+    std::vector<std::string> parts;
+    if (summary && summary->IsString()) {
+      parts.emplace_back(summary->GetString(), summary->GetStringLength());
+    } else if (summary && summary->IsArray()) {
+      for (const auto& p : summary->GetArray()) {
+        if (!p.IsString()) return MakeError("reasoning \"summary\" must hold strings");
+        parts.emplace_back(p.GetString(), p.GetStringLength());
+      }
+    } else if (summary) {
+      return MakeError("reasoning \"summary\" must be a string or an array of strings");
+    }
+    w.Key("summary");
+    w.StartArray();
+    for (const auto& p : parts) {
+      w.StartObject();
+      w.Key("type");
+      w.String("summary_text");
+      w.Key("text");
+      Str(w, p);
+      w.EndObject();
+    }
+    w.EndArray();
+    if (const rapidjson::Value* enc = Member(item, "encrypted_content"); enc && enc->IsString()) {
+      w.Key("encrypted_content");
+      Str(w, enc->GetString());
+    }
+  } else if (type == "function_call") {
+    auto name = RequiredString(item, "name", type);
+    if (!name) return name.error();
+    const rapidjson::Value* args = Member(item, "arguments");
+    std::string arguments = "{}";
+    if (args && args->IsString()) {
+      arguments.assign(args->GetString(), args->GetStringLength());
+    } else if (args) {
+      arguments = ToJson(*args);
+    }
+    w.Key("name");
+    Str(w, *name);
+    w.Key("arguments");
+    Str(w, arguments);
+    w.Key("call_id");
+    Str(w, CallId(item, turn, index));
+  } else if (type == "custom_tool_call") {
+    auto name = RequiredString(item, "name", type);
+    if (!name) return name.error();
+    auto input = RequiredString(item, "input", type);
+    if (!input) return input.error();
+    w.Key("call_id");
+    Str(w, CallId(item, turn, index));
+    w.Key("name");
+    Str(w, *name);
+    w.Key("input");
+    Str(w, *input);
+  } else if (type == "web_search_call") {
+    auto query = RequiredString(item, "query", type);
+    if (!query) return query.error();
+    w.Key("status");
+    w.String("completed");
+    w.Key("action");
+    w.StartObject();
+    w.Key("type");
+    w.String("search");
+    w.Key("query");
+    Str(w, *query);
+    w.EndObject();
+  } else {
+    return MakeError(
+        fmt::format("unknown item type `{}` (expected message, reasoning, function_call, "
+                    "custom_tool_call or web_search_call)",
+                    type));
+  }
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& provider) {
+  const std::string& path = provider.script;
+  if (path.empty()) {
+    return MakeError(fmt::format(
+        "scripted provider `{}` has no script: set model_providers.{}.script to a turns file",
+        provider.id, provider.id));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return MakeError(
+        fmt::format("scripted provider: cannot read {}: {}", path, std::strerror(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  rapidjson::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  if (doc.HasParseError()) {
+    return MakeError(fmt::format("scripted provider: cannot parse {}: offset {}: {}", path,
+                                 doc.GetErrorOffset(),
+                                 rapidjson::GetParseError_En(doc.GetParseError())));
+  }
+  const rapidjson::Value* turns = Member(doc, "turns");
+  if (!turns || !turns->IsArray()) {
+    return MakeError(
+        fmt::format("scripted provider: {}: expected an object with a \"turns\" array", path));
+  }
+  std::vector<Turn> out;
+  int turn_no = 0;
+  for (const auto& t : turns->GetArray()) {
+    ++turn_no;
+    Turn turn;
+    auto bad = [&](const std::string& why) {
+      return MakeError(fmt::format("scripted provider: {}: turn {}: {}", path, turn_no, why));
+    };
+    if (!t.IsObject()) return bad("a turn must be a JSON object");
+    if (const rapidjson::Value* fail = Member(t, "fail")) {
+      if (!fail->IsString()) return bad("\"fail\" must be a string");
+      turn.fail = fail->GetString();
+      out.push_back(std::move(turn));
+      continue;
+    }
+    const rapidjson::Value* items = Member(t, "items");
+    if (!items || !items->IsArray()) return bad("expected an \"items\" array or \"fail\"");
+    int index = 0;
+    for (const auto& item : items->GetArray()) {
+      auto json = ScriptedItemJson(item, turn_no, index);
+      if (!json) return bad(fmt::format("item {}: {}", index, json.message()));
+      auto parsed = ParseOutputItem(*json);
+      if (!parsed) return bad(fmt::format("item {}: {}", index, parsed.message()));
+      turn.items.push_back(std::move(*parsed));
+      ++index;
+    }
+    const rapidjson::Value* usage = Member(t, "usage");
+    turn.usage.input_tokens = IntAt(usage, "input_tokens");
+    turn.usage.cached_input_tokens = IntAt(usage, "cached_input_tokens");
+    turn.usage.output_tokens = IntAt(usage, "output_tokens");
+    turn.usage.reasoning_output_tokens = IntAt(usage, "reasoning_output_tokens");
+    out.push_back(std::move(turn));
+  }
+  return std::unique_ptr<ModelClient>(std::make_unique<ScriptedClient>(path, std::move(out)));
+}
+
+}  // namespace ae
