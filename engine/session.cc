@@ -48,12 +48,21 @@ std::string DescribeSandbox(const sandbox::Policy& policy, const std::string& cw
   return text;
 }
 
+std::string NowRfc3339() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
 }  // namespace
 
 SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                          const std::vector<EventSink*>& sinks, CancelToken& cancel) {
   SessionResult result;
-  result.thread_id = config.thread_id.empty() ? NewUuidV7() : config.thread_id;
+  result.thread_id = config.resume ? config.resume->meta.thread_id : NewUuidV7();
   Emitter emitter(sinks);
 
   auto fail_before_turn = [&](SessionOutcome outcome, std::string message) {
@@ -110,15 +119,40 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     return result;
   }
 
-  std::string timezone;
-  std::string date = Today(&timezone);
-  std::vector<std::string> history;
-  history.push_back(
-      MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
-  std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes);
-  if (!docs.empty()) history.push_back(MessageInputItem("user", docs));
-  history.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
-  history.push_back(UserInputItem(prompt, config.images));
+  // A resumed thread keeps its history and adds the new prompt; a new one starts with our
+  // instructions, the project's AGENTS.md and the environment.
+  std::vector<std::string> initial;
+  if (!config.resume) {
+    std::string timezone;
+    std::string date = Today(&timezone);
+    initial.push_back(
+        MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
+    std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes);
+    if (!docs.empty()) initial.push_back(MessageInputItem("user", docs));
+    initial.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
+  }
+  initial.push_back(UserInputItem(prompt, config.images));
+
+  std::unique_ptr<RolloutWriter> rollout;
+  if (!config.ephemeral) {
+    Result<std::unique_ptr<RolloutWriter>> opened =
+        config.resume ? RolloutWriter::Append(config.resume->path)
+                      : RolloutWriter::Create(
+                            config.home, SessionMeta{result.thread_id, config.cwd, NowRfc3339(),
+                                                     config.model.model, config.provider.id});
+    if (opened.ok()) {
+      rollout = std::move(opened.value());
+    } else {
+      // Losing the session file must not lose the run; say so and go on.
+      emitter.CompleteNew(ErrorItem{opened.message() + "; this run cannot be resumed"});
+    }
+  }
+  std::vector<std::string> history =
+      config.resume ? config.resume->items : std::vector<std::string>{};
+  for (std::string& item : initial) {
+    if (rollout) rollout->AddItem(item);
+    history.push_back(std::move(item));
+  }
 
   std::unique_ptr<ToolRouter> router = MakeDefaultRouter();
   Orchestrator orchestrator(turn, prepared.get());

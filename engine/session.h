@@ -10,6 +10,7 @@
 #include "base/cancel.h"
 #include "engine/event_sink.h"
 #include "engine/model/client.h"
+#include "engine/rollout.h"
 #include "engine/turn_context.h"
 #include "sandbox/policy.h"
 
@@ -30,7 +31,9 @@ struct SessionConfig {
   std::string developer_instructions;             // extra text from config, appended to ours
   std::vector<std::string> images;                // -i: data: URLs sent with the prompt
   std::vector<std::string> warnings;              // emitted as error items before turn.started
-  std::string thread_id;                          // empty: a new UUIDv7
+  std::string home;                               // $AGENTEXEC_HOME (sessions/ lives here)
+  bool ephemeral = false;                         // write no session file
+  std::optional<LoadedRollout> resume;            // continue this thread (resume ID / --last)
 };
 
 enum class SessionOutcome {

@@ -47,9 +47,14 @@ TurnResult Cancelled(CancelReason reason) {
 
 // Records one model item: history gets it verbatim; users get an item; tool calls are
 // collected for dispatch.
+void AddToHistory(TurnDeps& deps, std::vector<std::string>& history, std::string item) {
+  if (deps.rollout != nullptr) deps.rollout->AddItem(item);
+  history.push_back(std::move(item));
+}
+
 void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>& history,
                 std::vector<ToolCall>& calls, TurnResult& result) {
-  history.push_back(item.raw_json);
+  AddToHistory(deps, history, item.raw_json);
   switch (item.kind) {
     case OutputItem::Kind::kMessage:
       deps.emitter.CompleteNew(AgentMessageItem{item.text});
@@ -79,6 +84,7 @@ void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>
 
 TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   TurnResult result;
+  result.usage = deps.usage_before;
   TurnObserver observer(deps.emitter);
   ToolEnv env{deps.turn, deps.emitter, deps.cancel, deps.orchestrator};
   const std::string tools_json = deps.router.SpecsJson();
@@ -102,7 +108,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       return fail(limit);
     }
 
-    Prompt prompt{history, tools_json, deps.output_schema_json};
+    Prompt prompt{history, tools_json, deps.output_schema_json, deps.prompt_cache_key};
     Result<ModelResponse> response = deps.client.Stream(prompt, observer, deps.cancel);
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     if (!response.ok()) {
@@ -112,6 +118,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       return fail(failed);
     }
     result.usage += response->usage;
+    if (deps.rollout != nullptr) deps.rollout->AddUsage(response->usage);
 
     std::vector<ToolCall> calls;
     for (const OutputItem& item : response->items) RecordItem(item, deps, history, calls, result);
@@ -119,7 +126,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
 
     std::vector<ToolResult> outputs = deps.router.DispatchAll(calls, env);
     for (const ToolResult& out : outputs) {
-      history.push_back(ToolOutputItem(out.call_id, out.output, out.custom));
+      AddToHistory(deps, history, ToolOutputItem(out.call_id, out.output, out.custom));
     }
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
   }

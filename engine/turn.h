@@ -9,6 +9,7 @@
 #include "base/cancel.h"
 #include "engine/emitter.h"
 #include "engine/model/client.h"
+#include "engine/rollout.h"
 #include "engine/session.h"
 #include "engine/tools/router.h"
 
@@ -22,7 +23,10 @@ struct TurnDeps {
   Emitter& emitter;
   CancelToken& cancel;
   std::optional<std::string> output_schema_json;
-  int max_turns = 0;  // model requests; 0 = unlimited
+  int max_turns = 0;                 // model requests; 0 = unlimited
+  RolloutWriter* rollout = nullptr;  // null: --ephemeral
+  Usage usage_before;                // earlier runs of a resumed thread
+  std::string prompt_cache_key;      // the thread id
 };
 
 struct TurnResult {

@@ -1,0 +1,194 @@
+#include "engine/rollout.h"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+namespace ae {
+namespace {
+
+namespace fs = std::filesystem;
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+std::string MetaLine(const SessionMeta& m) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("type"), w.String("session_meta");
+  w.Key("payload");
+  w.StartObject();
+  w.Key("thread_id"), w.String(m.thread_id);
+  w.Key("cwd"), w.String(m.cwd);
+  w.Key("created_at"), w.String(m.created_at);
+  w.Key("model"), w.String(m.model);
+  w.Key("provider"), w.String(m.provider);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+std::string GetString(const rapidjson::Value& obj, const char* key) {
+  auto it = obj.FindMember(key);
+  return it != obj.MemberEnd() && it->value.IsString() ? it->value.GetString() : std::string();
+}
+
+int64_t GetInt(const rapidjson::Value& obj, const char* key) {
+  auto it = obj.FindMember(key);
+  return it != obj.MemberEnd() && it->value.IsInt64() ? it->value.GetInt64() : 0;
+}
+
+// Every rollout file under home/sessions, newest first (names sort by timestamp).
+std::vector<fs::path> AllRollouts(const std::string& home) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  fs::path dir = fs::path(home) / "sessions";
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() == ".jsonl" && p.filename().string().rfind("rollout-", 0) == 0) {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return a.filename().string() > b.filename().string();
+  });
+  return files;
+}
+
+}  // namespace
+
+RolloutWriter::~RolloutWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& home,
+                                                             const SessionMeta& meta) {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char day[16], stamp[32];
+  std::strftime(day, sizeof day, "%Y/%m/%d", &local);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &local);
+  fs::path dir = fs::path(home) / "sessions" / day;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return MakeError(
+        fmt::format("cannot create session directory '{}': {}", dir.string(), ec.message()));
+  }
+  std::string path = (dir / fmt::format("rollout-{}-{}.jsonl", stamp, meta.thread_id)).string();
+  std::FILE* f = std::fopen(path.c_str(), "wxe");
+  if (f == nullptr) {
+    return MakeError(
+        fmt::format("cannot create session file '{}': {}", path, std::strerror(errno)));
+  }
+  std::unique_ptr<RolloutWriter> w(new RolloutWriter(f, path));
+  w->WriteLine(MetaLine(meta));
+  return w;
+}
+
+Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Append(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "ae");
+  if (f == nullptr) {
+    return MakeError(fmt::format("cannot open session file '{}': {}", path, std::strerror(errno)));
+  }
+  return std::unique_ptr<RolloutWriter>(new RolloutWriter(f, path));
+}
+
+void RolloutWriter::WriteLine(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);
+}
+
+void RolloutWriter::AddItem(const std::string& item_json) {
+  WriteLine(R"({"type":"response_item","payload":)" + item_json + "}");
+}
+
+void RolloutWriter::AddUsage(const Usage& u) {
+  WriteLine(fmt::format(
+      R"({{"type":"usage","payload":{{"input_tokens":{},"cached_input_tokens":{},)"
+      R"("cache_write_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{}}}}})",
+      u.input_tokens, u.cached_input_tokens, u.cache_write_input_tokens, u.output_tokens,
+      u.reasoning_output_tokens));
+}
+
+Result<LoadedRollout> LoadRollout(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return MakeError(fmt::format("cannot read session file '{}': {}", path, std::strerror(errno)));
+  }
+  LoadedRollout out;
+  out.path = path;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    rapidjson::Document d;
+    if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) {
+      // A torn last line (crash mid-write) is dropped; anything else is corruption.
+      if (in.peek() == EOF) break;
+      return MakeError(fmt::format("{}:{}: not a JSON object", path, number));
+    }
+    std::string type = GetString(d, "type");
+    auto payload = d.FindMember("payload");
+    if (payload == d.MemberEnd()) continue;
+    const rapidjson::Value& p = payload->value;
+    if (type == "session_meta" && p.IsObject()) {
+      out.meta =
+          SessionMeta{GetString(p, "thread_id"), GetString(p, "cwd"), GetString(p, "created_at"),
+                      GetString(p, "model"), GetString(p, "provider")};
+    } else if (type == "response_item") {
+      rapidjson::StringBuffer buf;
+      Writer w(buf);
+      p.Accept(w);
+      out.items.emplace_back(buf.GetString(), buf.GetSize());
+    } else if (type == "usage" && p.IsObject()) {
+      out.usage += Usage{GetInt(p, "input_tokens"), GetInt(p, "cached_input_tokens"),
+                         GetInt(p, "cache_write_input_tokens"), GetInt(p, "output_tokens"),
+                         GetInt(p, "reasoning_output_tokens")};
+    }
+  }
+  if (out.meta.thread_id.empty()) {
+    return MakeError(fmt::format("{}: not a session file (no session_meta line)", path));
+  }
+  return out;
+}
+
+Result<std::string> FindRolloutById(const std::string& home, const std::string& thread_id) {
+  for (const fs::path& p : AllRollouts(home)) {
+    std::string name = p.filename().string();
+    if (name.size() > thread_id.size() + 6 &&
+        name.compare(name.size() - 6 - thread_id.size(), thread_id.size(), thread_id) == 0) {
+      return p.string();
+    }
+  }
+  return MakeError(fmt::format("no session with id '{}' under {}/sessions", thread_id, home));
+}
+
+Result<std::string> FindLatestRollout(const std::string& home, const std::string& cwd) {
+  for (const fs::path& p : AllRollouts(home)) {
+    std::ifstream in(p);
+    std::string first;
+    if (!std::getline(in, first)) continue;
+    rapidjson::Document d;
+    if (d.Parse(first.data(), first.size()).HasParseError() || !d.IsObject()) continue;
+    auto payload = d.FindMember("payload");
+    if (payload != d.MemberEnd() && payload->value.IsObject() &&
+        GetString(payload->value, "cwd") == cwd) {
+      return p.string();
+    }
+  }
+  return MakeError(fmt::format("no earlier session to resume for {} under {}/sessions", cwd, home));
+}
+
+}  // namespace ae

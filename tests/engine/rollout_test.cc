@@ -1,0 +1,81 @@
+#include "engine/rollout.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace ae {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RolloutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ae-rollout-XXXXXX";
+    home_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(home_); }
+  std::string home_;
+};
+
+TEST_F(RolloutTest, WriteLoadAndResumeAppends) {
+  SessionMeta meta{"0190-aaaa", "/w", "2026-11-22T00:00:00Z", "gpt-5", "openai"};
+  std::string path;
+  {
+    auto w = RolloutWriter::Create(home_, meta);
+    ASSERT_TRUE(w.ok()) << w.message();
+    path = (*w)->path();
+    (*w)->AddItem(R"({"type":"message","role":"user","content":[]})");
+    (*w)->AddUsage(Usage{10, 2, 0, 5, 1});
+  }
+  EXPECT_NE(path.find(home_ + "/sessions/"), std::string::npos);
+  EXPECT_EQ(path.substr(path.size() - 16), "-0190-aaaa.jsonl");
+  {
+    auto w = RolloutWriter::Append(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->AddItem(R"({"type":"function_call_output","call_id":"c","output":"x"})");
+    (*w)->AddUsage(Usage{1, 0, 0, 1, 0});
+  }
+  auto loaded = LoadRollout(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ(loaded->meta.thread_id, "0190-aaaa");
+  EXPECT_EQ(loaded->meta.cwd, "/w");
+  EXPECT_EQ(loaded->items, (std::vector<std::string>{
+                               R"({"type":"message","role":"user","content":[]})",
+                               R"({"type":"function_call_output","call_id":"c","output":"x"})"}));
+  EXPECT_EQ(loaded->usage, (Usage{11, 2, 0, 6, 1}));
+
+  auto by_id = FindRolloutById(home_, "0190-aaaa");
+  ASSERT_TRUE(by_id.ok());
+  EXPECT_EQ(*by_id, path);
+  auto latest = FindLatestRollout(home_, "/w");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, path);
+}
+
+TEST_F(RolloutTest, UnknownIdAndNoSessionAreErrors) {
+  auto by_id = FindRolloutById(home_, "nope");
+  ASSERT_FALSE(by_id.ok());
+  EXPECT_EQ(by_id.message(), "no session with id 'nope' under " + home_ + "/sessions");
+  auto latest = FindLatestRollout(home_, "/elsewhere");
+  ASSERT_FALSE(latest.ok());
+  EXPECT_EQ(latest.message(),
+            "no earlier session to resume for /elsewhere under " + home_ + "/sessions");
+}
+
+TEST_F(RolloutTest, ATornLastLineIsDropped) {
+  std::string path = home_ + "/rollout-x.jsonl";
+  std::ofstream(path) << R"({"type":"session_meta","payload":{"thread_id":"t","cwd":"/w"}})"
+                      << "\n"
+                      << R"({"type":"response_item","payload":{"a":1}})"
+                      << "\n"
+                      << R"({"type":"response_it)";
+  auto loaded = LoadRollout(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ(loaded->items, (std::vector<std::string>{R"({"a":1})"}));
+}
+
+}  // namespace
+}  // namespace ae

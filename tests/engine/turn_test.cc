@@ -1,0 +1,212 @@
+// The turn loop against a scripted fake model and a fake tool: the event sequence is
+// asserted as the exact JSONL a consumer would read.
+#include "engine/turn.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "engine/history.h"
+#include "engine/orchestrator.h"
+#include "outputs/jsonl_sink.h"
+
+namespace ae {
+namespace {
+
+class RecordingSink : public EventSink {
+ public:
+  void Emit(const Event& e) override {
+    std::string line = EventToJson(e);
+    if (!line.empty()) lines.push_back(line);
+  }
+  std::vector<std::string> lines;
+};
+
+OutputItem Message(const std::string& text) {
+  OutputItem i;
+  i.kind = OutputItem::Kind::kMessage;
+  i.text = text;
+  i.raw_json = R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":")" +
+               text + R"("}]})";
+  return i;
+}
+
+OutputItem Call(const std::string& name, const std::string& args, const std::string& id) {
+  OutputItem i;
+  i.kind = OutputItem::Kind::kFunctionCall;
+  i.name = name;
+  i.call_id = id;
+  i.arguments = args;
+  i.raw_json = R"({"type":"function_call","name":")" + name + R"(","call_id":")" + id + R"("})";
+  return i;
+}
+
+// Replays canned responses and records every prompt it was sent.
+class FakeClient : public ModelClient {
+ public:
+  std::deque<Result<ModelResponse>> responses;
+  std::vector<Prompt> prompts;
+  int retries_before_each = 0;
+
+  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
+                               CancelToken&) override {
+    prompts.push_back(prompt);
+    for (int i = 1; i <= retries_before_each; ++i) observer.OnRetry(i, 5, "idle timeout");
+    if (responses.empty()) return MakeError("fake: no response left");
+    Result<ModelResponse> r = std::move(responses.front());
+    responses.pop_front();
+    return r;
+  }
+};
+
+ModelResponse Response(std::vector<OutputItem> items, Usage usage = {10, 2, 0, 5, 1}) {
+  return ModelResponse{"resp", std::move(items), usage};
+}
+
+// Echoes its arguments back; counts calls.
+class EchoTool : public ToolHandler {
+ public:
+  std::string name() const override { return "echo"; }
+  std::string spec_json() const override {
+    return R"({"type":"function","name":"echo","parameters":{"type":"object"}})";
+  }
+  bool parallel_safe() const override { return true; }
+  ToolResult Handle(const ToolCall& call, ToolEnv&) override {
+    ++calls;
+    return ToolResult{call.call_id, "echo:" + call.input, true, false};
+  }
+  int calls = 0;
+};
+
+class TurnTest : public ::testing::Test {
+ protected:
+  TurnTest() : emitter_({&sink_}), orchestrator_(turn_, nullptr) {
+    turn_.cwd = "/tmp";
+    turn_.sandbox.mode = sandbox::Mode::kDangerFullAccess;
+    auto tool = std::make_unique<EchoTool>();
+    echo_ = tool.get();
+    router_.Register(std::move(tool));
+    history_ = {MessageInputItem("user", "hi")};
+  }
+
+  TurnResult Run(int max_turns = 0) {
+    TurnDeps deps{turn_,    client_, router_,      orchestrator_,
+                  emitter_, cancel_, std::nullopt, max_turns};
+    return RunTurn(deps, history_);
+  }
+
+  TurnContext turn_;
+  RecordingSink sink_;
+  Emitter emitter_;
+  Orchestrator orchestrator_;
+  ToolRouter router_;
+  EchoTool* echo_ = nullptr;
+  FakeClient client_;
+  CancelToken cancel_;
+  std::vector<std::string> history_;
+};
+
+TEST_F(TurnTest, PlainAnswer) {
+  client_.responses.push_back(Response({Message("Hello.")}));
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(r.final_message, "Hello.");
+  EXPECT_EQ(
+      sink_.lines,
+      (std::vector<std::string>{
+          R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello."}})",
+          R"({"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,)"
+          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1}})"}));
+  ASSERT_EQ(client_.prompts.size(), 1u);
+  EXPECT_EQ(client_.prompts[0].tools_json,
+            R"([{"type":"function","name":"echo","parameters":{"type":"object"}}])");
+}
+
+TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
+  client_.responses.push_back(
+      Response({Message("Checking."), Call("echo", "{\"a\":1}", "c1"), Call("nope", "{}", "c2")}));
+  client_.responses.push_back(Response({Message("Done.")}));
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(echo_->calls, 1);
+  ASSERT_EQ(client_.prompts.size(), 2u);
+  const std::vector<std::string>& second = client_.prompts[1].input;
+  ASSERT_EQ(second.size(), 6u);  // prompt, message, 2 calls, 2 outputs
+  EXPECT_EQ(second[4],
+            R"({"type":"function_call_output","call_id":"c1","output":"echo:{\"a\":1}"})");
+  EXPECT_EQ(second[5],
+            R"({"type":"function_call_output","call_id":"c2","output":"unsupported call: nope"})");
+  EXPECT_EQ(r.usage, (Usage{20, 4, 0, 10, 2}));
+  EXPECT_EQ(sink_.lines.back(),
+            R"({"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":4,)"
+            R"("cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":2}})");
+}
+
+TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {
+  client_.retries_before_each = 2;
+  client_.responses.push_back(MakeError("stream disconnected before completion: boom"));
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.error, "stream disconnected before completion: boom");
+  EXPECT_EQ(
+      sink_.lines,
+      (std::vector<std::string>{
+          R"j({"type":"error","message":"Reconnecting... 1/5 (idle timeout)"})j",
+          R"j({"type":"error","message":"Reconnecting... 2/5 (idle timeout)"})j",
+          R"({"type":"error","message":"stream disconnected before completion: boom"})",
+          R"({"type":"turn.failed","error":{"message":"stream disconnected before completion: boom"}})"}));
+}
+
+TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
+  client_.responses.push_back(Response({Call("echo", "{}", "c1")}));
+  client_.responses.push_back(Response({Call("echo", "{}", "c2")}));
+  TurnResult r = Run(/*max_turns=*/1);
+  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.error,
+            "max turns reached: the model asked for more work after 1 request (--max-turns 1)");
+  EXPECT_EQ(client_.prompts.size(), 1u);
+  EXPECT_EQ(
+      sink_.lines.back(),
+      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 1 request (--max-turns 1)"}})j");
+}
+
+TEST_F(TurnTest, CancellationBecomesInterrupted) {
+  cancel_.Cancel(CancelReason::kSigint);
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kInterrupted);
+  EXPECT_EQ(client_.prompts.size(), 0u);
+  EXPECT_EQ(sink_.lines.back(),
+            R"({"type":"turn.failed","error":{"message":"interrupted by SIGINT"}})");
+}
+
+TEST_F(TurnTest, TimeoutIsALimit) {
+  cancel_.Cancel(CancelReason::kTimeout);
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.error, "the run exceeded its --timeout");
+}
+
+TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
+  OutputItem reasoning;
+  reasoning.kind = OutputItem::Kind::kReasoning;
+  reasoning.raw_json = R"({"type":"reasoning","summary":[]})";
+  OutputItem search;
+  search.kind = OutputItem::Kind::kWebSearchCall;
+  search.query = "landlock";
+  search.raw_json = R"({"type":"web_search_call"})";
+  client_.responses.push_back(Response({reasoning, search, Message("ok")}));
+  TurnResult r = Run();
+  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(
+      sink_.lines[0],
+      R"({"type":"item.started","item":{"id":"item_0","type":"web_search","query":"landlock"}})");
+  EXPECT_EQ(
+      sink_.lines[1],
+      R"({"type":"item.completed","item":{"id":"item_0","type":"web_search","query":"landlock"}})");
+  EXPECT_EQ(
+      sink_.lines[2],
+      R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}})");
+}
+
+}  // namespace
+}  // namespace ae
