@@ -1,1 +1,167 @@
-// Placeholder until its owner lands the implementation.
+#include "sandbox/policy.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sandbox/paths.h"
+
+namespace ae::sandbox {
+namespace {
+
+void AddUnique(std::vector<std::string>& list, std::string value) {
+  for (const std::string& existing : list) {
+    if (existing == value) return;
+  }
+  list.push_back(std::move(value));
+}
+
+// realpath(3) of an existing directory, or the errno text.
+bool Canonical(const std::string& path, std::string* out, std::string* why) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  *out = resolved;
+  std::free(resolved);
+  struct stat st;
+  if (::stat(out->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = "Not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return {};
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+// A path and, when symlinks make it land elsewhere, where it lands: both must stay read-only.
+void AddCarveout(std::vector<std::string>& carveouts, const std::string& path) {
+  AddUnique(carveouts, path);
+  AddUnique(carveouts, ResolvePath(path));
+}
+
+// `<root>/.git`: a directory, or in a linked worktree a file "gitdir: <path>" naming the
+// worktree's git dir, whose "commondir" names the main repository's git dir. Git writes hooks,
+// config and refs there, so all of them stay read-only.
+void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& root) {
+  const std::string dot_git = JoinPath(root, ".git");
+  AddCarveout(carveouts, dot_git);
+  struct stat st;
+  if (::stat(dot_git.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  std::string line = ReadFirstLine(dot_git);
+  constexpr std::string_view kPrefix = "gitdir:";
+  if (line.compare(0, kPrefix.size(), kPrefix) != 0) return;
+  std::string target = line.substr(kPrefix.size());
+  target.erase(0, target.find_first_not_of(' '));
+  if (target.empty()) return;
+  const std::string gitdir = ResolvePath(JoinPath(root, target));
+  AddCarveout(carveouts, gitdir);
+  std::string common = ReadFirstLine(JoinPath(gitdir, "commondir"));
+  if (!common.empty()) AddCarveout(carveouts, ResolvePath(JoinPath(gitdir, common)));
+}
+
+}  // namespace
+
+const char* ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kReadOnly:
+      return "read-only";
+    case Mode::kWorkspaceWrite:
+      return "workspace-write";
+    case Mode::kDangerFullAccess:
+      return "danger-full-access";
+  }
+  return "read-only";
+}
+
+Result<Mode> ParseMode(std::string_view text) {
+  if (text == "read-only") return Mode::kReadOnly;
+  if (text == "workspace-write") return Mode::kWorkspaceWrite;
+  if (text == "danger-full-access") return Mode::kDangerFullAccess;
+  return MakeError(fmt::format(
+      "invalid sandbox mode '{}' (expected read-only, workspace-write or danger-full-access)",
+      text));
+}
+
+bool Policy::CanWrite(std::string_view path) const {
+  if (unrestricted()) return true;
+  if (path.empty() || path.front() != '/') return false;
+  const std::string lexical = NormalizePath(path);
+  const std::string resolved = ResolvePath(lexical);
+  // Where the write lands decides; the spelling can only add a refusal (a carve-out that
+  // does not exist yet resolves to itself either way).
+  if (!IsUnderAny(resolved, writable_roots)) return false;
+  return !IsUnderAny(resolved, read_only_carveouts) && !IsUnderAny(lexical, read_only_carveouts);
+}
+
+Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
+  Policy policy;
+  policy.mode = settings.mode;
+  if (cwd.empty() || cwd.front() != '/') {
+    return MakeError(fmt::format("sandbox: the working directory must be absolute, got '{}'", cwd));
+  }
+  std::string root, why;
+  if (!Canonical(cwd, &root, &why)) {
+    return MakeError(fmt::format("sandbox: cannot use working directory {}: {}", cwd, why));
+  }
+  switch (settings.mode) {
+    case Mode::kDangerFullAccess:
+      policy.network_access = true;
+      return policy;
+    case Mode::kReadOnly:
+      policy.network_access = false;
+      return policy;
+    case Mode::kWorkspaceWrite:
+      break;
+  }
+  policy.network_access = settings.network_access;
+  AddUnique(policy.writable_roots, root);
+
+  // Optional roots that do not exist are skipped with a warning, never made up.
+  auto add_optional = [&](const std::string& given, const std::string& what) {
+    std::string canonical, reason;
+    if (Canonical(JoinPath(cwd, given), &canonical, &reason)) {
+      AddUnique(policy.writable_roots, canonical);
+    } else {
+      policy.warnings.push_back(
+          fmt::format("sandbox: {} {} is not writable in this run: {}", what, given, reason));
+    }
+  };
+  if (!settings.exclude_slash_tmp) {
+    std::string tmp, reason;
+    if (Canonical("/tmp", &tmp, &reason)) AddUnique(policy.writable_roots, tmp);
+  }
+  if (!settings.exclude_tmpdir_env_var) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    if (tmpdir != nullptr && *tmpdir != '\0') {
+      if (tmpdir[0] == '/') {
+        add_optional(tmpdir, "$TMPDIR");
+      } else {
+        policy.warnings.push_back(fmt::format(
+            "sandbox: $TMPDIR {} is not writable in this run: not an absolute path", tmpdir));
+      }
+    }
+  }
+  for (const std::string& dir : settings.writable_roots) add_optional(dir, "writable root");
+  for (const std::string& dir : settings.add_dirs) add_optional(dir, "--add-dir");
+
+  for (const std::string& writable : policy.writable_roots) {
+    AddGitCarveouts(policy.read_only_carveouts, writable);
+    AddCarveout(policy.read_only_carveouts, JoinPath(writable, ".agentexec"));
+  }
+  return policy;
+}
+
+}  // namespace ae::sandbox

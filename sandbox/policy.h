@@ -29,8 +29,13 @@ struct Settings {
 struct Policy {
   Mode mode = Mode::kReadOnly;
   std::vector<std::string> writable_roots;
-  std::vector<std::string> read_only_carveouts;  // .git, worktree git dirs, .agentexec
+  // `<root>/.git` and `<root>/.agentexec` of each writable root, listed whether or not they
+  // exist yet, plus a linked worktree's git dir and common dir.
+  std::vector<std::string> read_only_carveouts;
   bool network_access = false;
+  // Things the user should know but that do not stop the run (e.g. a --add-dir that does not
+  // exist and was skipped). Callers show them as warnings.
+  std::vector<std::string> warnings;
 
   bool unrestricted() const { return mode == Mode::kDangerFullAccess; }
   // True when a write to `path` (absolute) is allowed by this policy.

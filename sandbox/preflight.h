@@ -1,4 +1,10 @@
-// Preflight: before the turn, find out what this kernel can enforce for the policy.
+// Preflight: before the turn, find out what this kernel can enforce for the policy, by
+// applying the prepared sandbox in a throw-away child exactly as a command would get it.
+//
+// Test hooks, read here only (never by the code that confines commands):
+//   AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK=1  behave as if landlock_create_ruleset gave ENOSYS
+//   AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP=1   behave as if installing the filter gave EINVAL
+//   AGENTEXEC_SANDBOX_FAKE_NO_USERNS=1    behave as if unshare gave EPERM (no carve-outs)
 #pragma once
 
 #include <string>
@@ -12,9 +18,18 @@ namespace ae::sandbox {
 struct PreflightReport {
   std::string description;            // e.g. "landlock abi 7 + seccomp + mount namespace"
   std::vector<std::string> warnings;  // e.g. carve-outs not enforceable in this run
+  int landlock_abi = 0;               // 0 under danger-full-access
+  bool mount_namespace = false;       // the read-only tree and carve-outs are enforced
 };
 
 // An error means the mode cannot be enforced here; its message says why and what to do.
 Result<PreflightReport> Preflight(const Policy& policy);
+
+// Whether commands get the mount namespace. Preflight records its finding; without a
+// preflight the first call probes (once per process).
+bool MountNamespaceUsable(const Policy& policy);
+
+// "sandbox: cannot enforce MODE: Landlock is not supported by this kernel (...). Run with ..."
+std::string LandlockUnavailableMessage(Mode mode, int err);
 
 }  // namespace ae::sandbox

@@ -1,1 +1,87 @@
-// Placeholder until its owner lands the implementation.
+#include "sandbox/prepared.h"
+
+#include <fmt/format.h>
+#include <sys/prctl.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "base/fd.h"
+#include "sandbox/capabilities.h"
+#include "sandbox/landlock.h"
+#include "sandbox/mounts.h"
+#include "sandbox/preflight.h"
+#include "sandbox/seccomp.h"
+
+namespace ae::sandbox {
+
+struct PreparedSandbox {
+  bool enforce = false;  // false under danger-full-access: nothing to apply
+  int landlock_abi = 0;
+  Fd ruleset;
+  std::vector<sock_filter> filter;
+  sock_fprog program = {};
+  MountPlan mounts;
+};
+
+void PreparedDeleter::operator()(PreparedSandbox* p) const {
+  delete p;
+}
+
+Result<PreparedPtr> Prepare(const Policy& policy) {
+  PrepareOptions options;
+  options.mount_namespace = !policy.unrestricted() && MountNamespaceUsable(policy);
+  return Prepare(policy, options);
+}
+
+Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options) {
+  PreparedPtr prepared(new PreparedSandbox);
+  if (policy.unrestricted()) return prepared;
+  prepared->enforce = true;
+  prepared->landlock_abi = landlock::Abi();
+  if (prepared->landlock_abi < 1) {
+    return MakeError(LandlockUnavailableMessage(policy.mode, errno));
+  }
+  Result<Fd> ruleset = landlock::BuildRuleset(policy, prepared->landlock_abi);
+  if (!ruleset.ok()) return ruleset.error();
+  prepared->ruleset = std::move(ruleset.value());
+  Result<std::vector<sock_filter>> filter = seccomp::BuildProgram(policy);
+  if (!filter.ok()) return filter.error();
+  prepared->filter = std::move(filter.value());
+  prepared->program.len = static_cast<unsigned short>(prepared->filter.size());
+  prepared->program.filter = prepared->filter.data();
+  prepared->mounts = BuildMountPlan(policy, options.mount_namespace);
+  return prepared;
+}
+
+std::string DescribePrepared(const PreparedSandbox& prepared) {
+  if (!prepared.enforce) return "none";
+  std::string text = fmt::format("landlock abi {} + seccomp", prepared.landlock_abi);
+  if (prepared.mounts.enabled) text += " + mount namespace";
+  return text;
+}
+
+// The order matters: mounts need CAP_SYS_ADMIN (gone after the capability drop) and must
+// happen before Landlock, which forbids changing the mount tree; seccomp comes last because
+// it refuses the mount calls and needs no_new_privs.
+bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
+  if (!prepared.enforce) return true;
+  if (!ApplyMountPlan(prepared.mounts, failed_step, err)) return false;
+  if (!DropCapabilities(failed_step, err)) return false;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    *failed_step = "prctl(PR_SET_NO_NEW_PRIVS)";
+    *err = errno;
+    return false;
+  }
+  if (!landlock::RestrictSelf(prepared.ruleset.get(), err)) {
+    *failed_step = "landlock_restrict_self";
+    return false;
+  }
+  if (!seccomp::Install(&prepared.program, err)) {
+    *failed_step = "prctl(PR_SET_SECCOMP)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ae::sandbox

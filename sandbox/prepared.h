@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "base/result.h"
 #include "sandbox/policy.h"
@@ -17,8 +18,19 @@ struct PreparedDeleter {
 using PreparedPtr = std::unique_ptr<PreparedSandbox, PreparedDeleter>;
 
 // Builds the Landlock ruleset, seccomp program and mount plan for `policy`. An error means
-// the policy cannot be enforced here (the caller fails closed).
+// the policy cannot be enforced here (the caller fails closed). Under danger-full-access the
+// result is empty and ApplyInChild does nothing. Whether the mount namespace is used follows
+// the preflight's finding (MountNamespaceUsable in sandbox/preflight.h).
 Result<PreparedPtr> Prepare(const Policy& policy);
+
+struct PrepareOptions {
+  bool mount_namespace = true;  // false: Landlock + seccomp only, carve-outs not enforced
+};
+Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options);
+
+// What the prepared sandbox will do, for headers and logs, e.g.
+// "landlock abi 7 + seccomp + mount namespace".
+std::string DescribePrepared(const PreparedSandbox& prepared);
 
 // In the child after fork, before execve. Async-signal-safe. On failure returns false and
 // sets *failed_step to a static string naming the step and *err to errno.

@@ -1,0 +1,163 @@
+#include "sandbox/landlock.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/landlock.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+
+// Debian 12's <linux/landlock.h> stops at ABI 2; the kernel here speaks ABI 7.
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#endif
+#ifndef LANDLOCK_SCOPE_SIGNAL
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+
+namespace ae::sandbox::landlock {
+namespace {
+
+// The ruleset attribute as of ABI 6; older kernels get a prefix of it (see RulesetAttrSize).
+struct RulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+size_t RulesetAttrSize(int abi) {
+  if (abi >= 6) return sizeof(RulesetAttr);
+  if (abi >= 4) return 2 * sizeof(uint64_t);
+  return sizeof(uint64_t);
+}
+
+constexpr uint64_t kRead =
+    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+// Rights that make sense on a file (the kernel refuses directory rights on a file rule).
+constexpr uint64_t kFileRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+                                 LANDLOCK_ACCESS_FS_IOCTL_DEV;
+
+long CreateRuleset(const RulesetAttr* attr, size_t size, uint32_t flags) {
+  return ::syscall(__NR_landlock_create_ruleset, attr, size, flags);
+}
+
+// Adds a rule for `path`, restricted to what the ruleset handles. Missing optional paths
+// (a device this container lacks) are skipped.
+Status AddPathRule(int ruleset, const std::string& path, uint64_t access, uint64_t handled,
+                   bool optional) {
+  Fd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) {
+    if (optional) return {};
+    return MakeError(fmt::format("sandbox: cannot open {} for the Landlock ruleset: {}", path,
+                                 std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return MakeError(fmt::format("sandbox: cannot stat {}: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) access &= kFileRights;
+  struct landlock_path_beneath_attr rule = {};
+  rule.allowed_access = access & handled;
+  rule.parent_fd = fd.get();
+  if (rule.allowed_access == 0) return {};
+  if (::syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+    return MakeError(fmt::format("sandbox: landlock_add_rule {}: {}", path, std::strerror(errno)));
+  }
+  return {};
+}
+
+}  // namespace
+
+int Abi() {
+  long abi = CreateRuleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) {
+    if (abi >= 0) errno = EOPNOTSUPP;
+    return -1;
+  }
+  return static_cast<int>(abi);
+}
+
+unsigned long long HandledFsRights(int abi) {
+  uint64_t rights = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
+  if (abi >= 2) rights |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  if (abi >= 5) rights |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  return rights;
+}
+
+Result<Fd> BuildRuleset(const Policy& policy, int abi) {
+  RulesetAttr attr = {};
+  attr.handled_access_fs = HandledFsRights(abi);
+  if (abi >= 6) {
+    // A confined command may not signal (or ptrace-like poke) processes outside its domain,
+    // and with the network off may not reach abstract Unix sockets bound outside it (they
+    // bypass the file system, e.g. a container runtime's control socket).
+    attr.scoped = LANDLOCK_SCOPE_SIGNAL;
+    if (!policy.network_access) attr.scoped |= LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
+  }
+  long fd = CreateRuleset(&attr, RulesetAttrSize(abi), 0);
+  if (fd < 0) {
+    return MakeError(fmt::format("sandbox: landlock_create_ruleset: {}", std::strerror(errno)));
+  }
+  Fd ruleset(static_cast<int>(fd));
+  const uint64_t handled = attr.handled_access_fs;
+
+  if (Status s = AddPathRule(ruleset.get(), "/", kRead, handled, false); !s.ok()) return s.error();
+
+  // Every write right under the roots except creating device nodes (root could mknod the
+  // disk) and device ioctls.
+  const uint64_t write_rights =
+      handled & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                  LANDLOCK_ACCESS_FS_IOCTL_DEV);
+  for (const std::string& root : policy.writable_roots) {
+    if (Status s = AddPathRule(ruleset.get(), root, write_rights, handled, false); !s.ok()) {
+      return s.error();
+    }
+  }
+
+  // Devices commands expect to open for writing. Terminals also get ioctls (stty, prompts);
+  // TIOCSTI is refused by seccomp.
+  constexpr uint64_t kDevice =
+      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+  constexpr uint64_t kTerminal = kDevice | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) {
+    if (Status s = AddPathRule(ruleset.get(), dev, kDevice, handled, true); !s.ok()) {
+      return s.error();
+    }
+  }
+  for (const char* dev : {"/dev/tty", "/dev/ptmx", "/dev/pts"}) {
+    if (Status s =
+            AddPathRule(ruleset.get(), dev, kTerminal | LANDLOCK_ACCESS_FS_READ_DIR, handled, true);
+        !s.ok()) {
+      return s.error();
+    }
+  }
+  return ruleset;
+}
+
+bool RestrictSelf(int ruleset_fd, int* err) noexcept {
+  if (::syscall(__NR_landlock_restrict_self, ruleset_fd, 0) != 0) {
+    *err = errno;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ae::sandbox::landlock

@@ -1,0 +1,152 @@
+#include "sandbox/mounts.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/paths.h"
+
+namespace ae::sandbox {
+namespace {
+
+int OpenTree(const char* path, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, path, flags));
+}
+
+int MoveMountTo(int from_fd, const char* to) {
+  return static_cast<int>(
+      ::syscall(SYS_move_mount, from_fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH));
+}
+
+int SetReadOnly(int dirfd, const char* path, unsigned flags) {
+  struct mount_attr attr = {};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  return static_cast<int>(
+      ::syscall(SYS_mount_setattr, dirfd, path, flags | AT_RECURSIVE, &attr, sizeof attr));
+}
+
+bool WriteFile(const char* path, const std::string& text) noexcept {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return n == static_cast<ssize_t>(text.size());
+}
+
+bool Fail(const char* step, const char** failed_step, int* err) noexcept {
+  *failed_step = step;
+  *err = errno;
+  return false;
+}
+
+}  // namespace
+
+bool HaveSysAdmin() {
+  __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
+}
+
+MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
+  MountPlan plan;
+  if (!enabled || policy.unrestricted()) return plan;
+  plan.enabled = true;
+  plan.new_user_ns = !HaveSysAdmin();
+  plan.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
+  plan.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
+  // A writable "/" would be stacked over the process's own root directory, which keeps
+  // pointing at the read-only copy: then only the carve-outs are made read-only.
+  plan.read_only_tree = std::find(policy.writable_roots.begin(), policy.writable_roots.end(),
+                                  "/") == policy.writable_roots.end();
+  if (plan.read_only_tree) plan.writable_roots = policy.writable_roots;
+  std::stable_sort(plan.writable_roots.begin(), plan.writable_roots.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  for (const std::string& carveout : policy.read_only_carveouts) {
+    std::string target = ResolvePath(carveout);
+    if (!IsUnderAny(target, policy.writable_roots)) continue;  // read-only already
+    if (std::find(plan.carveouts.begin(), plan.carveouts.end(), target) != plan.carveouts.end()) {
+      continue;
+    }
+    plan.carveouts.push_back(target);
+  }
+  for (const std::string& root : plan.writable_roots) {
+    plan.root_steps.push_back("keep writable root " + root);
+  }
+  for (const std::string& carveout : plan.carveouts) {
+    plan.carveout_steps.push_back("make read-only " + carveout);
+  }
+  plan.root_fds.assign(plan.writable_roots.size(), -1);
+  return plan;
+}
+
+bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) noexcept {
+  if (!plan.enabled) return true;
+  // The working directory still refers to the mount it was entered on, which is about to
+  // become read-only underneath the writable copy: re-enter it by name at the end.
+  char cwd[4096];
+  if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return Fail("getcwd", failed_step, err);
+  if (plan.new_user_ns) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      return Fail("unshare", failed_step, err);
+    }
+    // An unprivileged process may map only itself, and only once setgroups is denied.
+    if (!WriteFile("/proc/self/setgroups", "deny")) {
+      return Fail("write /proc/self/setgroups", failed_step, err);
+    }
+    if (!WriteFile("/proc/self/uid_map", plan.uid_map)) {
+      return Fail("write /proc/self/uid_map", failed_step, err);
+    }
+    if (!WriteFile("/proc/self/gid_map", plan.gid_map)) {
+      return Fail("write /proc/self/gid_map", failed_step, err);
+    }
+  } else if (::unshare(CLONE_NEWNS) != 0) {
+    return Fail("unshare", failed_step, err);
+  }
+  // Nothing done below may propagate back to the parent's namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Fail("make / private", failed_step, err);
+  }
+  // Detached copies of the writable roots, taken while they still have their own flags (a
+  // read-only volume inside a root stays read-only).
+  for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
+    plan.root_fds[i] = OpenTree(plan.writable_roots[i].c_str(),
+                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (plan.root_fds[i] < 0) return Fail(plan.root_steps[i].c_str(), failed_step, err);
+  }
+  if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
+    return Fail("make / read-only", failed_step, err);
+  }
+  for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
+    if (MoveMountTo(plan.root_fds[i], plan.writable_roots[i].c_str()) != 0) {
+      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+    }
+    ::close(plan.root_fds[i]);
+  }
+  for (size_t i = 0; i < plan.carveouts.size(); ++i) {
+    const char* path = plan.carveouts[i].c_str();
+    int fd = OpenTree(path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;  // no .git / .agentexec here (yet)
+      return Fail(plan.carveout_steps[i].c_str(), failed_step, err);
+    }
+    bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountTo(fd, path) == 0;
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    if (!ok) return Fail(plan.carveout_steps[i].c_str(), failed_step, err);
+  }
+  if (::chdir(cwd) != 0) return Fail("re-enter the working directory", failed_step, err);
+  return true;
+}
+
+}  // namespace ae::sandbox

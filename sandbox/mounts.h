@@ -1,0 +1,41 @@
+// The mount layer: a private mount namespace in which the whole tree is read-only except the
+// writable roots, and the carve-outs (.git, .agentexec) are read-only again inside them.
+// Landlock alone cannot do either: it only grants, and it does not cover chmod, chown, utimes
+// or xattrs. Built in the parent (paths and map strings as C strings); applied in the child
+// with system calls only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sandbox/policy.h"
+
+namespace ae::sandbox {
+
+struct MountPlan {
+  bool enabled = false;
+  bool new_user_ns = false;  // no CAP_SYS_ADMIN here: unshare a user namespace as well
+  std::string uid_map;       // "<uid> <uid> 1\n" (mapping ourselves needs no privilege)
+  std::string gid_map;
+  bool read_only_tree = true;               // false when "/" itself is a writable root
+  std::vector<std::string> writable_roots;  // outermost first
+  std::vector<std::string> carveouts;       // under a writable root; skipped if absent then
+  // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
+  std::vector<std::string> root_steps;
+  std::vector<std::string> carveout_steps;
+  // Scratch space for the child: one descriptor per writable root (the child's memory is its
+  // own copy after fork).
+  mutable std::vector<int> root_fds;
+};
+
+// A plan for `policy`; `enabled` false gives an empty plan.
+MountPlan BuildMountPlan(const Policy& policy, bool enabled);
+
+// In the child, single-threaded, before Landlock. Async-signal-safe.
+bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) noexcept;
+
+// Whether this process holds CAP_SYS_ADMIN in its user namespace (then no user namespace is
+// needed for the mount namespace).
+bool HaveSysAdmin();
+
+}  // namespace ae::sandbox

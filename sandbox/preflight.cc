@@ -1,0 +1,195 @@
+#include "sandbox/preflight.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/fd.h"
+#include "sandbox/landlock.h"
+#include "sandbox/prepared.h"
+
+namespace ae::sandbox {
+namespace {
+
+constexpr const char* kDangerAdvice =
+    "Run with -s danger-full-access where the container is the boundary";
+
+// 0: not probed, 1: usable, 2: not usable.
+std::atomic<int> g_mount_namespace{0};
+
+bool FakeEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+struct ProbeFailure {
+  std::string step;
+  int err = 0;
+};
+
+// Applies `prepared` in a forked child that then exits: the exact steps a command gets.
+Result<std::optional<ProbeFailure>> ProbeInChild(const PreparedSandbox& prepared) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return MakeError(fmt::format("sandbox: preflight pipe: {}", std::strerror(errno)));
+  }
+  Fd read_end(fds[0]), write_end(fds[1]);
+  pid_t pid = ::fork();
+  if (pid < 0) return MakeError(fmt::format("sandbox: preflight fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    const char* step = "";
+    int err = 0;
+    if (ApplyInChild(prepared, &step, &err)) ::_exit(0);
+    // errno as 4 bytes, then the step name.
+    unsigned char buf[4] = {static_cast<unsigned char>(err), static_cast<unsigned char>(err >> 8),
+                            static_cast<unsigned char>(err >> 16),
+                            static_cast<unsigned char>(err >> 24)};
+    (void)!::write(write_end.get(), buf, sizeof buf);
+    (void)!::write(write_end.get(), step, std::strlen(step));
+    ::_exit(1);
+  }
+  write_end.reset();
+  std::string data;
+  char chunk[256];
+  for (;;) {
+    ssize_t n = ::read(read_end.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(chunk, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::optional<ProbeFailure>();
+  ProbeFailure failure;
+  if (data.size() >= 4) {
+    const auto* b = reinterpret_cast<const unsigned char*>(data.data());
+    failure.err = b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24);
+    failure.step = data.substr(4);
+  } else {
+    failure.step =
+        WIFSIGNALED(status) ? fmt::format("probe killed by signal {}", WTERMSIG(status)) : "probe";
+  }
+  return std::optional<ProbeFailure>(std::move(failure));
+}
+
+std::string CannotEnforce(Mode mode, const ProbeFailure& failure) {
+  const std::string cause = fmt::format("{}: {}", failure.step, std::strerror(failure.err));
+  if (failure.step == "prctl(PR_SET_SECCOMP)") {
+    return fmt::format(
+        "sandbox: cannot enforce {}: seccomp filters are refused here ({}). {}, or allow "
+        "seccomp filters (CONFIG_SECCOMP_FILTER).",
+        ModeName(mode), cause, kDangerAdvice);
+  }
+  if (failure.step == "landlock_restrict_self") {
+    return fmt::format("sandbox: cannot enforce {}: Landlock refused the ruleset ({}). {}.",
+                       ModeName(mode), cause, kDangerAdvice);
+  }
+  return fmt::format("sandbox: cannot enforce {}: {}. {}.", ModeName(mode), cause, kDangerAdvice);
+}
+
+// Records and returns whether the mount namespace works, with the reason when it does not.
+bool ProbeMountNamespace(const Policy& policy, ProbeFailure* why) {
+  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS")) {
+    *why = {"unshare", EPERM};
+    return false;
+  }
+  PrepareOptions options;
+  options.mount_namespace = true;
+  Result<PreparedPtr> prepared = Prepare(policy, options);
+  if (!prepared.ok()) {
+    *why = {prepared.message(), 0};
+    return false;
+  }
+  Result<std::optional<ProbeFailure>> failure = ProbeInChild(**prepared);
+  if (!failure.ok()) {
+    *why = {failure.message(), 0};
+    return false;
+  }
+  if (failure->has_value()) {
+    *why = **failure;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string LandlockUnavailableMessage(Mode mode, int err) {
+  const char* what = err == ENOSYS       ? "Landlock is not supported by this kernel"
+                     : err == EOPNOTSUPP ? "Landlock is disabled on this kernel"
+                                         : "Landlock is not available here";
+  return fmt::format(
+      "sandbox: cannot enforce {}: {} (landlock_create_ruleset: {}). {}, or enable Landlock "
+      "(CONFIG_SECURITY_LANDLOCK, lsm=landlock).",
+      ModeName(mode), what, std::strerror(err), kDangerAdvice);
+}
+
+bool MountNamespaceUsable(const Policy& policy) {
+  int state = g_mount_namespace.load();
+  if (state == 0) {
+    ProbeFailure why;
+    state = ProbeMountNamespace(policy, &why) ? 1 : 2;
+    g_mount_namespace.store(state);
+  }
+  return state == 1;
+}
+
+Result<PreflightReport> Preflight(const Policy& policy) {
+  PreflightReport report;
+  if (policy.unrestricted()) {
+    report.description = "no sandbox";
+    return report;
+  }
+  int abi = FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK") ? (errno = ENOSYS, -1) : landlock::Abi();
+  if (abi < 1) return MakeError(LandlockUnavailableMessage(policy.mode, errno));
+  report.landlock_abi = abi;
+
+  // Landlock + seccomp (+ the capability drop) must work, or nothing runs.
+  PrepareOptions core;
+  core.mount_namespace = false;
+  Result<PreparedPtr> prepared = Prepare(policy, core);
+  if (!prepared.ok()) return prepared.error();
+  std::optional<ProbeFailure> failure;
+  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP")) {
+    failure = ProbeFailure{"prctl(PR_SET_SECCOMP)", EINVAL};
+  } else {
+    Result<std::optional<ProbeFailure>> probed = ProbeInChild(**prepared);
+    if (!probed.ok()) return probed.error();
+    failure = *probed;
+  }
+  if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
+
+  // The mount namespace is best effort: without it, say loudly what is not protected.
+  ProbeFailure why;
+  report.mount_namespace = ProbeMountNamespace(policy, &why);
+  g_mount_namespace.store(report.mount_namespace ? 1 : 2);
+  report.description = fmt::format("landlock abi {} + seccomp", abi);
+  if (report.mount_namespace) {
+    report.description += " + mount namespace";
+  } else {
+    const std::string cause =
+        why.err != 0 ? fmt::format("{}: {}", why.step, std::strerror(why.err)) : why.step;
+    if (policy.mode == Mode::kWorkspaceWrite) {
+      report.warnings.push_back(fmt::format(
+          "sandbox: .git and .agentexec are writable in this run: could not create a mount "
+          "namespace ({})",
+          cause));
+    }
+    if (::geteuid() == 0) {
+      report.warnings.push_back(fmt::format(
+          "sandbox: running as root, commands can change the mode, owner and times of files "
+          "outside the writable roots in this run: could not create a mount namespace ({})",
+          cause));
+    }
+  }
+  return report;
+}
+
+}  // namespace ae::sandbox
