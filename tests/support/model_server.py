@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""Loopback test model server for agentexec (Python 3 standard library only).
+
+Serves scripted model turns over the two HTTP wires agentexec speaks:
+
+  POST /v1/responses          OpenAI Responses API, server-sent events
+  POST /v1/chat/completions   OpenAI Chat Completions, streamed chunks
+
+Usage:
+  model_server.py --script TURNS.json [--port 0] --port-file FILE [--log-dir DIR]
+                  [--fault SPEC]... [--max-seconds 120]
+
+It binds 127.0.0.1 only, and writes the chosen port (a decimal number and a newline) to
+--port-file once it is listening (atomically: the file appears complete). It exits by itself
+after --max-seconds, and at once on SIGTERM or SIGINT.
+
+Turns: the same JSON format as agentexec's scripted provider (engine/model/scripted.h):
+  {"turns": [{"items": [...], "usage": {...}}, {"fail": "message"}, ...]}
+Both endpoints share one request counter and one turn cursor. A request is served the next
+unconsumed turn; the turn counts as consumed only when the request was answered in full
+without a fault, so a retried request gets the same turn again. A "fail" turn answers every
+request with a failure (responses: a response.failed event; chat: an in-stream error) and is
+never consumed. With no turn left the answer is HTTP 400 with the error message
+"model_server: no turn left for request N (script has M turns)".
+
+On the chat wire: reasoning items stream as reasoning_content (summary parts joined by "\\n"),
+messages as content (concatenated), function_call items as tool_calls (arguments in two
+pieces), custom_tool_call items as function tool_calls whose arguments are {"input": ...};
+web_search_call items have no chat form and are left out.
+
+Request log (--log-dir DIR): request N (counting from 1) is written to DIR/request-NNN.json
+before it is answered:
+  {"n": N, "path": "/v1/responses", "headers": {lower-case name: value},
+   "body": <the parsed JSON body, or the raw text if it is not JSON>,
+   "turn": <turn number served, from 1, or null>, "fault": <the fault spec applied, or null>}
+An authorization header is kept only when it starts with "Bearer test" (tests use fake
+keys); any other value is recorded as "Bearer <redacted>".
+
+Faults (--fault SPEC, repeatable; the first spec that selects a request applies to it):
+  SPEC     = KIND[=VALUE][:OPTION=VALUE]...
+  selector   requests=LIST   request numbers, from 1: "2", "1,3", "2-4"
+             count=N         the first N requests (same as requests=1-N)
+             (no selector: every request)
+  kinds      status=CODE           answer HTTP CODE with a JSON error body
+                                   {"error": {"message": M, "type": "test_error"}};
+                                   options: message=M (default "injected status CODE"),
+                                   retry_after=S (adds a Retry-After: S header)
+             drop_after_items=N    stream the turn, then close the connection in the middle
+                                   of the body after N output items
+             failed=MESSAGE        responses: response.failed with error.message MESSAGE;
+                                   chat: an in-stream {"error": {"message": MESSAGE}}
+             stall_before_headers=S  wait S seconds before answering at all
+             stall_after_headers=S   send the 200 head, then wait S seconds before any event
+             garbage               send a comment, an unknown event and a data line that is
+                                   not JSON before the turn
+  For the stall kinds: if the client is still connected after the wait, the turn is served
+  in full (and consumed); if it gave up, nothing more happens.
+  Values are percent-decoded, so a message may hold ':' as %3A.
+Examples:
+  --fault "status=500:count=2"            the first 2 requests get HTTP 500
+  --fault "status=429:retry_after=1:count=1"
+  --fault "drop_after_items=1:requests=1"
+  --fault "failed=The model failed.:requests=1"
+  --fault "stall_before_headers=30:requests=1"
+  --fault "garbage:requests=2"
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULT_KINDS = {"status", "drop_after_items", "failed", "stall_before_headers",
+               "stall_after_headers", "garbage"}
+
+
+def dumps(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class FaultSpec:
+    def __init__(self, spec):
+        self.spec = spec
+        parts = spec.split(":")
+        head = parts[0]
+        kind, _, value = head.partition("=")
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind `{kind}` in `{spec}` "
+                             f"(expected one of {', '.join(sorted(FAULT_KINDS))})")
+        self.kind = kind
+        self.value = urllib.parse.unquote(value)
+        self.options = {}
+        self.requests = None  # None: every request
+        for opt in parts[1:]:
+            key, eq, val = opt.partition("=")
+            if not eq:
+                raise ValueError(f"fault option `{opt}` in `{spec}` needs a value")
+            val = urllib.parse.unquote(val)
+            if key == "requests":
+                self.requests = set()
+                for piece in val.split(","):
+                    lo, dash, hi = piece.partition("-")
+                    if dash:
+                        self.requests.update(range(int(lo), int(hi) + 1))
+                    else:
+                        self.requests.add(int(piece))
+            elif key == "count":
+                self.requests = set(range(1, int(val) + 1))
+            elif key in ("retry_after", "message"):
+                self.options[key] = val
+            else:
+                raise ValueError(f"unknown fault option `{key}` in `{spec}`")
+        if kind in ("status", "drop_after_items") and not self.value.isdigit():
+            raise ValueError(f"fault `{spec}`: {kind} needs a number")
+        if kind in ("stall_before_headers", "stall_after_headers"):
+            float(self.value)
+
+    def selects(self, n):
+        return self.requests is None or n in self.requests
+
+
+def item_json(item, turn, index):
+    """One scripted item as Responses-API output item JSON (as engine/model/scripted.cc)."""
+    t = item.get("type")
+
+    def call_id():
+        return item.get("call_id") or f"call_{turn}_{index}"
+
+    if t == "message":
+        out = {"type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": item["text"]}]}
+        if isinstance(item.get("phase"), str):
+            out["phase"] = item["phase"]
+        return out
+    if t == "reasoning":
+        summary = item.get("summary", [])
+        if isinstance(summary, str):
+            summary = [summary]
+        out = {"type": "reasoning",
+               "summary": [{"type": "summary_text", "text": s} for s in summary]}
+        if isinstance(item.get("encrypted_content"), str):
+            out["encrypted_content"] = item["encrypted_content"]
+        return out
+    if t == "function_call":
+        args = item.get("arguments", {})
+        if not isinstance(args, str):
+            args = dumps(args)
+        return {"type": "function_call", "name": item["name"], "arguments": args,
+                "call_id": call_id()}
+    if t == "custom_tool_call":
+        return {"type": "custom_tool_call", "call_id": call_id(), "name": item["name"],
+                "input": item["input"]}
+    if t == "web_search_call":
+        return {"type": "web_search_call", "status": "completed",
+                "action": {"type": "search", "query": item["query"]}}
+    raise ValueError(f"turn {turn} item {index}: unknown item type `{t}`")
+
+
+class Disconnected(Exception):
+    pass
+
+
+class State:
+    def __init__(self, turns, faults, log_dir):
+        self.turns = turns
+        self.faults = faults
+        self.log_dir = log_dir
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.consumed = 0
+        self.stop = threading.Event()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "agentexec-test-model-server"
+
+    def log_message(self, fmt, *args):  # keep test output clean
+        pass
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def write_chunk(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        except OSError as e:
+            raise Disconnected() from e
+
+    def end_chunks(self):
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError as e:
+            raise Disconnected() from e
+
+    def send_json(self, code, obj, extra_headers=()):
+        body = dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in extra_headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def start_stream(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def peer_closed(self):
+        try:
+            data = self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            return data == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
+    def drop(self):
+        """Closes the connection in the middle of a chunked body."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # -- requests ---------------------------------------------------------------------------
+    def do_GET(self):
+        self.send_json(404, {"error": {"message": f"no such endpoint: GET {self.path}"}})
+
+    def do_POST(self):
+        state = self.server.state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0]
+        with state.lock:
+            state.requests += 1
+            n = state.requests
+            turn_index = state.consumed
+        fault = next((f for f in state.faults if f.selects(n)), None)
+        turn = state.turns[turn_index] if turn_index < len(state.turns) else None
+        self.log_request_file(n, raw, turn_index + 1 if turn is not None else None, fault)
+
+        if path not in ("/v1/responses", "/v1/chat/completions"):
+            self.send_json(404, {"error": {"message": f"no such endpoint: POST {path}"}})
+            return
+        chat = path == "/v1/chat/completions"
+        if fault and fault.kind == "status":
+            code = int(fault.value)
+            msg = fault.options.get("message", f"injected status {code}")
+            headers = []
+            if "retry_after" in fault.options:
+                headers.append(("Retry-After", fault.options["retry_after"]))
+            self.send_json(code, {"error": {"message": msg, "type": "test_error"}}, headers)
+            return
+        if fault and fault.kind == "stall_before_headers":
+            state.stop.wait(float(fault.value))
+            if self.peer_closed():
+                self.close_connection = True
+                return
+        if turn is None:
+            self.send_json(400, {"error": {
+                "message": f"model_server: no turn left for request {n} "
+                           f"(script has {len(state.turns)} turns)",
+                "type": "invalid_request_error"}})
+            return
+        try:
+            self.start_stream()
+            if fault and fault.kind == "stall_after_headers":
+                state.stop.wait(float(fault.value))
+                if self.peer_closed():
+                    self.close_connection = True
+                    return
+            completed = self.serve_turn(chat, turn, turn_index + 1, n, fault)
+        except Disconnected:
+            self.close_connection = True
+            return
+        if completed:
+            with state.lock:
+                if state.consumed == turn_index:
+                    state.consumed += 1
+
+    def log_request_file(self, n, raw, turn_no, fault):
+        state = self.server.state
+        if not state.log_dir:
+            return
+        headers = {}
+        for k, v in self.headers.items():
+            k = k.lower()
+            if k == "authorization" and not v.startswith("Bearer test"):
+                v = "Bearer <redacted>"
+            headers[k] = v
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            body = raw.decode("utf-8", "replace")
+        record = {"n": n, "path": self.path, "headers": headers, "body": body,
+                  "turn": turn_no, "fault": fault.spec if fault else None}
+        final = os.path.join(state.log_dir, "request-%03d.json" % n)
+        tmp = final + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps(record))
+        os.replace(tmp, final)
+
+    # -- the two wires ----------------------------------------------------------------------
+    def serve_turn(self, chat, turn, turn_no, n, fault):
+        """Streams one turn; returns True when it was served in full without a fault."""
+        drop_after = int(fault.value) if fault and fault.kind == "drop_after_items" else None
+        failed = fault.value if fault and fault.kind == "failed" else turn.get("fail")
+        items = [item_json(it, turn_no, i) for i, it in enumerate(turn.get("items", []))]
+        usage = turn.get("usage", {})
+        send = self.send_chat_event if chat else self.send_sse_event
+        resp_id = f"resp_{n}"
+        if chat:
+            send({"id": resp_id, "object": "chat.completion.chunk",
+                  "choices": [{"index": 0, "delta": {"role": "assistant"},
+                               "finish_reason": None}]})
+        else:
+            send({"type": "response.created",
+                  "response": {"id": resp_id, "status": "in_progress"}})
+        if fault and fault.kind == "garbage":
+            self.write_chunk(": a comment line\n\n")
+            self.write_chunk("event: response.unknown_thing\ndata: {\"type\":\"x.unknown\"}\n\n")
+            self.write_chunk("data: {this is not json\n\n")
+        if failed is not None:
+            if chat:
+                send({"error": {"message": failed, "type": "server_error"}})
+            else:
+                send({"type": "response.failed",
+                      "response": {"id": resp_id, "status": "failed",
+                                   "error": {"code": "server_error", "message": failed}}})
+            self.end_chunks()
+            return False
+        emitted = 0
+        tool_index = 0
+        for index, item in enumerate(items):
+            if drop_after is not None and emitted >= drop_after:
+                self.drop()
+                return False
+            if chat:
+                if not self.chat_item(item, tool_index, resp_id):
+                    continue
+                if item["type"] in ("function_call", "custom_tool_call"):
+                    tool_index += 1
+            else:
+                self.responses_item(item, index)
+            emitted += 1
+        if drop_after is not None:
+            self.drop()
+            return False
+        if chat:
+            finish = "tool_calls" if tool_index else "stop"
+            send({"id": resp_id, "object": "chat.completion.chunk",
+                  "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            send({"id": resp_id, "object": "chat.completion.chunk", "choices": [],
+                  "usage": {
+                      "prompt_tokens": usage.get("input_tokens", 0),
+                      "completion_tokens": usage.get("output_tokens", 0),
+                      "total_tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0),
+                      "prompt_tokens_details": {
+                          "cached_tokens": usage.get("cached_input_tokens", 0)},
+                      "completion_tokens_details": {
+                          "reasoning_tokens": usage.get("reasoning_output_tokens", 0)}}})
+            self.write_chunk("data: [DONE]\n\n")
+        else:
+            send({"type": "response.completed", "response": {
+                "id": resp_id, "status": "completed",
+                "usage": {
+                    "input_tokens": usage.get("input_tokens", 0),
+                    "input_tokens_details": {"cached_tokens": usage.get("cached_input_tokens", 0)},
+                    "output_tokens": usage.get("output_tokens", 0),
+                    "output_tokens_details": {
+                        "reasoning_tokens": usage.get("reasoning_output_tokens", 0)},
+                    "total_tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0)}}})
+        self.end_chunks()
+        return True
+
+    def send_sse_event(self, obj):
+        self.write_chunk(f"event: {obj.get('type', 'message')}\ndata: {dumps(obj)}\n\n")
+
+    def send_chat_event(self, obj):
+        self.write_chunk(f"data: {dumps(obj)}\n\n")
+
+    def responses_item(self, item, index):
+        self.send_sse_event({"type": "response.output_item.added", "output_index": index,
+                             "item": item})
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            self.send_sse_event({"type": "response.output_text.delta", "output_index": index,
+                                 "content_index": 0, "item_id": f"msg_{index}", "delta": text})
+        self.send_sse_event({"type": "response.output_item.done", "output_index": index,
+                             "item": item})
+
+    def chat_item(self, item, tool_index, resp_id):
+        """Streams one item as chat chunks; returns False for items with no chat form."""
+        def chunk(delta):
+            self.send_chat_event({"id": resp_id, "object": "chat.completion.chunk",
+                                  "choices": [{"index": 0, "delta": delta,
+                                               "finish_reason": None}]})
+
+        t = item["type"]
+        if t == "reasoning":
+            chunk({"reasoning_content": "\n".join(s["text"] for s in item["summary"])})
+        elif t == "message":
+            chunk({"content": item["content"][0]["text"]})
+        elif t in ("function_call", "custom_tool_call"):
+            args = item["arguments"] if t == "function_call" else dumps({"input": item["input"]})
+            half = len(args) // 2
+            chunk({"tool_calls": [{"index": tool_index, "id": item["call_id"], "type": "function",
+                                   "function": {"name": item["name"], "arguments": args[:half]}}]})
+            chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": args[half:]}}]})
+        else:
+            return False
+        return True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that gave up (idle timeout, cancellation) resets the connection: expected.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--script", required=True, help="turns file (scripted provider format)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind (0: any free port)")
+    parser.add_argument("--port-file", required=True, help="file to write the chosen port to")
+    parser.add_argument("--log-dir", help="directory for request-NNN.json request logs")
+    parser.add_argument("--fault", action="append", default=[], help="fault SPEC (repeatable)")
+    parser.add_argument("--max-seconds", type=float, default=120,
+                        help="exit after this many seconds (default 120)")
+    args = parser.parse_args()
+
+    try:
+        with open(args.script, encoding="utf-8") as f:
+            script = json.load(f)
+        turns = script["turns"]
+        if not isinstance(turns, list):
+            raise ValueError('"turns" is not an array')
+        for t_no, turn in enumerate(turns, 1):
+            for i, item in enumerate(turn.get("items", [])):
+                item_json(item, t_no, i)
+        faults = [FaultSpec(s) for s in args.fault]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"model_server: {e}", file=sys.stderr)
+        return 2
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    signal.signal(signal.SIGINT, lambda *_: os._exit(0))
+    # Never outlive a test, whatever happens to the parent.
+    timer = threading.Timer(args.max_seconds, lambda: os._exit(0))
+    timer.daemon = True
+    timer.start()
+
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.state = State(turns, faults, args.log_dir)
+    tmp = args.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(f"{server.server_address[1]}\n")
+    os.replace(tmp, args.port_file)
+    server.serve_forever(poll_interval=0.2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
