@@ -1,1 +1,76 @@
-// Placeholder until its owner lands the implementation.
+#include "engine/orchestrator.h"
+
+#include <fmt/format.h>
+
+#include "engine/tools/env_policy.h"
+#include "engine/tools/model_output.h"
+#include "sandbox/denial.h"
+
+namespace ae {
+
+Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared)
+    : turn_(turn),
+      prepared_(prepared),
+      env_(BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
+                           !turn.sandbox.unrestricted() && !turn.sandbox.network_access)) {}
+
+Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
+                                             const sandbox::PreparedSandbox* sandbox,
+                                             Emitter& emitter, CancelToken& cancel) {
+  CommandOutcome outcome;
+  outcome.item_id = emitter.Start(
+      CommandExecutionItem{request.display, "", std::nullopt, ItemStatus::kInProgress});
+
+  sandbox::SpawnSpec spec{request.argv, request.workdir, env_, sandbox};
+  sandbox::RunLimits limits;
+  limits.timeout_ms = request.timeout_ms;
+  limits.max_output_bytes = turn_.command_output_max_bytes;
+  auto run = sandbox::RunProcess(spec, limits, cancel);
+  if (!run.ok()) {
+    emitter.Complete(outcome.item_id, CommandExecutionItem{request.display, run.message() + "\n",
+                                                           std::nullopt, ItemStatus::kFailed});
+    return run.error();
+  }
+  outcome.run = std::move(run).value();
+  outcome.aggregated_output = ItemOutput(outcome.run);
+  outcome.sandbox_denied = sandbox != nullptr && !outcome.run.timed_out && !outcome.run.cancelled &&
+                           sandbox::LooksSandboxDenied(outcome.run);
+  return outcome;
+}
+
+Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, Emitter& emitter,
+                                                CancelToken& cancel) {
+  if (!turn_.sandbox.unrestricted() && prepared_ == nullptr) {
+    return MakeError(fmt::format(
+        "command not run: the {} sandbox is not in effect, and commands never run unconfined "
+        "outside danger-full-access",
+        sandbox::ModeName(turn_.sandbox.mode)));
+  }
+  const sandbox::PreparedSandbox* confinement = turn_.sandbox.unrestricted() ? nullptr : prepared_;
+
+  auto complete = [&](const CommandOutcome& o) {
+    bool ok = o.run.exit_code == 0 && !o.run.timed_out && !o.run.cancelled;
+    emitter.Complete(o.item_id,
+                     CommandExecutionItem{request.display, o.aggregated_output, o.run.exit_code,
+                                          ok ? ItemStatus::kCompleted : ItemStatus::kFailed});
+  };
+
+  auto first = Attempt(request, confinement, emitter, cancel);
+  if (!first.ok()) return first;
+  complete(*first);
+  if (!first->sandbox_denied || turn_.approval != ApprovalPolicy::kOnFailure) return first;
+
+  // on-failure: the sandbox said no; run it once more unconfined, in the open.
+  emitter.CompleteNew(ErrorItem{fmt::format(
+      "command was denied by the sandbox ({}); retrying it once outside the sandbox because "
+      "approval_policy is on-failure: {}",
+      sandbox::ModeName(turn_.sandbox.mode), request.display)});
+  auto second = Attempt(request, nullptr, emitter, cancel);
+  if (!second.ok()) return second;
+  second->sandbox_denied = false;
+  second->escalated = true;
+  complete(*second);
+  return second;
+}
+
+}  // namespace ae

@@ -24,21 +24,34 @@ struct CommandRequest {
 
 struct CommandOutcome {
   sandbox::RunResult run;
-  bool sandbox_denied = false;  // the final attempt was blocked by the sandbox
-  bool escalated = false;       // retried outside the sandbox (on-failure)
+  bool sandbox_denied = false;    // the final attempt was blocked by the sandbox
+  bool escalated = false;         // retried outside the sandbox (on-failure)
+  std::string item_id;            // the command_execution item of the final attempt
+  std::string aggregated_output;  // as shown in that item: valid UTF-8, bounded
 };
 
 class Orchestrator {
  public:
-  // `prepared` is null under danger-full-access.
+  // `prepared` is null under danger-full-access. Any other mode without a prepared sandbox
+  // refuses to run commands (fails closed). Both must outlive the orchestrator.
   Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared);
 
+  // Emits the command_execution item(s) and returns the final attempt. An Error means no
+  // command ran at all (sandbox unavailable, spawn failure); its message is fit for the model.
+  // Thread-safe: parallel tool calls share one orchestrator.
   Result<CommandOutcome> RunCommand(const CommandRequest& request, Emitter& emitter,
                                     CancelToken& cancel);
 
+  const TurnContext& turn() const { return turn_; }
+
  private:
+  Result<CommandOutcome> Attempt(const CommandRequest& request,
+                                 const sandbox::PreparedSandbox* sandbox, Emitter& emitter,
+                                 CancelToken& cancel);
+
   const TurnContext& turn_;
   const sandbox::PreparedSandbox* prepared_;
+  std::vector<std::string> env_;  // computed once from the policy and our environment
 };
 
 }  // namespace ae

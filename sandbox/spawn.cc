@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,6 +37,7 @@ class OutputCapture {
 
   void Append(const char* data, size_t n) {
     total_ += n;
+    newlines_ += static_cast<uint64_t>(std::count(data, data + n, '\n'));
     if (head_.size() < head_cap_) {
       size_t take = std::min(n, head_cap_ - head_.size());
       head_.append(data, take);
@@ -70,6 +72,7 @@ class OutputCapture {
     r.output.reserve(r.output.size() + ring_.size());
     r.output.append(ring_, pos_, std::string::npos);
     r.output.append(ring_, 0, pos_);
+    r.total_lines = newlines_ + (r.output.empty() || r.output.back() == '\n' ? 0 : 1);
   }
 
  private:
@@ -77,6 +80,7 @@ class OutputCapture {
   std::string head_, ring_;
   size_t pos_ = 0;  // next write position once the ring is full
   uint64_t total_ = 0;
+  uint64_t newlines_ = 0;
 };
 
 // What the child reports through the close-on-exec pipe when it fails before execve.
@@ -208,6 +212,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
     result.setup_error = fmt::format("execve: {}: No such file or directory", spec.argv[0]);
     result.output = *result.setup_error + "\n";
     result.total_bytes = result.output.size();
+    result.total_lines = 1;
     return result;
   }
 
@@ -264,6 +269,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
     result.setup_error = fmt::format("{}: {}", failure.step, std::strerror(failure.err));
     result.output = *result.setup_error + "\n";
     result.total_bytes = result.output.size();
+    result.total_lines = 1;
     result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return result;
   }

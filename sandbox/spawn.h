@@ -36,6 +36,7 @@ struct RunResult {
   bool cancelled = false;
   std::string output;        // stdout+stderr in arrival order (bytes, not sanitised)
   uint64_t total_bytes = 0;  // everything the command printed
+  uint64_t total_lines = 0;  // lines in all of it (a last line without a newline counts)
   bool truncated = false;    // output holds head+tail of total_bytes
   size_t head_bytes = 0;     // when truncated: output[0, head_bytes) is the head, the rest the tail
   std::chrono::milliseconds duration{0};

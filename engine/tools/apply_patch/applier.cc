@@ -1,0 +1,521 @@
+#include "engine/tools/apply_patch/applier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "base/fd.h"
+#include "engine/tools/apply_patch/seek.h"
+
+namespace ae::patch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Rust's io::Error text, which codex's messages carry: "No such file or directory (os error 2)".
+std::string OsError(int err) {
+  return fmt::format("{} (os error {})", std::strerror(err), err);
+}
+
+std::string Canonical(const std::string& abs) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(abs, ec);
+  return ec ? abs : p.string();
+}
+
+struct Loaded {
+  std::optional<std::string> content;
+  mode_t mode = 0;
+};
+
+// The file's bytes, nullopt if it does not exist; an error (errno) otherwise.
+Result<Loaded> Load(const std::string& path, int* err) {
+  Loaded out;
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return out;
+    *err = errno;
+    return MakeError(OsError(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || S_ISDIR(st.st_mode)) {
+    *err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    return MakeError(OsError(*err));
+  }
+  out.mode = st.st_mode & 07777;
+  std::string data;
+  data.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  for (;;) {
+    if (got == data.size()) data.resize(std::max<size_t>(4096, data.size() * 2));
+    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *err = errno;
+      return MakeError(OsError(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  data.resize(got);
+  out.content = std::move(data);
+  return out;
+}
+
+struct Lines {
+  std::vector<std::string_view> lines;
+  bool crlf = false;
+};
+
+// Lines without their terminators; the empty piece after a final newline is dropped. A file
+// whose every newline is CRLF is matched without the CRs and written back with them.
+Lines SplitFile(std::string_view content) {
+  Lines out;
+  size_t newlines = 0, crlf = 0;
+  for (size_t i = 0; i < content.size(); ++i) {
+    if (content[i] == '\n') {
+      ++newlines;
+      if (i > 0 && content[i - 1] == '\r') ++crlf;
+    }
+  }
+  out.crlf = newlines > 0 && crlf == newlines;
+  size_t start = 0;
+  while (start <= content.size()) {
+    size_t nl = content.find('\n', start);
+    if (nl == std::string_view::npos) {
+      if (start < content.size()) out.lines.push_back(content.substr(start));
+      break;
+    }
+    std::string_view line = content.substr(start, nl - start);
+    if (out.crlf) line.remove_suffix(1);
+    out.lines.push_back(line);
+    start = nl + 1;
+  }
+  return out;
+}
+
+struct Replacement {
+  size_t start;
+  size_t old_len;
+  std::vector<std::string> new_lines;
+};
+
+Result<std::vector<Replacement>> ComputeReplacements(const std::vector<std::string_view>& lines,
+                                                     const std::string& path,
+                                                     const std::vector<Chunk>& chunks) {
+  std::vector<Replacement> reps;
+  size_t cursor = 0;
+  for (const Chunk& chunk : chunks) {
+    bool had_context = false;
+    if (chunk.context) {
+      auto at = SeekSequence(lines, {*chunk.context}, cursor, false);
+      if (!at) {
+        return MakeError(fmt::format("Failed to find context '{}' in {}", *chunk.context, path));
+      }
+      cursor = *at + 1;
+      had_context = true;
+    }
+    if (chunk.old_lines.empty()) {
+      // Pure addition: right after its context line, or at the end of the file.
+      reps.push_back({had_context ? cursor : lines.size(), 0, chunk.new_lines});
+      continue;
+    }
+    const std::vector<std::string>* pattern = &chunk.old_lines;
+    std::vector<std::string> trimmed_old, trimmed_new;
+    const std::vector<std::string>* replacement = &chunk.new_lines;
+    auto at = SeekSequence(lines, *pattern, cursor, chunk.end_of_file);
+    if (!at && pattern->back().empty()) {
+      // A trailing empty line in the chunk stands for the file's final newline.
+      trimmed_old.assign(pattern->begin(), pattern->end() - 1);
+      trimmed_new = chunk.new_lines;
+      if (!trimmed_new.empty() && trimmed_new.back().empty()) trimmed_new.pop_back();
+      pattern = &trimmed_old;
+      replacement = &trimmed_new;
+      at = SeekSequence(lines, *pattern, cursor, chunk.end_of_file);
+    }
+    if (!at) {
+      std::string expected;
+      for (size_t i = 0; i < chunk.old_lines.size(); ++i) {
+        if (i) expected += '\n';
+        expected += chunk.old_lines[i];
+      }
+      return MakeError(fmt::format("Failed to find expected lines in {}:\n{}", path, expected));
+    }
+    reps.push_back({*at, pattern->size(), *replacement});
+    cursor = *at + pattern->size();
+  }
+  std::stable_sort(reps.begin(), reps.end(),
+                   [](const Replacement& a, const Replacement& b) { return a.start < b.start; });
+  return reps;
+}
+
+std::string Join(const std::vector<std::string_view>& lines, bool crlf) {
+  const char* eol = crlf ? "\r\n" : "\n";
+  size_t size = 0;
+  for (auto l : lines) size += l.size() + 2;
+  std::string out;
+  out.reserve(size);
+  for (auto l : lines) {
+    out.append(l);
+    out += eol;
+  }
+  return out;
+}
+
+std::string Rel(const std::string& abs, const std::string& cwd) {
+  if (abs.size() > cwd.size() && abs.compare(0, cwd.size(), cwd) == 0 && abs[cwd.size()] == '/') {
+    return abs.substr(cwd.size() + 1);
+  }
+  return abs;
+}
+
+// A unified diff (3 lines of context) built from the replacements themselves, so it costs
+// time in proportion to the change, not to the file.
+std::string UnifiedDiff(const std::vector<std::string_view>& old_lines,
+                        std::vector<Replacement> reps, const std::string& from,
+                        const std::string& to) {
+  constexpr size_t kContext = 3;
+  // Shrink each replacement by the lines it leaves unchanged at either end.
+  for (auto& r : reps) {
+    size_t pre = 0;
+    while (pre < r.old_len && pre < r.new_lines.size() &&
+           old_lines[r.start + pre] == r.new_lines[pre]) {
+      ++pre;
+    }
+    size_t post = 0;
+    while (post < r.old_len - pre && post < r.new_lines.size() - pre &&
+           old_lines[r.start + r.old_len - 1 - post] ==
+               r.new_lines[r.new_lines.size() - 1 - post]) {
+      ++post;
+    }
+    r.new_lines = std::vector<std::string>(r.new_lines.begin() + pre, r.new_lines.end() - post);
+    r.start += pre;
+    r.old_len -= pre + post;
+  }
+  reps.erase(
+      std::remove_if(reps.begin(), reps.end(),
+                     [](const Replacement& r) { return r.old_len == 0 && r.new_lines.empty(); }),
+      reps.end());
+  if (reps.empty()) return {};
+
+  std::string out = fmt::format("--- {}\n+++ {}\n", from, to);
+  const size_t n = old_lines.size();
+  long delta = 0;  // new line number minus old line number before the current group
+  size_t i = 0;
+  while (i < reps.size()) {
+    size_t j = i;  // reps[i..j] form one hunk
+    while (j + 1 < reps.size() &&
+           reps[j + 1].start <= reps[j].start + reps[j].old_len + 2 * kContext) {
+      ++j;
+    }
+    size_t old_start = reps[i].start >= kContext ? reps[i].start - kContext : 0;
+    size_t old_end = std::min(n, reps[j].start + reps[j].old_len + kContext);
+    std::string body;
+    size_t old_count = old_end - old_start, new_count = old_count;
+    size_t pos = old_start;
+    for (size_t k = i; k <= j; ++k) {
+      for (; pos < reps[k].start; ++pos)
+        fmt::format_to(std::back_inserter(body), " {}\n", old_lines[pos]);
+      for (size_t m = 0; m < reps[k].old_len; ++m, ++pos) {
+        fmt::format_to(std::back_inserter(body), "-{}\n", old_lines[pos]);
+      }
+      for (const auto& l : reps[k].new_lines) fmt::format_to(std::back_inserter(body), "+{}\n", l);
+      new_count = new_count - reps[k].old_len + reps[k].new_lines.size();
+    }
+    for (; pos < old_end; ++pos) fmt::format_to(std::back_inserter(body), " {}\n", old_lines[pos]);
+    size_t new_start = static_cast<size_t>(static_cast<long>(old_start) + delta);
+    out += fmt::format("@@ -{},{} +{},{} @@\n", old_count ? old_start + 1 : old_start, old_count,
+                       new_count ? new_start + 1 : new_start, new_count);
+    out += body;
+    delta += static_cast<long>(new_count) - static_cast<long>(old_count);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string WholeFileDiff(std::string_view content, bool adding, const std::string& name) {
+  Lines l = SplitFile(content);
+  std::string out = adding ? fmt::format("--- /dev/null\n+++ {}\n", name)
+                           : fmt::format("--- {}\n+++ /dev/null\n", name);
+  if (l.lines.empty()) return out;
+  out += adding ? fmt::format("@@ -0,0 +1,{} @@\n", l.lines.size())
+                : fmt::format("@@ -1,{} +0,0 @@\n", l.lines.size());
+  for (auto line : l.lines) {
+    out += adding ? '+' : '-';
+    out.append(line);
+    out += '\n';
+  }
+  return out;
+}
+
+// ----- writing -----
+
+std::atomic<unsigned> temp_counter{0};
+
+Status WriteAtomically(const std::string& path, const std::string& content, mode_t mode,
+                       bool keep_mode) {
+  fs::path target(path);
+  std::string tmp =
+      (target.parent_path() / fmt::format(".{}.ae-tmp-{}-{}", target.filename().string(),
+                                          ::getpid(), temp_counter.fetch_add(1)))
+          .string();
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, keep_mode ? mode : 0666));
+  if (!fd) return MakeError(fmt::format("Failed to write file {}: {}", path, OsError(errno)));
+  auto fail = [&](int err) -> Status {
+    ::unlink(tmp.c_str());
+    return MakeError(fmt::format("Failed to write file {}: {}", path, OsError(err)));
+  };
+  if (keep_mode && ::fchmod(fd.get(), mode) != 0) return fail(errno);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(errno);
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) return fail(errno);
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
+  return {};
+}
+
+void SyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd) ::fsync(fd.get());
+}
+
+// Creates the missing ancestors of `path`, recording each one made (outermost first).
+Status MakeParents(const std::string& path, std::vector<std::string>& made) {
+  std::vector<fs::path> missing;
+  for (fs::path p = fs::path(path).parent_path(); !p.empty() && p != p.root_path();
+       p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) break;
+    missing.push_back(p);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+      return MakeError(
+          fmt::format("Failed to create parent directories for {}: {}", path, OsError(errno)));
+    }
+    made.push_back(it->string());
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ResolvePath(const std::string& cwd, const std::string& path) {
+  fs::path p = fs::path(path).is_absolute() ? fs::path(path) : fs::path(cwd) / path;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::vector<FileChange> NamedChanges(const Patch& patch, const std::string& cwd) {
+  std::map<std::string, FileChangeKind> kinds;
+  for (const Hunk& h : patch.hunks) {
+    std::string abs = ResolvePath(cwd, h.path);
+    switch (h.kind) {
+      case Hunk::Kind::kAdd:
+        kinds[abs] = FileChangeKind::kAdd;
+        break;
+      case Hunk::Kind::kDelete:
+        kinds[abs] = FileChangeKind::kDelete;
+        break;
+      case Hunk::Kind::kUpdate:
+        if (h.move_to.empty()) {
+          kinds[abs] = FileChangeKind::kUpdate;
+        } else {
+          kinds[abs] = FileChangeKind::kDelete;
+          kinds[ResolvePath(cwd, h.move_to)] = FileChangeKind::kAdd;
+        }
+        break;
+    }
+  }
+  std::vector<FileChange> out;
+  for (auto& [path, kind] : kinds) out.push_back(FileChange{path, kind, ""});
+  return out;
+}
+
+Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::Policy& policy) {
+  if (policy.unrestricted()) return {};
+  for (const FileChange& c : NamedChanges(patch, cwd)) {
+    std::string real = Canonical(c.path);
+    if (policy.CanWrite(real)) continue;
+    if (policy.mode == sandbox::Mode::kReadOnly) {
+      return MakeError(fmt::format(
+          "writing {} is not allowed: the sandbox is read-only, so apply_patch cannot change any "
+          "file",
+          c.path));
+    }
+    std::string roots;
+    for (const auto& r : policy.writable_roots) roots += (roots.empty() ? "" : ", ") + r;
+    return MakeError(fmt::format(
+        "writing {} is not allowed: it is outside the writable roots of the {} sandbox ({})",
+        c.path, sandbox::ModeName(policy.mode), roots.empty() ? "none" : roots));
+  }
+  return {};
+}
+
+Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
+  struct State {
+    FileOp op;
+    bool loaded = false;
+  };
+  std::map<std::string, State> files;  // by canonical path
+  // Current (in-patch) state of `canon`, reading the disk the first time.
+  auto state = [&](const std::string& canon, int* err) -> Result<State*> {
+    State& s = files[canon];
+    if (!s.loaded) {
+      auto loaded = Load(canon, err);
+      if (!loaded.ok()) {
+        files.erase(canon);
+        return loaded.error();
+      }
+      s.op.path = canon;
+      s.op.original = loaded->content;
+      s.op.content = std::move(loaded->content);
+      s.op.mode = loaded->mode;
+      s.loaded = true;
+    }
+    return &s;
+  };
+
+  Plan plan;
+  std::vector<std::string> added, modified, deleted;
+  std::map<std::string, FileChange> changes;
+  for (const Hunk& h : patch.hunks) {
+    const std::string abs = ResolvePath(cwd, h.path);
+    const std::string canon = Canonical(abs);
+    int err = 0;
+    switch (h.kind) {
+      case Hunk::Kind::kAdd: {
+        auto s = state(canon, &err);
+        if (!s.ok()) return MakeError(fmt::format("Failed to write file {}: {}", abs, s.message()));
+        (*s)->op.content = h.contents;
+        changes[abs] = FileChange{abs, FileChangeKind::kAdd,
+                                  WholeFileDiff(h.contents, true, "b/" + Rel(abs, cwd))};
+        added.push_back(h.path);
+        break;
+      }
+      case Hunk::Kind::kDelete: {
+        auto s = state(canon, &err);
+        if (!s.ok()) return MakeError(fmt::format("Failed to read {}: {}", abs, s.message()));
+        if (!(*s)->op.content) {
+          return MakeError(fmt::format("Failed to read {}: {}", abs, OsError(ENOENT)));
+        }
+        changes[abs] = FileChange{abs, FileChangeKind::kDelete,
+                                  WholeFileDiff(*(*s)->op.content, false, "a/" + Rel(abs, cwd))};
+        (*s)->op.content.reset();
+        deleted.push_back(h.path);
+        break;
+      }
+      case Hunk::Kind::kUpdate: {
+        auto s = state(canon, &err);
+        if (!s.ok()) {
+          return MakeError(fmt::format("Failed to read file to update {}: {}", abs, s.message()));
+        }
+        if (!(*s)->op.content) {
+          return MakeError(
+              fmt::format("Failed to read file to update {}: {}", abs, OsError(ENOENT)));
+        }
+        const std::string current = *(*s)->op.content;
+        Lines lines = SplitFile(current);
+        auto reps = ComputeReplacements(lines.lines, abs, h.chunks);
+        if (!reps.ok()) return reps.error();
+        std::vector<std::string_view> result;
+        result.reserve(lines.lines.size() + 16);
+        size_t pos = 0;
+        for (const Replacement& r : *reps) {
+          for (; pos < r.start; ++pos) result.push_back(lines.lines[pos]);
+          for (const auto& l : r.new_lines) result.push_back(l);
+          pos = std::max(pos, r.start + r.old_len);
+        }
+        for (; pos < lines.lines.size(); ++pos) result.push_back(lines.lines[pos]);
+        std::string updated = Join(result, lines.crlf);
+
+        std::string dest_abs = h.move_to.empty() ? abs : ResolvePath(cwd, h.move_to);
+        std::string diff =
+            UnifiedDiff(lines.lines, *reps, "a/" + Rel(abs, cwd), "b/" + Rel(dest_abs, cwd));
+        if (h.move_to.empty()) {
+          (*s)->op.content = std::move(updated);
+          changes[abs] = FileChange{abs, FileChangeKind::kUpdate, std::move(diff)};
+          modified.push_back(h.path);
+        } else {
+          mode_t mode = (*s)->op.mode;
+          (*s)->op.content.reset();
+          auto d = state(Canonical(dest_abs), &err);
+          if (!d.ok()) {
+            return MakeError(fmt::format("Failed to write file {}: {}", dest_abs, d.message()));
+          }
+          (*d)->op.content = std::move(updated);
+          if (!(*d)->op.original) (*d)->op.mode = mode;  // a moved file keeps its mode
+          changes[abs] = FileChange{abs, FileChangeKind::kDelete, ""};
+          changes[dest_abs] = FileChange{dest_abs, FileChangeKind::kAdd,
+                                         fmt::format("rename from {}\nrename to {}\n{}",
+                                                     Rel(abs, cwd), Rel(dest_abs, cwd), diff)};
+          modified.push_back(h.move_to);
+        }
+        break;
+      }
+    }
+  }
+  for (auto& [path, s] : files) plan.ops.push_back(std::move(s.op));
+  for (auto& [path, c] : changes) plan.changes.push_back(std::move(c));
+  for (const auto& p : added) plan.summary += "A " + p + "\n";
+  for (const auto& p : modified) plan.summary += "M " + p + "\n";
+  for (const auto& p : deleted) plan.summary += "D " + p + "\n";
+  return plan;
+}
+
+Status Commit(const Plan& plan) {
+  std::vector<const FileOp*> done;
+  std::vector<std::string> made_dirs;
+  std::set<std::string> dirs;
+
+  auto rollback = [&](const Status& cause) -> Status {
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      const FileOp& op = **it;
+      if (op.original) {
+        (void)WriteAtomically(op.path, *op.original, op.mode, true);
+      } else {
+        ::unlink(op.path.c_str());
+      }
+    }
+    for (auto it = made_dirs.rbegin(); it != made_dirs.rend(); ++it) ::rmdir(it->c_str());
+    return MakeError(cause.message() + "\n(no file was changed: the patch was rolled back)");
+  };
+
+  for (const FileOp& op : plan.ops) {
+    if (op.content == op.original) continue;  // e.g. added then deleted within the patch
+    dirs.insert(fs::path(op.path).parent_path().string());
+    if (op.content) {
+      if (!op.original) {
+        Status s = MakeParents(op.path, made_dirs);
+        if (!s.ok()) return rollback(s);
+      }
+      Status s =
+          WriteAtomically(op.path, *op.content, op.mode, op.original.has_value() || op.mode != 0);
+      if (!s.ok()) return rollback(s);
+    } else if (::unlink(op.path.c_str()) != 0) {
+      return rollback(
+          MakeError(fmt::format("Failed to delete file {}: {}", op.path, OsError(errno))));
+    }
+    done.push_back(&op);
+  }
+  for (const auto& d : dirs) SyncDir(d);
+  return {};
+}
+
+}  // namespace ae::patch

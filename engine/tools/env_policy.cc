@@ -1,0 +1,71 @@
+#include "engine/tools/env_policy.h"
+
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <map>
+
+extern char** environ;
+
+namespace ae {
+namespace {
+
+bool MatchesAny(const std::vector<std::string>& globs, const std::string& name) {
+  for (const auto& g : globs) {
+    if (::fnmatch(g.c_str(), name.c_str(), FNM_CASEFOLD) == 0) return true;
+  }
+  return false;
+}
+
+// Variables a shell needs to behave normally, and nothing that identifies a service.
+bool IsCore(const std::string& name) {
+  static const char* const kCore[] = {"HOME",     "LOGNAME", "PATH", "SHELL", "USER",
+                                      "USERNAME", "TMPDIR",  "TEMP", "TMP",   "LANG"};
+  for (const char* c : kCore) {
+    if (name == c) return true;
+  }
+  return name.rfind("LC_", 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> BuildCommandEnv(const ShellEnvPolicy& policy,
+                                         const std::vector<std::string>& parent,
+                                         bool network_disabled) {
+  std::map<std::string, std::string> vars;
+  if (policy.inherit != ShellEnvPolicy::Inherit::kNone) {
+    for (const auto& kv : parent) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      std::string name = kv.substr(0, eq);
+      if (policy.inherit == ShellEnvPolicy::Inherit::kCore && !IsCore(name)) continue;
+      vars[name] = kv.substr(eq + 1);
+    }
+  }
+  static const std::vector<std::string> kDefaultExcludes = {"*KEY*", "*SECRET*", "*TOKEN*"};
+  for (auto it = vars.begin(); it != vars.end();) {
+    bool drop = (!policy.ignore_default_excludes && MatchesAny(kDefaultExcludes, it->first)) ||
+                MatchesAny(policy.exclude, it->first);
+    it = drop ? vars.erase(it) : std::next(it);
+  }
+  for (const auto& [name, value] : policy.set) vars[name] = value;
+  if (!policy.include_only.empty()) {
+    for (auto it = vars.begin(); it != vars.end();) {
+      it = MatchesAny(policy.include_only, it->first) ? std::next(it) : vars.erase(it);
+    }
+  }
+  if (network_disabled) vars["CODEX_SANDBOX_NETWORK_DISABLED"] = "1";
+
+  std::vector<std::string> env;
+  env.reserve(vars.size());
+  for (const auto& [name, value] : vars) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<std::string> ProcessEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+}  // namespace ae

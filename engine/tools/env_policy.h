@@ -1,0 +1,22 @@
+// The environment model-run commands see, from shell_environment_policy (CONTRACT §7):
+// inherit all/core/none, drop names containing KEY, SECRET or TOKEN unless told not to,
+// `exclude` globs, `set`, then `include_only` globs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/turn_context.h"
+
+namespace ae {
+
+// `parent` holds "NAME=value" entries (the agent's own environment). The result is sorted by
+// name. `network_disabled` adds CODEX_SANDBOX_NETWORK_DISABLED=1 as codex does.
+std::vector<std::string> BuildCommandEnv(const ShellEnvPolicy& policy,
+                                         const std::vector<std::string>& parent,
+                                         bool network_disabled);
+
+// The current process's environment as "NAME=value" entries.
+std::vector<std::string> ProcessEnvironment();
+
+}  // namespace ae

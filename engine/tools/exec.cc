@@ -1,0 +1,190 @@
+#include "engine/tools/exec.h"
+
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include "engine/orchestrator.h"
+#include "engine/tools/model_output.h"
+#include "engine/tools/shell_quote.h"
+
+namespace ae {
+namespace {
+
+ToolResult Fail(const ToolCall& call, std::string message) {
+  return ToolResult{call.call_id, std::move(message), false, call.custom};
+}
+
+Result<rapidjson::Document> ParseArgs(const std::string& input) {
+  rapidjson::Document doc;
+  doc.Parse(input.c_str(), input.size());
+  if (doc.HasParseError()) {
+    return MakeError(fmt::format("failed to parse function arguments: {} at offset {}",
+                                 rapidjson::GetParseError_En(doc.GetParseError()),
+                                 doc.GetErrorOffset()));
+  }
+  if (!doc.IsObject()) {
+    return MakeError("failed to parse function arguments: expected a JSON object");
+  }
+  return doc;
+}
+
+// Optional integer field; an error names the field and what was expected.
+Result<std::optional<int64_t>> OptionalInt(const rapidjson::Value& obj, const char* name) {
+  auto it = obj.FindMember(name);
+  if (it == obj.MemberEnd() || it->value.IsNull()) return std::optional<int64_t>{};
+  if (it->value.IsInt64()) return std::optional<int64_t>{it->value.GetInt64()};
+  if (it->value.IsNumber())
+    return std::optional<int64_t>{static_cast<int64_t>(it->value.GetDouble())};
+  return MakeError(fmt::format("failed to parse function arguments: `{}` must be a number", name));
+}
+
+Result<std::string> OptionalString(const rapidjson::Value& obj, const char* name) {
+  auto it = obj.FindMember(name);
+  if (it == obj.MemberEnd() || it->value.IsNull()) return std::string();
+  if (!it->value.IsString()) {
+    return MakeError(
+        fmt::format("failed to parse function arguments: `{}` must be a string", name));
+  }
+  return std::string(it->value.GetString(), it->value.GetStringLength());
+}
+
+std::string ChunkId() {
+  thread_local std::mt19937 rng(std::random_device{}());
+  return fmt::format("{:06x}", rng() & 0xFFFFFF);
+}
+
+std::string DeniedNote(const TurnContext& turn) {
+  return fmt::format(
+      "\n\nThe {} sandbox blocked this command; approval_policy is {}, so it was not retried "
+      "outside the sandbox.",
+      sandbox::ModeName(turn.sandbox.mode), ApprovalPolicyName(turn.approval));
+}
+
+constexpr char kExecSpec[] =
+    R"({"type":"function","name":"exec_command","description":"Runs a shell command with bash (as `bash -lc <cmd>`) in the workspace and returns its exit code and combined stdout and stderr. Output longer than the budget keeps its beginning and end.","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string","description":"The shell command to run."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory. Defaults to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds. Defaults to the configured command timeout."},"yield_time_ms":{"type":"number","description":"Accepted for compatibility; the command always runs to completion or timeout."},"max_output_tokens":{"type":"number","description":"Budget for the output returned, in tokens (about 4 bytes each)."},"shell":{"type":"string","description":"Shell binary to run the command with. Defaults to /bin/bash."},"login":{"type":"boolean","description":"Run the shell as a login shell (-lc). Defaults to true."}},"required":["cmd"],"additionalProperties":false}})";
+
+constexpr char kShellSpec[] =
+    R"({"type":"function","name":"shell","description":"Runs a program given as an argument vector (no shell unless you invoke one, e.g. [\"bash\", \"-lc\", \"make test\"]) and returns its exit code and combined stdout and stderr.","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"},"description":"The program and its arguments."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds."}},"required":["command"],"additionalProperties":false}})";
+
+class ExecCommandTool : public ToolHandler {
+ public:
+  std::string name() const override { return "exec_command"; }
+  std::string spec_json() const override { return kExecSpec; }
+  bool parallel_safe() const override { return true; }
+
+  ToolResult Handle(const ToolCall& call, ToolEnv& env) override {
+    auto doc = ParseArgs(call.input);
+    if (!doc.ok()) return Fail(call, doc.message());
+    auto cmd_it = doc->FindMember("cmd");
+    if (cmd_it == doc->MemberEnd()) {
+      return Fail(call, "failed to parse function arguments: missing field `cmd`");
+    }
+    if (!cmd_it->value.IsString()) {
+      return Fail(call, "failed to parse function arguments: `cmd` must be a string");
+    }
+    std::string cmd(cmd_it->value.GetString(), cmd_it->value.GetStringLength());
+    auto workdir = OptionalString(*doc, "workdir");
+    auto shell = OptionalString(*doc, "shell");
+    auto timeout = OptionalInt(*doc, "timeout_ms");
+    auto max_tokens = OptionalInt(*doc, "max_output_tokens");
+    auto yield = OptionalInt(*doc, "yield_time_ms");
+    if (!workdir.ok()) return Fail(call, workdir.message());
+    if (!shell.ok()) return Fail(call, shell.message());
+    if (!timeout.ok()) return Fail(call, timeout.message());
+    if (!max_tokens.ok()) return Fail(call, max_tokens.message());
+    if (!yield.ok()) return Fail(call, yield.message());
+    bool login = true;
+    if (auto it = doc->FindMember("login"); it != doc->MemberEnd() && !it->value.IsNull()) {
+      if (!it->value.IsBool()) {
+        return Fail(call, "failed to parse function arguments: `login` must be a boolean");
+      }
+      login = it->value.GetBool();
+    }
+
+    CommandRequest req;
+    req.argv = {shell->empty() ? "/bin/bash" : *shell, login ? "-lc" : "-c", cmd};
+    req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
+    req.timeout_ms = timeout->value_or(env.turn.command_timeout_ms);
+    req.display = ShellJoin(req.argv);
+    size_t budget = env.turn.model_output_max_bytes;
+    if (max_tokens->has_value() && **max_tokens > 0) budget = static_cast<size_t>(**max_tokens) * 4;
+
+    auto outcome = env.orchestrator.RunCommand(req, env.emitter, env.cancel);
+    if (!outcome.ok()) return Fail(call, outcome.message());
+    std::string text =
+        FormatExecCommandOutput(outcome->run, SanitizeCapture(outcome->run), budget, ChunkId());
+    if (outcome->sandbox_denied) text += DeniedNote(env.turn);
+    return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
+  }
+};
+
+class ShellTool : public ToolHandler {
+ public:
+  std::string name() const override { return "shell"; }
+  std::string spec_json() const override { return kShellSpec; }
+  bool parallel_safe() const override { return true; }
+
+  ToolResult Handle(const ToolCall& call, ToolEnv& env) override {
+    auto doc = ParseArgs(call.input);
+    if (!doc.ok()) return Fail(call, doc.message());
+    auto it = doc->FindMember("command");
+    if (it == doc->MemberEnd()) {
+      return Fail(call, "failed to parse function arguments: missing field `command`");
+    }
+    if (!it->value.IsArray() || it->value.Empty()) {
+      return Fail(call,
+                  "failed to parse function arguments: `command` must be a non-empty array of "
+                  "strings");
+    }
+    CommandRequest req;
+    for (const auto& v : it->value.GetArray()) {
+      if (!v.IsString()) {
+        return Fail(call,
+                    "failed to parse function arguments: `command` must be a non-empty array of "
+                    "strings");
+      }
+      req.argv.emplace_back(v.GetString(), v.GetStringLength());
+    }
+    auto workdir = OptionalString(*doc, "workdir");
+    if (!workdir.ok()) return Fail(call, workdir.message());
+    auto timeout = OptionalInt(*doc, "timeout_ms");
+    if (!timeout.ok()) return Fail(call, timeout.message());
+    if (!timeout->has_value()) {
+      timeout = OptionalInt(*doc, "timeout");  // older codex name
+      if (!timeout.ok()) return Fail(call, timeout.message());
+    }
+    req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
+    req.timeout_ms = timeout->value_or(env.turn.command_timeout_ms);
+    req.display = ShellJoin(req.argv);
+
+    auto outcome = env.orchestrator.RunCommand(req, env.emitter, env.cancel);
+    if (!outcome.ok()) return Fail(call, outcome.message());
+    std::string text = FormatShellOutput(outcome->run, SanitizeCapture(outcome->run),
+                                         env.turn.model_output_max_bytes);
+    if (outcome->sandbox_denied) text += DeniedNote(env.turn);
+    return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
+  }
+};
+
+}  // namespace
+
+std::string ResolveWorkdir(const std::string& cwd, const std::string& workdir) {
+  namespace fs = std::filesystem;
+  fs::path p = workdir.empty() ? fs::path(cwd) : fs::path(cwd) / workdir;  // absolute wins
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::unique_ptr<ToolHandler> MakeExecCommandTool() {
+  return std::make_unique<ExecCommandTool>();
+}
+std::unique_ptr<ToolHandler> MakeShellTool() {
+  return std::make_unique<ShellTool>();
+}
+
+}  // namespace ae
