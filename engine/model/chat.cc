@@ -93,7 +93,8 @@ class ChatDecoder : public StreamDecoder {
         ToolCall& tc = calls_[index];
         if (std::string id = StringAt(&call, "id"); !id.empty()) tc.id = id;
         const rapidjson::Value* fn = Member(&call, "function");
-        tc.name += StringAt(fn, "name");
+        // Names arrive once, in pieces, or (some servers) repeated whole in every chunk.
+        if (std::string name = StringAt(fn, "name"); name != tc.name) tc.name += name;
         const rapidjson::Value* args = Member(fn, "arguments");
         if (args && args->IsString()) {
           tc.arguments.append(args->GetString(), args->GetStringLength());

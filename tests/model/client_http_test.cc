@@ -409,6 +409,17 @@ TEST_F(ModelHttpTest, OtherClientErrorsFailAtOnce) {
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
+TEST_F(ModelHttpTest, NonStreamAnswerFailsAtOnce) {
+  Serve(kOneTurn, {"content_type=application/json"});
+  auto r = Run(Provider("responses"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(),
+            "unexpected content type `application/json` from " + Url("/responses") +
+                R"( (expected text/event-stream): {"error":{"message":"not a stream"}})");
+  EXPECT_TRUE(observer_.retries.empty());
+  EXPECT_EQ(server_.RequestCount(), 1);
+}
+
 TEST_F(ModelHttpTest, NoTurnLeftIsTheServersBadRequest) {
   Serve(R"({"turns":[]})");
   auto r = Run(Provider("chat"));

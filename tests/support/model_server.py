@@ -53,6 +53,8 @@ Faults (--fault SPEC, repeatable; the first spec that selects a request applies 
              stall_after_headers=S   send the 200 head, then wait S seconds before any event
              garbage               send a comment, an unknown event and a data line that is
                                    not JSON before the turn
+             content_type=TYPE     answer 200 with that content type and a JSON body
+                                   {"error": {"message": "not a stream"}} instead of a stream
   For the stall kinds: if the client is still connected after the wait, the turn is served
   in full (and consumed); if it gave up, nothing more happens.
   Values are percent-decoded, so a message may hold ':' as %3A.
@@ -77,7 +79,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULT_KINDS = {"status", "drop_after_items", "failed", "stall_before_headers",
-               "stall_after_headers", "garbage"}
+               "stall_after_headers", "garbage", "content_type"}
 
 
 def dumps(value):
@@ -266,6 +268,14 @@ class Handler(BaseHTTPRequestHandler):
             if "retry_after" in fault.options:
                 headers.append(("Retry-After", fault.options["retry_after"]))
             self.send_json(code, {"error": {"message": msg, "type": "test_error"}}, headers)
+            return
+        if fault and fault.kind == "content_type":
+            body = dumps({"error": {"message": "not a stream"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", fault.value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
             return
         if fault and fault.kind == "stall_before_headers":
             state.stop.wait(float(fault.value))
