@@ -1,13 +1,34 @@
-// agentexec: parse -> load config -> run one session -> exit code. Nothing else lives here.
+// agentexec: parse -> run -> exit code. Nothing else lives here.
 #include <cstdio>
 #include <cstring>
+#include <string>
 
+#include "runner/cli.h"
+#include "runner/exit_code.h"
+#include "runner/run_exec.h"
 #include "runner/sandbox_command.h"
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
-    return ae::SandboxCommandMain(argc - 1, argv + 1);
+  // `agentexec sandbox ...` (also after `exec`) has its own small command line.
+  int first = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
+  if (argc > first && std::strcmp(argv[first], "sandbox") == 0) {
+    return ae::SandboxCommandMain(argc - first, argv + first);
   }
-  std::fputs("agentexec: not wired yet\n", stderr);
-  return 2;
+
+  ae::Result<ae::CliArgs> args = ae::ParseCli(argc, argv);
+  if (!args.ok()) {
+    std::string message = args.message();
+    if (message.empty() || message.back() != '\n') message.push_back('\n');
+    std::fputs(message.c_str(), stderr);
+    return ae::ToInt(ae::ExitCode::kUsage);
+  }
+  if (args->help_text) {
+    std::fputs(args->help_text->c_str(), stdout);
+    return 0;
+  }
+  if (args->version_text) {
+    std::fputs(args->version_text->c_str(), stdout);
+    return 0;
+  }
+  return ae::RunExec(*args);
 }
