@@ -33,8 +33,10 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   }
   outcome.run = std::move(run).value();
   outcome.aggregated_output = ItemOutput(outcome.run);
+  // A command that does not exist (127) is not the sandbox's doing, whatever the heuristic says.
+  const bool not_found = outcome.run.setup_error.has_value() && outcome.run.exit_code == 127;
   outcome.sandbox_denied = sandbox != nullptr && !outcome.run.timed_out && !outcome.run.cancelled &&
-                           sandbox::LooksSandboxDenied(outcome.run);
+                           !not_found && sandbox::LooksSandboxDenied(outcome.run);
   return outcome;
 }
 

@@ -351,8 +351,8 @@ std::vector<FileChange> NamedChanges(const Patch& patch, const std::string& cwd)
 Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::Policy& policy) {
   if (policy.unrestricted()) return {};
   for (const FileChange& c : NamedChanges(patch, cwd)) {
-    std::string real = Canonical(c.path);
-    if (policy.CanWrite(real)) continue;
+    // Both spellings must pass: the path as written (carve-outs by name) and where it lands.
+    if (policy.CanWrite(c.path) && policy.CanWrite(Canonical(c.path))) continue;
     if (policy.mode == sandbox::Mode::kReadOnly) {
       return MakeError(fmt::format(
           "writing {} is not allowed: the sandbox is read-only, so apply_patch cannot change any "
