@@ -115,6 +115,7 @@ void HumanSink::OnItemStarted(const Item& item) {
   started_[item.id] = std::chrono::steady_clock::now();
   if (const auto* c = std::get_if<CommandExecutionItem>(&item.details)) {
     Write(Style(kMagenta, "exec") + "\n" + Style(kBold, c->command) + "\n");
+    last_shown_ = item.id;
   } else if (std::holds_alternative<TodoListItem>(item.details)) {
     ShowPlan(item);
   }
@@ -138,6 +139,10 @@ void HumanSink::OnItemCompleted(const Item& item) {
         } else if constexpr (std::is_same_v<T, ReasoningItem>) {
           Write(Style(kItalic, d.text) + "\n");
         } else if constexpr (std::is_same_v<T, CommandExecutionItem>) {
+          // Parallel commands: say again which command this result belongs to.
+          if (last_shown_ != item.id) {
+            Write(Style(kMagenta, "exec") + "\n" + Style(kBold, d.command) + "\n");
+          }
           std::string status =
               d.exit_code == 0
                   ? Style(kGreen, fmt::format(" succeeded in {}ms:", elapsed_ms()))
@@ -175,9 +180,11 @@ void HumanSink::OnItemCompleted(const Item& item) {
       },
       item.details);
   started_.erase(item.id);
+  last_shown_ = item.id;
 }
 
 void HumanSink::ShowPlan(const Item& item) {
+  last_shown_ = item.id;
   const auto& todo = std::get<TodoListItem>(item.details);
   std::string out = Style(kMagenta, "plan") + "\n";
   bool current_marked = false;

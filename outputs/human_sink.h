@@ -33,6 +33,7 @@ class HumanSink : public EventSink {
   int fd_;
   HumanSinkOptions opt_;
   std::map<std::string, std::chrono::steady_clock::time_point> started_;
+  std::string last_shown_;  // id of the item whose lines were written last
 };
 
 // 1701 -> "1,701"

@@ -55,6 +55,22 @@ TEST(HumanSinkTest, CommandShowsStatusAndFirstLines) {
   EXPECT_NE(out.find("ms:\n1\n2\n… +3 lines\n\n"), std::string::npos) << out;
 }
 
+TEST(HumanSinkTest, ParallelCommandResultsNameTheirCommand) {
+  CommandExecutionItem a{"/bin/bash -lc 'sleep 1'", "", std::nullopt, ItemStatus::kInProgress};
+  CommandExecutionItem b{"/bin/bash -lc true", "", std::nullopt, ItemStatus::kInProgress};
+  CommandExecutionItem a_done{"/bin/bash -lc 'sleep 1'", "", 0, ItemStatus::kCompleted};
+  CommandExecutionItem b_done{"/bin/bash -lc true", "", 0, ItemStatus::kCompleted};
+  std::string out = Render({ItemStarted{Item{"item_1", a}}, ItemStarted{Item{"item_2", b}},
+                            ItemCompleted{Item{"item_2", b_done}},
+                            ItemCompleted{Item{"item_1", a_done}}});
+  // b's result follows b's header directly; a's result repeats a's header.
+  size_t b_header = out.find("exec\n/bin/bash -lc true\n succeeded");
+  size_t a_again = out.rfind("exec\n/bin/bash -lc 'sleep 1'\n succeeded");
+  EXPECT_NE(b_header, std::string::npos) << out;
+  EXPECT_NE(a_again, std::string::npos) << out;
+  EXPECT_LT(b_header, a_again);
+}
+
 TEST(HumanSinkTest, PlanMarksDoneCurrentAndPending) {
   TodoListItem plan{{{"Read", true}, {"Edit", false}, {"Test", false}}};
   EXPECT_EQ(Render({ItemStarted{Item{"item_0", plan}}}), "plan\n  ✓ Read\n  → Edit\n  • Test\n");
