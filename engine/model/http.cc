@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -154,13 +155,15 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
       response.outcome = HttpResponse::Outcome::kCancelled;
       break;
     }
+    // A non-positive idle timeout disables it.
+    const int64_t idle_limit = request.idle_timeout_ms > 0 ? request.idle_timeout_ms : INT64_MAX;
     const int64_t idle = duration_cast<milliseconds>(Clock::now() - t.last_activity).count();
-    if (idle >= request.idle_timeout_ms) {
+    if (idle >= idle_limit) {
       response.outcome = HttpResponse::Outcome::kIdleTimeout;
       break;
     }
     curl_waitfd wake{cancel.wake_fd(), CURL_WAIT_POLLIN, 0};
-    const int wait_ms = static_cast<int>(std::min<int64_t>(request.idle_timeout_ms - idle, 1000));
+    const int wait_ms = static_cast<int>(std::min<int64_t>(idle_limit - idle, 1000));
     curl_multi_poll(multi, &wake, 1, std::max(wait_ms, 1), nullptr);
   }
   if (!t.decided) {  // no body byte arrived: classify the head alone

@@ -20,7 +20,7 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
   int64_t connect_timeout_ms = 30000;
-  int64_t idle_timeout_ms = 300000;  // no byte received for this long aborts the transfer
+  int64_t idle_timeout_ms = 300000;  // no byte received for this long aborts; <= 0: never
 };
 
 class HttpBodySink {

@@ -397,7 +397,8 @@ class Handler(BaseHTTPRequestHandler):
                         "reasoning_tokens": usage.get("reasoning_output_tokens", 0)},
                     "total_tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0)}}})
         self.end_chunks()
-        return True
+        # A faulted answer never consumes its turn, even if the client read it all.
+        return fault is None or fault.kind.startswith("stall_")
 
     def send_sse_event(self, obj):
         self.write_chunk(f"event: {obj.get('type', 'message')}\ndata: {dumps(obj)}\n\n")
