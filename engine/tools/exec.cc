@@ -8,6 +8,7 @@
 #include <rapidjson/error/en.h>
 
 #include "engine/orchestrator.h"
+#include "engine/tools/apply_patch/tool.h"
 #include "engine/tools/model_output.h"
 #include "engine/tools/shell_quote.h"
 
@@ -70,6 +71,18 @@ constexpr char kExecSpec[] =
 constexpr char kShellSpec[] =
     R"({"type":"function","name":"shell","description":"Runs a program given as an argument vector (no shell unless you invoke one, e.g. [\"bash\", \"-lc\", \"make test\"]) and returns its exit code and combined stdout and stderr.","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"},"description":"The program and its arguments."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds."}},"required":["command"],"additionalProperties":false}})";
 
+// `["apply_patch", "<patch>"]`, or a shell running only an apply_patch heredoc.
+std::optional<HeredocPatch> PatchInArgv(const std::vector<std::string>& argv) {
+  if (argv.size() == 2 && (argv[0] == "apply_patch" || argv[0] == "applypatch")) {
+    return HeredocPatch{argv[1], ""};
+  }
+  if (argv.size() == 3 && (argv[1] == "-lc" || argv[1] == "-c")) {
+    std::string shell = std::filesystem::path(argv[0]).filename().string();
+    if (shell == "bash" || shell == "sh" || shell == "zsh") return ExtractHeredocPatch(argv[2]);
+  }
+  return std::nullopt;
+}
+
 class ExecCommandTool : public ToolHandler {
  public:
   std::string name() const override { return "exec_command"; }
@@ -103,6 +116,14 @@ class ExecCommandTool : public ToolHandler {
         return Fail(call, "failed to parse function arguments: `login` must be a boolean");
       }
       login = it->value.GetBool();
+    }
+
+    if (auto heredoc = ExtractHeredocPatch(cmd)) {
+      // There is no apply_patch program: a patch sent as a command is applied as a patch.
+      std::string dir = ResolveWorkdir(ResolveWorkdir(env.turn.cwd, *workdir), heredoc->cd);
+      ToolResult r = ApplyPatchText(heredoc->patch, dir, call, env);
+      if (r.success) r.output = "Wall time: 0.0000 seconds\nOutput:\n" + r.output;
+      return r;
     }
 
     CommandRequest req;
@@ -158,6 +179,9 @@ class ShellTool : public ToolHandler {
       if (!timeout.ok()) return Fail(call, timeout.message());
     }
     req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
+    if (auto patch = PatchInArgv(req.argv)) {
+      return ApplyPatchText(patch->patch, ResolveWorkdir(req.workdir, patch->cd), call, env);
+    }
     req.timeout_ms = timeout->value_or(env.turn.command_timeout_ms);
     req.display = ShellJoin(req.argv);
 

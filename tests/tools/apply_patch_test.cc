@@ -7,6 +7,7 @@
 
 #include "engine/tools/apply_patch/parser.h"
 #include "engine/tools/apply_patch/seek.h"
+#include "engine/tools/apply_patch/tool.h"
 #include "tool_fixture.h"
 
 namespace ae::testing {
@@ -437,6 +438,48 @@ TEST(PatchSeek, FuzzLevelsInOrder) {
   EXPECT_EQ(patch::SeekSequence(lines, {}, 2, false), 2u);
   EXPECT_EQ(patch::NormalizePunctuation("  \u201cx\u201d \u2018y\u2019\u00a0\u2212 "),
             "\"x\" 'y' -");
+}
+
+}  // namespace
+}  // namespace ae::testing
+
+namespace ae::testing {
+namespace {
+
+TEST(HeredocPatch, RecognisesOnlyAPureApplyPatchScript) {
+  auto p = ExtractHeredocPatch("apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF\n");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->patch, "*** Begin Patch\n*** End Patch\n");
+  EXPECT_EQ(p->cd, "");
+  p = ExtractHeredocPatch("cd 'sub dir' && applypatch <<PATCH\nbody\nPATCH");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->patch, "body\n");
+  EXPECT_EQ(p->cd, "sub dir");
+  EXPECT_FALSE(ExtractHeredocPatch("echo hi; apply_patch <<EOF\nx\nEOF").has_value());
+  EXPECT_FALSE(ExtractHeredocPatch("apply_patch <<EOF\nx\nEOF\necho after").has_value());
+  EXPECT_FALSE(ExtractHeredocPatch("apply_patch <<EOF\nx\n").has_value());
+  EXPECT_FALSE(ExtractHeredocPatch("cd $HOME && apply_patch <<EOF\nx\nEOF").has_value());
+  EXPECT_FALSE(ExtractHeredocPatch("apply_patchx <<EOF\nx\nEOF").has_value());
+}
+
+TEST_F(ApplyPatchTest, ExecCommandHeredocIsAppliedAsAPatch) {
+  std::filesystem::create_directories(Path("sub"));
+  ToolResult r = Call(
+      *router_, "exec_command",
+      R"({"cmd":"cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: viaexec.txt\n+hi\n*** End Patch\nEOF\n"})");
+  EXPECT_TRUE(r.success) << r.output;
+  EXPECT_EQ(Normalize(r.output),
+            "Wall time: 0.0000 seconds\nOutput:\nExit code: 0\nWall time: W seconds\nOutput:\n"
+            "Success. Updated the following files:\nA viaexec.txt\n");
+  EXPECT_EQ(Read("sub/viaexec.txt"), "hi\n");
+  EXPECT_EQ(Trace(), (std::vector<std::string>{"started item_0 file_change",
+                                               "completed item_0 file_change"}));
+
+  r = Call(
+      *router_, "shell",
+      R"({"command":["apply_patch","*** Begin Patch\n*** Delete File: sub/viaexec.txt\n*** End Patch"]})");
+  EXPECT_TRUE(r.success) << r.output;
+  EXPECT_FALSE(Exists("sub/viaexec.txt"));
 }
 
 }  // namespace

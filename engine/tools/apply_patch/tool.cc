@@ -68,7 +68,7 @@ class ApplyPatchTool : public ToolHandler {
   bool parallel_safe() const override { return false; }
 
   ToolResult Handle(const ToolCall& call, ToolEnv& env) override {
-    if (call.custom) return ApplyPatchText(call.input, call, env);
+    if (call.custom) return ApplyPatchText(call.input, env.turn.cwd, call, env);
     rapidjson::Document doc;
     doc.Parse(call.input.c_str(), call.input.size());
     if (doc.HasParseError() || !doc.IsObject()) {
@@ -81,16 +81,16 @@ class ApplyPatchTool : public ToolHandler {
     if (it == doc.MemberEnd() || !it->value.IsString()) {
       return Failed(call, "failed to parse function arguments: missing string field `input`");
     }
-    return ApplyPatchText(std::string(it->value.GetString(), it->value.GetStringLength()), call,
-                          env);
+    return ApplyPatchText(std::string(it->value.GetString(), it->value.GetStringLength()),
+                          env.turn.cwd, call, env);
   }
 };
 
 }  // namespace
 
-ToolResult ApplyPatchText(const std::string& patch_text, const ToolCall& call, ToolEnv& env) {
+ToolResult ApplyPatchText(const std::string& patch_text, const std::string& cwd,
+                          const ToolCall& call, ToolEnv& env) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string& cwd = env.turn.cwd;
   auto report_failure = [&](std::vector<FileChange> changes, std::string message) {
     std::string id = env.emitter.Start(FileChangeItem{changes, ItemStatus::kInProgress});
     env.emitter.Complete(id, FileChangeItem{std::move(changes), ItemStatus::kFailed});
@@ -127,6 +127,82 @@ ToolResult ApplyPatchText(const std::string& patch_text, const ToolCall& call, T
       call.call_id,
       FormatShellOutput(0, secs, "Success. Updated the following files:\n" + plan->summary), true,
       call.custom};
+}
+
+namespace {
+
+std::string_view TrimSpace(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// One shell word at the front of `s` (bare, 'single' or "double" quoted, no expansions);
+// advances `s` past it.
+std::optional<std::string> TakeWord(std::string_view& s) {
+  if (s.empty()) return std::nullopt;
+  if (s[0] == '\'' || s[0] == '"') {
+    size_t end = s.find(s[0], 1);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string word(s.substr(1, end - 1));
+    if (s[0] == '"' && word.find_first_of("$`\\") != std::string::npos) return std::nullopt;
+    s.remove_prefix(end + 1);
+    return word;
+  }
+  size_t end = s.find_first_of(" \t\n;&|<>()$`\\'\"");
+  if (end == 0) return std::nullopt;
+  std::string word(s.substr(0, end));
+  s.remove_prefix(end == std::string_view::npos ? s.size() : end);
+  return word;
+}
+
+bool Consume(std::string_view& s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+void SkipBlanks(std::string_view& s) {
+  while (!s.empty() && (s[0] == ' ' || s[0] == '\t')) s.remove_prefix(1);
+}
+
+}  // namespace
+
+std::optional<HeredocPatch> ExtractHeredocPatch(std::string_view script) {
+  std::string_view s = TrimSpace(script);
+  HeredocPatch out;
+  if (Consume(s, "cd ") || Consume(s, "cd\t")) {
+    SkipBlanks(s);
+    auto dir = TakeWord(s);
+    if (!dir) return std::nullopt;
+    SkipBlanks(s);
+    if (!Consume(s, "&&")) return std::nullopt;
+    SkipBlanks(s);
+    out.cd = *dir;
+  }
+  if (!Consume(s, "apply_patch") && !Consume(s, "applypatch")) return std::nullopt;
+  SkipBlanks(s);
+  if (!Consume(s, "<<")) return std::nullopt;
+  Consume(s, "-");
+  SkipBlanks(s);
+  auto delim = TakeWord(s);
+  if (!delim || delim->empty()) return std::nullopt;
+  SkipBlanks(s);
+  if (!Consume(s, "\n")) return std::nullopt;
+  // The body runs to the line that is exactly the delimiter, and nothing may follow it.
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t nl = s.find('\n', pos);
+    std::string_view line = s.substr(pos, nl == std::string_view::npos ? s.npos : nl - pos);
+    if (TrimSpace(line) == *delim) {
+      if (nl != std::string_view::npos && !TrimSpace(s.substr(nl)).empty()) return std::nullopt;
+      out.patch = std::string(s.substr(0, pos));
+      return out;
+    }
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<ToolHandler> MakeApplyPatchTool() {
