@@ -1,0 +1,258 @@
+// `agentexec sandbox` as users meet it: what is allowed keeps working, exit codes pass
+// through, and a kernel that cannot enforce the mode stops with exit 3.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "sandbox/landlock.h"
+#include "test_util.h"
+
+namespace ae::sandbox {
+namespace {
+
+using testing::Exists;
+using testing::Ran;
+using testing::ReadText;
+using testing::RunProcess;
+using testing::ScratchDir;
+using testing::Sh;
+using testing::WriteText;
+
+class SandboxCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char* real = ::realpath(dir_.path().c_str(), nullptr);
+    base_ = real;
+    std::free(real);
+    ws_ = base_ + "/ws";
+    Sh("mkdir -p ws outside && git init -q ws && echo hi > ws/a.txt && git -C ws add a.txt && "
+       "git -C ws -c user.email=t@t -c user.name=t commit -qm init",
+       base_);
+  }
+  void RequireLandlock() {
+    if (landlock::Abi() < 1) {
+      GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
+    }
+  }
+  // agentexec sandbox -s MODE [extra...] -- command...
+  Ran Sandbox(const std::string& mode, std::vector<std::string> command,
+              std::vector<std::string> extra = {},
+              std::vector<std::pair<std::string, std::string>> env = {}) {
+    std::vector<std::string> argv = {AGENTEXEC_BIN, "sandbox", "-s", mode};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return RunProcess(argv, ws_, env);
+  }
+  Ran Script(const std::string& mode, const std::string& script,
+             std::vector<std::string> extra = {}) {
+    return Sandbox(mode, {"/bin/sh", "-c", script}, extra);
+  }
+  ScratchDir dir_;
+  std::string base_, ws_;
+};
+
+TEST_F(SandboxCommand, WorkspaceAndTmpAreWritable) {
+  RequireLandlock();
+  const std::string tmp_file = base_ + "/in-tmp";  // the scratch dir lives under /tmp
+  Ran ran = Script("workspace-write",
+                   "echo new > new.txt && mkdir d && mv new.txt d/moved && "
+                   "rm a.txt && mkfifo fifo && echo t > " +
+                       tmp_file + " && echo ok");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ReadText(ws_ + "/d/moved"), "new\n");
+  EXPECT_FALSE(Exists(ws_ + "/a.txt"));
+  EXPECT_EQ(ReadText(tmp_file), "t\n");
+}
+
+TEST_F(SandboxCommand, ReadOnlyReadsButDoesNotWrite) {
+  RequireLandlock();
+  Ran ran = Script("read-only", "cat a.txt && ls / >/dev/null && echo ok > /dev/null && echo done");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, "hi\ndone\n");
+  ran = Script("read-only", "echo x > a.txt");
+  EXPECT_NE(ran.exit_code, 0);
+  EXPECT_EQ(ReadText(ws_ + "/a.txt"), "hi\n");
+  ran = Script("read-only", "echo x > " + base_ + "/tmp-file");
+  EXPECT_NE(ran.exit_code, 0);
+  EXPECT_FALSE(Exists(base_ + "/tmp-file"));
+}
+
+TEST_F(SandboxCommand, UnixSocketsWork) {
+  RequireLandlock();
+  Ran ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-echo", ws_ + "/s.sock"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-echo", "@ae-sandbox-inside"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  ran = Sandbox("read-only", {SANDBOX_PROBE, "socketpair", "unix"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  if (RunProcess({"python3", "-c", "pass"}, "/").exit_code == 0) {
+    ran = Sandbox("workspace-write",
+                  {"python3", "-c", "import socket; a, b = socket.socketpair(); print('pair')"});
+    EXPECT_EQ(ran.exit_code, 0) << ran.output;
+    EXPECT_EQ(ran.output, "pair\n");
+  }
+}
+
+TEST_F(SandboxCommand, GitStatusWorks) {
+  RequireLandlock();
+  WriteText(ws_ + "/b.txt", "b\n");
+  for (const char* mode : {"workspace-write", "read-only"}) {
+    Ran ran = Sandbox(mode, {"git", "status", "--porcelain"});
+    EXPECT_EQ(ran.exit_code, 0) << mode << ": " << ran.output;
+    EXPECT_EQ(ran.output, "?? b.txt\n") << mode;
+  }
+}
+
+TEST_F(SandboxCommand, CompilerWorksInTheWorkspace) {
+  RequireLandlock();
+  if (RunProcess({"cc", "--version"}, "/").exit_code != 0) GTEST_SKIP() << "no cc installed";
+  WriteText(ws_ + "/hello.c", "#include <stdio.h>\nint main(void){puts(\"hello\");return 0;}\n");
+  Ran ran = Script("workspace-write", "cc -o hello hello.c && ./hello");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, "hello\n");
+}
+
+TEST_F(SandboxCommand, TerminalsAndChildrenWork) {
+  RequireLandlock();
+  if (RunProcess({"python3", "-c", "pass"}, "/").exit_code == 0) {
+    Ran ran = Sandbox("read-only", {"python3", "-c",
+                                    "import os, pty; m, s = pty.openpty(); os.write(s, b'x'); "
+                                    "print(os.read(m, 1).decode())"});
+    EXPECT_EQ(ran.exit_code, 0) << ran.output;
+    EXPECT_EQ(ran.output, "x\n");
+  }
+  Ran ran = Script("read-only", "sleep 5 & kill $! && wait $!; echo status=$?");
+  EXPECT_NE(ran.output.find("status=143\n"), std::string::npos) << ran.output;
+}
+
+TEST_F(SandboxCommand, ExitCodePassesThrough) {
+  RequireLandlock();
+  EXPECT_EQ(Script("read-only", "exit 7").exit_code, 7);
+  EXPECT_EQ(Script("workspace-write", "exit 0").exit_code, 0);
+  EXPECT_EQ(Script("danger-full-access", "exit 42").exit_code, 42);
+}
+
+TEST_F(SandboxCommand, NetworkIsOffUnlessEnabled) {
+  RequireLandlock();
+  Ran off = Script("workspace-write", "echo \"[$CODEX_SANDBOX_NETWORK_DISABLED]\"");
+  EXPECT_EQ(off.output, "[1]\n");
+  const std::vector<std::string> on = {"-c", "sandbox_workspace_write.network_access=true"};
+  Ran enabled = Sandbox("workspace-write", {SANDBOX_PROBE, "socket", "inet"}, on);
+  EXPECT_EQ(enabled.exit_code, 0) << enabled.output;
+  Ran env = Script("workspace-write", "echo \"[$CODEX_SANDBOX_NETWORK_DISABLED]\"", on);
+  EXPECT_EQ(env.output, "[]\n");
+  // Read-only has no network switch.
+  Ran ro = Sandbox("read-only", {SANDBOX_PROBE, "socket", "inet"}, on);
+  EXPECT_EQ(ro.exit_code, 1) << ro.output;
+}
+
+TEST_F(SandboxCommand, DangerFullAccessAllowsEverything) {
+  Ran ran = Sandbox("danger-full-access", {SANDBOX_PROBE, "create", base_ + "/outside/x"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_TRUE(Exists(base_ + "/outside/x"));
+  EXPECT_EQ(Sandbox("danger-full-access", {SANDBOX_PROBE, "socket", "inet"}).exit_code, 0);
+  EXPECT_EQ(Sandbox("danger-full-access", {SANDBOX_PROBE, "create", ws_ + "/.git/x"}).exit_code, 0);
+}
+
+TEST_F(SandboxCommand, AddDirIsWritable) {
+  RequireLandlock();
+  const std::string extra = base_ + "/outside";
+  Ran denied = Sandbox("workspace-write", {SANDBOX_PROBE, "create", extra + "/x"},
+                       {"-c", "sandbox_workspace_write.exclude_slash_tmp=true"});
+  EXPECT_EQ(denied.exit_code, 1) << denied.output;
+  Ran ran = Sandbox("workspace-write", {SANDBOX_PROBE, "create", extra + "/x"},
+                    {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "--add-dir", extra});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  Ran roots = Sandbox("workspace-write", {SANDBOX_PROBE, "create", extra + "/y"},
+                      {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                       "sandbox_workspace_write.writable_roots=[\"" + extra + "\"]"});
+  EXPECT_EQ(roots.exit_code, 0) << roots.output;
+}
+
+TEST_F(SandboxCommand, MissingAddDirWarns) {
+  RequireLandlock();
+  Ran ran = Sandbox("workspace-write", {"true"}, {"--add-dir", base_ + "/missing"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_NE(ran.output.find("sandbox: --add-dir " + base_ +
+                            "/missing is not writable in this run: No such file or directory\n"),
+            std::string::npos)
+      << ran.output;
+}
+
+TEST_F(SandboxCommand, CommandNotFound) {
+  RequireLandlock();
+  Ran ran = Sandbox("read-only", {"agentexec-no-such-command"});
+  EXPECT_EQ(ran.exit_code, 127);
+  EXPECT_EQ(ran.output,
+            "agentexec sandbox: agentexec-no-such-command: No such file or directory\n");
+}
+
+TEST_F(SandboxCommand, UsageErrors) {
+  Ran bad = Sandbox("read-write", {"true"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output,
+            "agentexec sandbox: invalid sandbox mode 'read-write' (expected read-only, "
+            "workspace-write or danger-full-access)\n");
+  Ran none = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only"}, ws_);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.output,
+            "agentexec sandbox: no command given (agentexec sandbox [-s MODE] -- COMMAND ...)\n");
+  Ran config =
+      Sandbox("workspace-write", {"true"}, {"-c", "sandbox_workspace_write.network_access=maybe"});
+  EXPECT_EQ(config.exit_code, 2);
+  EXPECT_EQ(config.output,
+            "agentexec sandbox: -c sandbox_workspace_write.network_access expects true or false, "
+            "got 'maybe'\n");
+}
+
+TEST_F(SandboxCommand, DefaultModeIsReadOnly) {
+  RequireLandlock();
+  Ran ran = RunProcess({AGENTEXEC_BIN, "sandbox", "--", SANDBOX_PROBE, "create", ws_ + "/x"}, ws_);
+  EXPECT_EQ(ran.exit_code, 1) << ran.output;
+  EXPECT_FALSE(Exists(ws_ + "/x"));
+}
+
+TEST_F(SandboxCommand, NoLandlockStopsWithExit3) {
+  const std::string marker = ws_ + "/ran";
+  Ran ran = Sandbox("workspace-write", {"/bin/sh", "-c", "touch " + marker}, {},
+                    {{"AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK", "1"}});
+  EXPECT_EQ(ran.exit_code, 3);
+  EXPECT_EQ(ran.output,
+            "sandbox: cannot enforce workspace-write: Landlock is not supported by this kernel "
+            "(landlock_create_ruleset: Function not implemented). Run with -s "
+            "danger-full-access where the container is the boundary, or enable Landlock "
+            "(CONFIG_SECURITY_LANDLOCK, lsm=landlock).\n");
+  EXPECT_FALSE(Exists(marker));
+}
+
+TEST_F(SandboxCommand, NoSeccompStopsWithExit3) {
+  RequireLandlock();
+  Ran ran = Sandbox("read-only", {"true"}, {}, {{"AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP", "1"}});
+  EXPECT_EQ(ran.exit_code, 3);
+  EXPECT_EQ(ran.output,
+            "sandbox: cannot enforce read-only: seccomp filters are refused here "
+            "(prctl(PR_SET_SECCOMP): Invalid argument). Run with -s danger-full-access where the "
+            "container is the boundary, or allow seccomp filters (CONFIG_SECCOMP_FILTER).\n");
+}
+
+TEST_F(SandboxCommand, NoNamespacesWarnsAndKeepsLandlock) {
+  RequireLandlock();
+  Ran ran =
+      Sandbox("workspace-write", {"/bin/sh", "-c", "echo x > .git/x && echo y > ../outside/y"},
+              {"-c", "sandbox_workspace_write.exclude_slash_tmp=true"},
+              {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  EXPECT_NE(ran.output.find("sandbox: .git and .agentexec are writable in this run: could not "
+                            "create a mount namespace (unshare: Operation not permitted)\n"),
+            std::string::npos)
+      << ran.output;
+  EXPECT_NE(ran.exit_code, 0);
+  EXPECT_TRUE(Exists(ws_ + "/.git/x"));  // the documented gap
+  EXPECT_FALSE(Exists(base_ + "/outside/y"));
+}
+
+}  // namespace
+}  // namespace ae::sandbox

@@ -1,0 +1,87 @@
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ae::sandbox::testing {
+
+Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::vector<std::pair<std::string, std::string>>& set_env,
+               const std::vector<std::string>& unset_env) {
+  Ran ran;
+  int out[2];
+  if (::pipe(out) != 0) return ran;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    ::close(out[1]);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(120);
+    for (const auto& [name, value] : set_env) ::setenv(name.c_str(), value.c_str(), 1);
+    for (const std::string& name : unset_env) ::unsetenv(name.c_str());
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(121);
+  }
+  ::close(out[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) ran.output.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) ran.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) ran.signal = WTERMSIG(status);
+  return ran;
+}
+
+ScratchDir::ScratchDir() {
+  char templ[] = "/tmp/ae-sandbox-test-XXXXXX";
+  char* made = ::mkdtemp(templ);
+  EXPECT_NE(made, nullptr);
+  path_ = made != nullptr ? made : "/nonexistent";
+  ::chmod(path_.c_str(), 0755);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+void Sh(const std::string& command, const std::string& cwd) {
+  Ran ran = RunProcess({"/bin/sh", "-c", command}, cwd);
+  ASSERT_EQ(ran.exit_code, 0) << command << "\n" << ran.output;
+}
+
+}  // namespace ae::sandbox::testing

@@ -1,0 +1,43 @@
+// Helpers for the sandbox tests: a scratch directory, running a real process with its
+// output captured, and small file utilities.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ae::sandbox::testing {
+
+struct Ran {
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs argv (argv[0] absolute or found in PATH) in `cwd` with `set_env` added to our
+// environment and `unset_env` removed.
+Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::vector<std::pair<std::string, std::string>>& set_env = {},
+               const std::vector<std::string>& unset_env = {});
+
+// A directory under /tmp removed (with everything in it) when the object goes away.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteText(const std::string& path, const std::string& text);
+std::string ReadText(const std::string& path);
+bool Exists(const std::string& path);
+
+// Runs a shell command outside any sandbox and fails the test if it fails.
+void Sh(const std::string& command, const std::string& cwd);
+
+}  // namespace ae::sandbox::testing
