@@ -156,14 +156,17 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
 
   std::unique_ptr<ToolRouter> router = MakeDefaultRouter();
   Orchestrator orchestrator(turn, prepared.get());
-  TurnDeps deps{turn,
-                **client,
-                *router,
-                orchestrator,
-                emitter,
-                cancel,
-                config.output_schema_json,
-                config.max_turns};
+  TurnDeps deps{.turn = turn,
+                .client = **client,
+                .router = *router,
+                .orchestrator = orchestrator,
+                .emitter = emitter,
+                .cancel = cancel,
+                .output_schema_json = config.output_schema_json,
+                .max_turns = config.max_turns,
+                .rollout = rollout.get(),
+                .usage_before = config.resume ? config.resume->usage : Usage{},
+                .prompt_cache_key = result.thread_id};
   TurnResult turn_result = RunTurn(deps, history);
 
   result.outcome = turn_result.outcome;
