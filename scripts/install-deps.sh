@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   rapidjson-dev libtomlplusplus-dev libfmt-dev libseccomp-dev libcurl4-openssl-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  jq python3 procps
+  jq python3 procps time hyperfine
 )
 
 missing=()
