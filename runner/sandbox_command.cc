@@ -149,7 +149,6 @@ int SandboxCommandMain(int argc, char** argv) {
     PrintLine(policy.message());
     return kSandboxUnavailable;
   }
-  for (const std::string& warning : policy->warnings) PrintLine(warning);
 
   if (!policy->unrestricted()) {
     Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);

@@ -85,7 +85,6 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
   for (const std::string& carveout : plan.carveouts) {
     plan.carveout_steps.push_back("make read-only " + carveout);
   }
-  plan.root_fds.assign(plan.writable_roots.size(), -1);
   return plan;
 }
 
@@ -118,19 +117,24 @@ bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) n
   }
   // Detached copies of the writable roots, taken while they still have their own flags (a
   // read-only volume inside a root stays read-only).
+  int root_fds[kMaxWritableRoots];
+  if (plan.writable_roots.size() > kMaxWritableRoots) {
+    errno = E2BIG;
+    return Fail("too many writable roots", failed_step, err);
+  }
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
-    plan.root_fds[i] = OpenTree(plan.writable_roots[i].c_str(),
-                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (plan.root_fds[i] < 0) return Fail(plan.root_steps[i].c_str(), failed_step, err);
+    root_fds[i] = OpenTree(plan.writable_roots[i].c_str(),
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (root_fds[i] < 0) return Fail(plan.root_steps[i].c_str(), failed_step, err);
   }
   if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
     return Fail("make / read-only", failed_step, err);
   }
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
-    if (MoveMountTo(plan.root_fds[i], plan.writable_roots[i].c_str()) != 0) {
+    if (MoveMountTo(root_fds[i], plan.writable_roots[i].c_str()) != 0) {
       return Fail(plan.root_steps[i].c_str(), failed_step, err);
     }
-    ::close(plan.root_fds[i]);
+    ::close(root_fds[i]);
   }
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
     const char* path = plan.carveouts[i].c_str();

@@ -23,10 +23,10 @@ struct MountPlan {
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;
-  // Scratch space for the child: one descriptor per writable root (the child's memory is its
-  // own copy after fork).
-  mutable std::vector<int> root_fds;
 };
+
+// The child keeps one descriptor per writable root on its stack; Prepare refuses more.
+constexpr size_t kMaxWritableRoots = 64;
 
 // A plan for `policy`; `enabled` false gives an empty plan.
 MountPlan BuildMountPlan(const Policy& policy, bool enabled);

@@ -143,6 +143,7 @@ bool MountNamespaceUsable(const Policy& policy) {
 
 Result<PreflightReport> Preflight(const Policy& policy) {
   PreflightReport report;
+  report.warnings = policy.warnings;  // skipped roots: shown with the kernel's findings
   if (policy.unrestricted()) {
     report.description = "no sandbox";
     return report;

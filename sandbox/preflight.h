@@ -16,10 +16,11 @@
 namespace ae::sandbox {
 
 struct PreflightReport {
-  std::string description;            // e.g. "landlock abi 7 + seccomp + mount namespace"
-  std::vector<std::string> warnings;  // e.g. carve-outs not enforceable in this run
-  int landlock_abi = 0;               // 0 under danger-full-access
-  bool mount_namespace = false;       // the read-only tree and carve-outs are enforced
+  std::string description;  // e.g. "landlock abi 7 + seccomp + mount namespace"
+  // Policy::warnings first (skipped roots), then e.g. carve-outs not enforceable in this run.
+  std::vector<std::string> warnings;
+  int landlock_abi = 0;          // 0 under danger-full-access
+  bool mount_namespace = false;  // the read-only tree and carve-outs are enforced
 };
 
 // An error means the mode cannot be enforced here; its message says why and what to do.

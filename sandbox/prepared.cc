@@ -38,6 +38,10 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   PreparedPtr prepared(new PreparedSandbox);
   if (policy.unrestricted()) return prepared;
   prepared->enforce = true;
+  if (policy.writable_roots.size() > kMaxWritableRoots) {
+    return MakeError(fmt::format("sandbox: {} writable roots given; at most {} are supported",
+                                 policy.writable_roots.size(), kMaxWritableRoots));
+  }
   prepared->landlock_abi = landlock::Abi();
   if (prepared->landlock_abi < 1) {
     return MakeError(LandlockUnavailableMessage(policy.mode, errno));
