@@ -1,0 +1,257 @@
+#include "runner/cli.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runner/config_duration.h"
+
+namespace ae {
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n";
+
+// Errors look like clap's (what codex users know): the problem, the usage, where to look.
+Error UsageError(const std::string& what) {
+  return MakeError(
+      fmt::format("error: {}\n\n{}\nFor more information, try '--help'.", what, kUsage));
+}
+
+Error InvalidValue(std::string_view value, std::string_view option, std::string_view expected) {
+  return UsageError(fmt::format("invalid value '{}' for '{}'\n  [{}]", value, option, expected));
+}
+
+bool OneOf(const std::string& value, std::initializer_list<const char*> allowed) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; });
+}
+
+// CLI11 says "--model: 1 required TEXT missing"; say it the way clap does.
+std::string DescribeParseError(const CLI::ParseError& e) {
+  std::string what = e.what();
+  size_t colon = what.find(": ");
+  if (colon != std::string::npos && what.find(" required ", colon) != std::string::npos &&
+      what.ends_with(" missing")) {
+    return fmt::format("a value is required for '{}' but none was supplied", what.substr(0, colon));
+  }
+  return what;
+}
+
+}  // namespace
+
+std::string HelpText() {
+  return fmt::format(
+      "agentexec {} - run an AI coding agent on one task, headless, and exit.\n"
+      "A drop-in for `codex exec`, built for CI.\n"
+      "\n"
+      "{}"
+      "       agentexec sandbox [-s MODE] [--add-dir DIR]... -- COMMAND [ARGS]...\n"
+      "\n"
+      "Arguments:\n"
+      "  [PROMPT]  The task. Absent or '-': all of stdin. When given, stdin is never read.\n"
+      "\n"
+      "Output:\n"
+      "      --json                       Print events to stdout as JSON lines "
+      "(alias --experimental-json)\n"
+      "  -o, --output-last-message FILE   Also write the final agent message to FILE\n"
+      "      --output-schema FILE         JSON Schema the final message must follow\n"
+      "      --color always|never|auto    Colour on stderr (auto: only on a terminal)\n"
+      "\n"
+      "Model:\n"
+      "  -m, --model MODEL                Model to use\n"
+      "      --oss                        Use the local provider 'ollama'\n"
+      "  -i, --image FILE                 Attach an image to the prompt (repeatable)\n"
+      "\n"
+      "Sandbox and approval:\n"
+      "  -s, --sandbox MODE               read-only | workspace-write | danger-full-access\n"
+      "      --full-auto                  Same as --sandbox workspace-write\n"
+      "      --add-dir DIR                Also make DIR writable (repeatable)\n"
+      "  -a, --ask-for-approval POLICY    never | on-failure (retry a denied command "
+      "unsandboxed)\n"
+      "      --dangerously-bypass-approvals-and-sandbox  No sandbox, and approval never\n"
+      "      --yolo                       Same as --dangerously-bypass-approvals-and-sandbox\n"
+      "\n"
+      "Configuration:\n"
+      "  -c, --config KEY=VALUE           Override a config key, VALUE parsed as TOML "
+      "(repeatable)\n"
+      "  -p, --profile NAME               Use [profiles.NAME] or $AGENTEXEC_HOME/NAME.config.toml\n"
+      "      --ignore-user-config         Do not read $AGENTEXEC_HOME/config.toml or profile "
+      "files\n"
+      "      --strict-config              Unknown config keys are errors, not warnings\n"
+      "      --print-config               Print each effective setting and its source, then exit\n"
+      "\n"
+      "Run:\n"
+      "  -C, --cd DIR                     Work in DIR\n"
+      "      --skip-git-repo-check        Allow running outside a git repository\n"
+      "      --ephemeral                  Write no session file\n"
+      "      --max-turns N                Stop after N model requests\n"
+      "      --timeout DURATION           Stop after DURATION: 90s, 10m, 1h30m, 500ms\n"
+      "      --last                       With resume: the newest session in this directory\n"
+      "  -h, --help                       Print this help\n"
+      "  -V, --version                    Print the version\n"
+      "\n"
+      "Exit codes:\n"
+      "  0        the turn completed\n"
+      "  1        the turn failed: model/API error, missing API key, broken stream\n"
+      "  2        usage or configuration error\n"
+      "  3        the chosen sandbox cannot be enforced on this kernel\n"
+      "  4        a limit was reached: --max-turns, --timeout\n"
+      "  5        an output could not be written (-o FILE)\n"
+      "  130/143  interrupted by SIGINT/SIGTERM\n"
+      "\n"
+      "Configuration: $AGENTEXEC_HOME/config.toml (default ~/.agentexec); see docs/CONFIG.md.\n",
+      AGENTEXEC_VERSION, kUsage);
+}
+
+Result<CliArgs> ParseCli(int argc, const char* const* argv) {
+  CliArgs args;
+
+  // Arguments after "--" are always positional: never options, never keywords.
+  int literal_from = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      literal_from = i + 1;
+      break;
+    }
+  }
+  // -h and -V win over everything else on the line, as with clap.
+  for (int i = 1; i < literal_from; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      args.help_text = HelpText();
+      return args;
+    }
+  }
+  for (int i = 1; i < literal_from; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-V" || a == "--version") {
+      args.version_text = fmt::format("agentexec {}\n", AGENTEXEC_VERSION);
+      return args;
+    }
+  }
+
+  CLI::App app{"agentexec"};
+  app.set_help_flag();
+  app.allow_extras();  // unknown options are reported below, in our words
+
+  std::vector<std::string> positionals;
+  std::string color = "auto", max_turns, timeout;
+  const auto last = CLI::MultiOptionPolicy::TakeLast;
+
+  app.add_flag("--json,--experimental-json", args.json);
+  app.add_option("-o,--output-last-message", args.output_last_message)->multi_option_policy(last);
+  app.add_option("--output-schema", args.output_schema)->multi_option_policy(last);
+  app.add_option("-m,--model", args.model)->multi_option_policy(last);
+  app.add_option("-p,--profile", args.profile)->multi_option_policy(last);
+  app.add_option("-c,--config", args.config_overrides)->allow_extra_args(false);
+  app.add_option("-s,--sandbox", args.sandbox)->multi_option_policy(last);
+  app.add_flag("--dangerously-bypass-approvals-and-sandbox,--yolo", args.dangerously_bypass);
+  app.add_flag("--full-auto", args.full_auto);
+  app.add_option("-C,--cd", args.cd)->multi_option_policy(last);
+  app.add_option("--add-dir", args.add_dirs)->allow_extra_args(false);
+  app.add_flag("--skip-git-repo-check", args.skip_git_repo_check);
+  app.add_flag("--ephemeral", args.ephemeral);
+  app.add_flag("--ignore-user-config", args.ignore_user_config);
+  app.add_flag("--strict-config", args.strict_config);
+  app.add_option("--color", color)->multi_option_policy(last);
+  app.add_option("-i,--image", args.images)->allow_extra_args(false);
+  app.add_flag("--oss", args.oss);
+  app.add_option("-a,--ask-for-approval", args.approval)->multi_option_policy(last);
+  app.add_option("--max-turns", max_turns)->multi_option_policy(last);
+  app.add_option("--timeout", timeout)->multi_option_policy(last);
+  app.add_flag("--print-config", args.print_config);
+  app.add_flag("--last", args.resume_last);
+  app.add_option("args", positionals);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return UsageError(DescribeParseError(e));
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    return UsageError(fmt::format("unexpected argument '{}' found", extra));
+  }
+
+  if (args.sandbox &&
+      !OneOf(*args.sandbox, {"read-only", "workspace-write", "danger-full-access"})) {
+    return InvalidValue(*args.sandbox, "--sandbox <MODE>",
+                        "possible values: read-only, workspace-write, danger-full-access");
+  }
+  if (!OneOf(color, {"always", "never", "auto"})) {
+    return InvalidValue(color, "--color <COLOR>", "possible values: always, never, auto");
+  }
+  args.color = color;
+  if (args.approval) {
+    if (OneOf(*args.approval, {"untrusted", "on-request"})) {
+      return UsageError(fmt::format(
+          "'--ask-for-approval {}' needs someone to answer prompts, and agentexec is headless; "
+          "use never or on-failure",
+          *args.approval));
+    }
+    if (!OneOf(*args.approval, {"never", "on-failure"})) {
+      return InvalidValue(*args.approval, "--ask-for-approval <POLICY>",
+                          "possible values: never, on-failure");
+    }
+  }
+  if (!max_turns.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(max_turns.c_str(), &end, 10);
+    if (*end != '\0' || n <= 0 || n > 1000000) {
+      return InvalidValue(max_turns, "--max-turns <N>", "expected a positive integer");
+    }
+    args.max_turns = static_cast<int>(n);
+  }
+  if (!timeout.empty()) {
+    Result<int64_t> ms = ParseDurationMs(timeout);
+    if (!ms.ok()) {
+      return InvalidValue(timeout, "--timeout <DURATION>",
+                          "expected e.g. 90s, 10m, 1h30m, 500ms or a number of seconds");
+    }
+    args.timeout_ms = *ms;
+  }
+  if (args.dangerously_bypass) {
+    const char* other = args.sandbox     ? "--sandbox <MODE>"
+                        : args.full_auto ? "--full-auto"
+                        : args.approval  ? "--ask-for-approval <POLICY>"
+                                         : nullptr;
+    if (other) {
+      return UsageError(fmt::format(
+          "the argument '--dangerously-bypass-approvals-and-sandbox' cannot be used with '{}'",
+          other));
+    }
+  }
+  if (args.full_auto && args.sandbox) {
+    return UsageError("the argument '--full-auto' cannot be used with '--sandbox <MODE>'");
+  }
+
+  // Keywords: an optional leading `exec`, then an optional `resume`, never after "--".
+  const size_t literal_count = static_cast<size_t>(argc - literal_from);
+  const size_t keyword_end =
+      positionals.size() > literal_count ? positionals.size() - literal_count : 0;
+  size_t next = 0;
+  if (next < keyword_end && positionals[next] == "exec") ++next;
+  if (next < keyword_end && positionals[next] == "resume") {
+    args.resume = true;
+    ++next;
+  }
+  if (args.resume_last && !args.resume) {
+    return UsageError("'--last' is only valid after 'resume'");
+  }
+  if (args.resume && !args.resume_last) {
+    if (next == positionals.size()) {
+      return UsageError("'resume' needs a SESSION_ID or --last");
+    }
+    args.session_id = positionals[next++];
+  }
+  if (next < positionals.size()) args.prompt = positionals[next++];
+  if (next < positionals.size()) {
+    return UsageError(fmt::format("unexpected argument '{}' found", positionals[next]));
+  }
+  return args;
+}
+
+}  // namespace ae

@@ -1,0 +1,61 @@
+// The command line (CONTRACT §1) as a plain struct. Parsing only: nothing here reads files,
+// the environment or stdin; runner/session_config.h turns CliArgs into a run.
+//
+//   agentexec [exec] [OPTIONS] [PROMPT]
+//   agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]
+//
+// Every option is valid before or after `resume`. `agentexec sandbox ...` is dispatched by
+// main.cc before this parser runs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ae {
+
+struct CliArgs {
+  // Set when -h/--help or -V/--version was given: print this to stdout and exit 0.
+  std::optional<std::string> help_text;
+  std::optional<std::string> version_text;
+
+  bool resume = false;                    // `resume` keyword given
+  bool resume_last = false;               // --last
+  std::optional<std::string> session_id;  // resume SESSION_ID
+  std::optional<std::string> prompt;      // absent or "-": read stdin
+
+  bool json = false;                               // --json / --experimental-json
+  std::optional<std::string> output_last_message;  // -o FILE, as given
+  std::optional<std::string> output_schema;        // --output-schema FILE, as given
+  std::optional<std::string> model;                // -m
+  std::optional<std::string> profile;              // -p
+  std::vector<std::string> config_overrides;       // -c key=value, in order
+  std::optional<std::string> sandbox;              // -s, validated
+  bool dangerously_bypass = false;                 // --dangerously-bypass-approvals-and-sandbox
+  bool full_auto = false;                          // --full-auto
+  std::optional<std::string> cd;                   // -C DIR, as given
+  std::vector<std::string> add_dirs;               // --add-dir, as given
+  bool skip_git_repo_check = false;
+  bool ephemeral = false;
+  bool ignore_user_config = false;
+  bool strict_config = false;
+  std::string color = "auto";       // always | never | auto
+  std::vector<std::string> images;  // -i FILE, as given
+  bool oss = false;
+  std::optional<std::string> approval;  // -a never | on-failure
+  std::optional<int> max_turns;         // --max-turns N (> 0)
+  std::optional<int64_t> timeout_ms;    // --timeout DURATION
+  bool print_config = false;
+};
+
+// argv[0] is the program name. Errors are complete messages, ready for stderr (exit 2),
+// e.g. "error: unexpected argument '--foo' found\n\nUsage: ...".
+Result<CliArgs> ParseCli(int argc, const char* const* argv);
+
+// The --help text (ends with a newline).
+std::string HelpText();
+
+}  // namespace ae

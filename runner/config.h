@@ -1,0 +1,106 @@
+// Config: the one typed view of every setting (CONTRACT §7), with where each value came from.
+// Built by LoadConfig from layers, lowest first:
+//   defaults < user config < profile < project .agentexec/config.toml < environment < -c < flags
+// The key table (config_keys.h) drives every layer, so a key is declared once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace ae {
+
+struct ProviderConfig {
+  std::string name;
+  std::string base_url;
+  std::string env_key;  // the NAME of the variable holding the key, never the key
+  std::string wire_api = "responses";
+  std::map<std::string, std::string> http_headers;
+  std::map<std::string, std::string> env_http_headers;  // header -> variable name
+  std::map<std::string, std::string> query_params;
+  int64_t request_max_retries = 4;
+  int64_t stream_max_retries = 5;
+  int64_t stream_idle_timeout_ms = 300000;
+  std::string script;  // wire "scripted": path of the turns file (absolute once loaded)
+};
+
+// Stored for the MCP client (a later issue); nothing here starts a server.
+struct McpServerConfig {
+  std::string command;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string url;
+  std::string bearer_token_env_var;
+  bool enabled = true;
+};
+
+struct Config {
+  std::string model = "gpt-5.5";
+  std::string model_provider = "openai";
+  std::map<std::string, ProviderConfig> model_providers;  // built-ins plus the user's
+  std::string model_reasoning_effort;                     // "" = let the model decide
+  std::string model_reasoning_summary;                    // "" = let the model decide
+  std::string model_verbosity;                            // "" = let the model decide
+  std::string sandbox_mode = "read-only";
+  std::vector<std::string> writable_roots;  // sandbox_workspace_write.*
+  bool network_access = false;
+  bool exclude_tmpdir_env_var = false;
+  bool exclude_slash_tmp = false;
+  std::string approval_policy = "never";  // never | on-failure
+  std::string shell_env_inherit = "all";  // shell_environment_policy.*
+  std::vector<std::string> shell_env_exclude;
+  std::map<std::string, std::string> shell_env_set;
+  std::vector<std::string> shell_env_include_only;
+  bool shell_env_ignore_default_excludes = false;
+  int64_t project_doc_max_bytes = 32 * 1024;
+  int64_t command_timeout_ms = 10000;
+  int64_t max_turns = 0;   // 0 = no limit
+  int64_t timeout_ms = 0;  // 0 = no limit
+  std::string developer_instructions;
+  std::string profile;  // the profile in use, "" = none
+  std::map<std::string, McpServerConfig> mcp_servers;
+
+  // Concrete key ("model", "model_providers.openai.base_url") -> where its value came from:
+  // "default", "/home/u/.agentexec/config.toml:3", "profile ci
+  // (/home/u/.agentexec/config.toml:12)", "env OPENAI_BASE_URL", "-c", "--sandbox", ...
+  std::map<std::string, std::string> sources;
+  std::vector<std::string> warnings;  // one line each, without a "warning: " prefix
+};
+
+// A config with every default, the built-in providers included (openai, ollama, scripted).
+Config DefaultConfig();
+
+// A flag that sets a key, in the flag layer (the highest).
+struct FlagSetting {
+  std::string key;    // e.g. "sandbox_mode"
+  std::string value;  // the value as a string, or a TOML literal when `toml` is set
+  std::string flag;   // the source shown by --print-config, e.g. "--sandbox"
+  bool toml = false;  // parse `value` as TOML (integers, booleans)
+};
+
+struct LoadOptions {
+  std::string home;                     // absolute $AGENTEXEC_HOME
+  std::string process_cwd;              // absolute; -c paths resolve against it
+  std::optional<std::string> git_root;  // absolute; its .agentexec/config.toml is the project layer
+  bool ignore_user_config = false;
+  bool strict = false;                                                   // unknown keys are errors
+  std::optional<std::string> profile;                                    // -p
+  std::vector<std::string> overrides;                                    // -c key=value, in order
+  std::vector<FlagSetting> flags;                                        // in order
+  std::function<std::optional<std::string>(const std::string&)> getenv;  // may be empty
+};
+
+// Every error names where (file:line:col or the -c text) and what was expected.
+Result<Config> LoadConfig(const LoadOptions& options);
+
+// --print-config: one `key = value  # source` line per effective key, sorted; valid TOML.
+// Header values and secret-looking variables are shown as "<redacted>".
+std::string FormatConfig(const Config& config);
+
+}  // namespace ae

@@ -1,0 +1,576 @@
+#include "runner/config_keys.h"
+
+#include <algorithm>
+#include <array>
+
+namespace ae {
+namespace {
+
+// Readers and writers by pointer to member, so each table row names its field once.
+template <auto Member>
+ConfigValue Get(const Config& c, const std::string&) {
+  return c.*Member;
+}
+template <auto Member>
+void Set(Config& c, const std::string&, ConfigValue v) {
+  using T = std::remove_cvref_t<decltype(c.*Member)>;
+  c.*Member = std::get<T>(std::move(v));
+}
+template <auto Member>
+ConfigValue GetProvider(const Config& c, const std::string& id) {
+  return c.model_providers.at(id).*Member;
+}
+template <auto Member>
+void SetProvider(Config& c, const std::string& id, ConfigValue v) {
+  ProviderConfig& p = c.model_providers[id];
+  using T = std::remove_cvref_t<decltype(p.*Member)>;
+  p.*Member = std::get<T>(std::move(v));
+}
+template <auto Member>
+ConfigValue GetMcp(const Config& c, const std::string& id) {
+  return c.mcp_servers.at(id).*Member;
+}
+template <auto Member>
+void SetMcp(Config& c, const std::string& id, ConfigValue v) {
+  McpServerConfig& s = c.mcp_servers[id];
+  using T = std::remove_cvref_t<decltype(s.*Member)>;
+  s.*Member = std::get<T>(std::move(v));
+}
+
+int Rank(const ConfigValue& v, std::span<const std::string_view> tight_to_loose) {
+  const std::string& s = std::get<std::string>(v);
+  auto it = std::find(tight_to_loose.begin(), tight_to_loose.end(), s);
+  return static_cast<int>(it - tight_to_loose.begin());
+}
+constexpr std::string_view kSandboxOrder[] = {"read-only", "workspace-write", "danger-full-access"};
+constexpr std::string_view kApprovalOrder[] = {"never", "on-failure"};
+bool SandboxLooser(const ConfigValue& cur, const ConfigValue& next) {
+  return Rank(next, kSandboxOrder) > Rank(cur, kSandboxOrder);
+}
+bool ApprovalLooser(const ConfigValue& cur, const ConfigValue& next) {
+  return Rank(next, kApprovalOrder) > Rank(cur, kApprovalOrder);
+}
+bool AddsRoots(const ConfigValue& cur, const ConfigValue& next) {
+  const auto& have = std::get<std::vector<std::string>>(cur);
+  for (const std::string& root : std::get<std::vector<std::string>>(next)) {
+    if (std::find(have.begin(), have.end(), root) == have.end()) return true;
+  }
+  return false;
+}
+bool TrueIsLooser(const ConfigValue& cur, const ConfigValue& next) {
+  return std::get<bool>(next) && !std::get<bool>(cur);
+}
+bool FalseIsLooser(const ConfigValue& cur, const ConfigValue& next) {
+  return !std::get<bool>(next) && std::get<bool>(cur);
+}
+
+constexpr std::string_view kRedirectsKeys =
+    "a project file could send your API key to another host";
+constexpr std::string_view kStartsProcesses =
+    "a project file could start programs outside the sandbox";
+
+using K = KeyType;
+
+const KeySpec kKeys[] = {
+    // Model.
+    {"model",
+     K::kString,
+     "\"gpt-5.5\"",
+     "Model slug sent to the provider.",
+     {},
+     kNoFlags,
+     Get<&Config::model>,
+     Set<&Config::model>},
+    {"model_provider",
+     K::kString,
+     "\"openai\"",
+     "Which model_providers entry to use.",
+     {},
+     kNoFlags,
+     Get<&Config::model_provider>,
+     Set<&Config::model_provider>},
+    {"model_reasoning_effort", K::kEnum, "\"\"", "Reasoning effort; empty leaves it to the model.",
+     "none,minimal,low,medium,high,xhigh", kNoFlags, Get<&Config::model_reasoning_effort>,
+     Set<&Config::model_reasoning_effort>},
+    {"model_reasoning_summary", K::kEnum, "\"\"",
+     "Reasoning summaries; empty leaves it to the model.", "auto,concise,detailed,none", kNoFlags,
+     Get<&Config::model_reasoning_summary>, Set<&Config::model_reasoning_summary>},
+    {"model_verbosity", K::kEnum, "\"\"", "Text verbosity; empty leaves it to the model.",
+     "low,medium,high", kNoFlags, Get<&Config::model_verbosity>, Set<&Config::model_verbosity>},
+    {"openai_base_url",
+     K::kString,
+     "",
+     "Sets model_providers.openai.base_url.",
+     {},
+     kNotInProject,
+     nullptr,
+     nullptr,
+     nullptr,
+     "model_providers.openai.base_url",
+     kRedirectsKeys},
+    {"developer_instructions",
+     K::kString,
+     "\"\"",
+     "Extra developer instructions appended to agentexec's own.",
+     {},
+     kNoFlags,
+     Get<&Config::developer_instructions>,
+     Set<&Config::developer_instructions>},
+
+    // Providers: built-ins openai, ollama, scripted; users add their own.
+    {"model_providers.*.name",
+     K::kString,
+     "the id",
+     "Display name.",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::name>,
+     SetProvider<&ProviderConfig::name>},
+    {"model_providers.*.base_url",
+     K::kString,
+     "\"\"",
+     "API root, e.g. https://api.openai.com/v1.",
+     {},
+     kNotInProject,
+     GetProvider<&ProviderConfig::base_url>,
+     SetProvider<&ProviderConfig::base_url>,
+     nullptr,
+     {},
+     kRedirectsKeys},
+    {"model_providers.*.env_key",
+     K::kString,
+     "\"\"",
+     "Environment variable holding the API key; empty: no key.",
+     {},
+     kNotInProject,
+     GetProvider<&ProviderConfig::env_key>,
+     SetProvider<&ProviderConfig::env_key>,
+     nullptr,
+     {},
+     kRedirectsKeys},
+    {"model_providers.*.wire_api", K::kEnum, "\"responses\"", "Protocol spoken to the provider.",
+     "responses,chat,scripted", kNoFlags, GetProvider<&ProviderConfig::wire_api>,
+     SetProvider<&ProviderConfig::wire_api>},
+    {"model_providers.*.http_headers",
+     K::kStringMap,
+     "{}",
+     "Extra HTTP headers, literal values.",
+     {},
+     kRedactValues,
+     GetProvider<&ProviderConfig::http_headers>,
+     SetProvider<&ProviderConfig::http_headers>},
+    {"model_providers.*.env_http_headers",
+     K::kStringMap,
+     "{}",
+     "Extra HTTP headers: header name -> environment variable holding the value.",
+     {},
+     kNotInProject,
+     GetProvider<&ProviderConfig::env_http_headers>,
+     SetProvider<&ProviderConfig::env_http_headers>,
+     nullptr,
+     {},
+     kRedirectsKeys},
+    {"model_providers.*.query_params",
+     K::kStringMap,
+     "{}",
+     "Query parameters added to each URL.",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::query_params>,
+     SetProvider<&ProviderConfig::query_params>},
+    {"model_providers.*.request_max_retries",
+     K::kInt,
+     "4",
+     "Retries of a failed HTTP request (429 and 5xx).",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::request_max_retries>,
+     SetProvider<&ProviderConfig::request_max_retries>},
+    {"model_providers.*.stream_max_retries",
+     K::kInt,
+     "5",
+     "Retries of a whole request whose stream broke, failed or went idle.",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::stream_max_retries>,
+     SetProvider<&ProviderConfig::stream_max_retries>},
+    {"model_providers.*.stream_idle_timeout_ms",
+     K::kInt,
+     "300000",
+     "A stream silent this long is broken.",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::stream_idle_timeout_ms>,
+     SetProvider<&ProviderConfig::stream_idle_timeout_ms>},
+    {"model_providers.*.script",
+     K::kPath,
+     "\"\"",
+     "wire_api scripted: the turns file to replay.",
+     {},
+     kNoFlags,
+     GetProvider<&ProviderConfig::script>,
+     SetProvider<&ProviderConfig::script>},
+    {"model_providers.*.env_key_instructions", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_providers.*.requires_openai_auth", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_providers.*.supports_websockets", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_providers.*.experimental_bearer_token", K::kIgnored, "",
+     "Accepted from codex; unused (use env_key)."},
+
+    // Sandbox and approval (CONTRACT §8).
+    {"sandbox_mode", K::kEnum, "\"read-only\"", "What commands may write.",
+     "read-only,workspace-write,danger-full-access", kNoFlags, Get<&Config::sandbox_mode>,
+     Set<&Config::sandbox_mode>, SandboxLooser},
+    {"sandbox_workspace_write.writable_roots",
+     K::kPathList,
+     "[]",
+     "workspace-write: more writable directories.",
+     {},
+     kNoFlags,
+     Get<&Config::writable_roots>,
+     Set<&Config::writable_roots>,
+     AddsRoots},
+    {"sandbox_workspace_write.network_access",
+     K::kBool,
+     "false",
+     "workspace-write: allow network access.",
+     {},
+     kNoFlags,
+     Get<&Config::network_access>,
+     Set<&Config::network_access>,
+     TrueIsLooser},
+    {"sandbox_workspace_write.exclude_tmpdir_env_var",
+     K::kBool,
+     "false",
+     "workspace-write: do not make $TMPDIR writable.",
+     {},
+     kNoFlags,
+     Get<&Config::exclude_tmpdir_env_var>,
+     Set<&Config::exclude_tmpdir_env_var>,
+     FalseIsLooser},
+    {"sandbox_workspace_write.exclude_slash_tmp",
+     K::kBool,
+     "false",
+     "workspace-write: do not make /tmp writable.",
+     {},
+     kNoFlags,
+     Get<&Config::exclude_slash_tmp>,
+     Set<&Config::exclude_slash_tmp>,
+     FalseIsLooser},
+    {"approval_policy", K::kEnum, "\"never\"",
+     "never: denials go back to the model; on-failure: a denied command is retried unsandboxed.",
+     "never,on-failure", kInteractiveValues, Get<&Config::approval_policy>,
+     Set<&Config::approval_policy>, ApprovalLooser},
+
+    // What model-run commands see.
+    {"shell_environment_policy.inherit", K::kEnum, "\"all\"",
+     "Start from all, core (HOME, PATH, ...) or none of agentexec's environment.", "all,core,none",
+     kNoFlags, Get<&Config::shell_env_inherit>, Set<&Config::shell_env_inherit>},
+    {"shell_environment_policy.exclude",
+     K::kStringList,
+     "[]",
+     "Glob patterns of variables to drop (case-insensitive).",
+     {},
+     kNoFlags,
+     Get<&Config::shell_env_exclude>,
+     Set<&Config::shell_env_exclude>},
+    {"shell_environment_policy.set",
+     K::kStringMap,
+     "{}",
+     "Variables to set.",
+     {},
+     kRedactSecretNames,
+     Get<&Config::shell_env_set>,
+     Set<&Config::shell_env_set>},
+    {"shell_environment_policy.include_only",
+     K::kStringList,
+     "[]",
+     "If not empty, keep only variables matching these globs.",
+     {},
+     kNoFlags,
+     Get<&Config::shell_env_include_only>,
+     Set<&Config::shell_env_include_only>},
+    {"shell_environment_policy.ignore_default_excludes",
+     K::kBool,
+     "false",
+     "Keep variables whose names contain KEY, SECRET or TOKEN.",
+     {},
+     kNoFlags,
+     Get<&Config::shell_env_ignore_default_excludes>,
+     Set<&Config::shell_env_ignore_default_excludes>,
+     TrueIsLooser},
+    {"shell_environment_policy.experimental_use_profile", K::kIgnored, "",
+     "Accepted from codex; unused."},
+
+    // Limits and budgets.
+    {"project_doc_max_bytes",
+     K::kInt,
+     "32768",
+     "Bytes of AGENTS.md read into the prompt.",
+     {},
+     kNoFlags,
+     Get<&Config::project_doc_max_bytes>,
+     Set<&Config::project_doc_max_bytes>},
+    {"command_timeout_ms",
+     K::kInt,
+     "10000",
+     "Timeout of a command when the model gives none.",
+     {},
+     kNoFlags,
+     Get<&Config::command_timeout_ms>,
+     Set<&Config::command_timeout_ms>},
+    {"max_turns",
+     K::kInt,
+     "0",
+     "Stop after this many model requests (exit 4); 0: no limit.",
+     {},
+     kNoFlags,
+     Get<&Config::max_turns>,
+     Set<&Config::max_turns>},
+    {"timeout",
+     K::kDuration,
+     "0",
+     "Stop the run after this long (exit 4), e.g. \"10m\"; 0: no limit.",
+     {},
+     kNoFlags,
+     Get<&Config::timeout_ms>,
+     Set<&Config::timeout_ms>},
+
+    // Profiles.
+    {"profile",
+     K::kString,
+     "\"\"",
+     "Profile to use when -p is not given.",
+     {},
+     kNotInProject | kNotInProfile,
+     Get<&Config::profile>,
+     Set<&Config::profile>,
+     nullptr,
+     {},
+     "a project file may not choose which of your profiles applies"},
+
+    // MCP servers: stored for the MCP client; a project config may not declare them.
+    {"mcp_servers.*.command",
+     K::kString,
+     "\"\"",
+     "Program of a stdio MCP server.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::command>,
+     SetMcp<&McpServerConfig::command>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.args",
+     K::kStringList,
+     "[]",
+     "Its arguments.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::args>,
+     SetMcp<&McpServerConfig::args>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.env",
+     K::kStringMap,
+     "{}",
+     "Variables set for it.",
+     {},
+     kNotInProject | kRedactSecretNames,
+     GetMcp<&McpServerConfig::env>,
+     SetMcp<&McpServerConfig::env>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.cwd",
+     K::kPath,
+     "\"\"",
+     "Its working directory.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::cwd>,
+     SetMcp<&McpServerConfig::cwd>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.url",
+     K::kString,
+     "\"\"",
+     "URL of a streamable-HTTP MCP server.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::url>,
+     SetMcp<&McpServerConfig::url>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.bearer_token_env_var",
+     K::kString,
+     "\"\"",
+     "Variable holding its bearer token.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::bearer_token_env_var>,
+     SetMcp<&McpServerConfig::bearer_token_env_var>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.enabled",
+     K::kBool,
+     "true",
+     "Start it.",
+     {},
+     kNotInProject,
+     GetMcp<&McpServerConfig::enabled>,
+     SetMcp<&McpServerConfig::enabled>,
+     nullptr,
+     {},
+     kStartsProcesses},
+    {"mcp_servers.*.startup_timeout_sec", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.startup_timeout_ms", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.tool_timeout_sec", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.enabled_tools", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.disabled_tools", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.env_vars", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.http_headers", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.env_http_headers", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_servers.*.required", K::kIgnored, "", "Accepted from codex; unused."},
+
+    // Codex keys that mean nothing to a headless run: accepted so a codex config.toml loads
+    // without warnings.
+    {"model_context_window", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_max_output_tokens", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_auto_compact_token_limit", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_supports_reasoning_summaries", K::kIgnored, "", "Accepted from codex; unused."},
+    {"model_reasoning_summary_format", K::kIgnored, "", "Accepted from codex; unused."},
+    {"review_model", K::kIgnored, "", "Accepted from codex; unused."},
+    {"hide_agent_reasoning", K::kIgnored, "", "Accepted from codex; unused."},
+    {"show_raw_agent_reasoning", K::kIgnored, "", "Accepted from codex; unused."},
+    {"disable_response_storage", K::kIgnored, "", "Accepted from codex; unused."},
+    {"notify", K::kIgnored, "", "Accepted from codex; unused."},
+    {"tui", K::kIgnored, "", "Accepted from codex; unused."},
+    {"history", K::kIgnored, "", "Accepted from codex; unused."},
+    {"file_opener", K::kIgnored, "", "Accepted from codex; unused."},
+    {"projects", K::kIgnored, "", "Accepted from codex (trust_level); unused."},
+    {"tools", K::kIgnored, "", "Accepted from codex; unused."},
+    {"features", K::kIgnored, "", "Accepted from codex; unused."},
+    {"web_search", K::kIgnored, "", "Accepted from codex; unused."},
+    {"otel", K::kIgnored, "", "Accepted from codex; unused."},
+    {"analytics", K::kIgnored, "", "Accepted from codex; unused."},
+    {"feedback", K::kIgnored, "", "Accepted from codex; unused."},
+    {"notice", K::kIgnored, "", "Accepted from codex; unused."},
+    {"chatgpt_base_url", K::kIgnored, "", "Accepted from codex; unused."},
+    {"preferred_auth_method", K::kIgnored, "", "Accepted from codex; unused."},
+    {"forced_login_method", K::kIgnored, "", "Accepted from codex; unused."},
+    {"forced_chatgpt_workspace_id", K::kIgnored, "", "Accepted from codex; unused."},
+    {"cli_auth_credentials_store", K::kIgnored, "", "Accepted from codex; unused."},
+    {"mcp_oauth_credentials_store", K::kIgnored, "", "Accepted from codex; unused."},
+    {"check_for_update_on_startup", K::kIgnored, "", "Accepted from codex; unused."},
+    {"windows_wsl_setup_acknowledged", K::kIgnored, "", "Accepted from codex; unused."},
+    {"experimental_instructions_file", K::kIgnored, "", "Accepted from codex; unused."},
+    {"experimental_use_exec_command_tool", K::kIgnored, "", "Accepted from codex; unused."},
+    {"experimental_use_freeform_apply_patch", K::kIgnored, "", "Accepted from codex; unused."},
+    {"include_apply_patch_tool", K::kIgnored, "", "Accepted from codex; unused."},
+    {"include_plan_tool", K::kIgnored, "", "Accepted from codex; unused."},
+    {"include_view_image_tool", K::kIgnored, "", "Accepted from codex; unused."},
+    {"tools_web_search_request", K::kIgnored, "", "Accepted from codex; unused."},
+    {"skills", K::kIgnored, "", "Accepted from codex; unused."},
+};
+
+std::vector<std::string_view> Split(std::string_view name) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot - start));
+    if (dot == std::string_view::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+// Does `spec` match `path` on its first path.size() segments? Sets *id for a "*".
+bool MatchPrefix(std::string_view spec_name, const std::vector<std::string>& path, size_t* spec_len,
+                 std::string* id) {
+  std::vector<std::string_view> parts = Split(spec_name);
+  *spec_len = parts.size();
+  if (parts.size() < path.size()) return false;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (parts[i] == "*") {
+      if (id) *id = path[i];
+    } else if (parts[i] != path[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Optimal string alignment distance: a swapped pair counts as one edit ("modle" -> "model").
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::span<const KeySpec> ConfigKeys() {
+  return kKeys;
+}
+
+const KeySpec* MatchKey(const std::vector<std::string>& path, std::string* id) {
+  for (const KeySpec& spec : kKeys) {
+    size_t len;
+    std::string matched_id;
+    if (MatchPrefix(spec.name, path, &len, &matched_id) && len == path.size()) {
+      if (id) *id = matched_id;
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
+bool IsKeyPrefix(const std::vector<std::string>& path) {
+  for (const KeySpec& spec : kKeys) {
+    size_t len;
+    if (MatchPrefix(spec.name, path, &len, nullptr) && len > path.size()) return true;
+  }
+  return false;
+}
+
+std::string SuggestKey(const std::vector<std::string>& path) {
+  if (path.empty()) return "";
+  std::vector<std::string> parent(path.begin(), path.end() - 1);
+  const std::string& typed = path.back();
+  std::string best;
+  size_t best_distance = typed.size() <= 3 ? 1 : typed.size() <= 8 ? 2 : 3;
+  for (const KeySpec& spec : kKeys) {
+    size_t len;
+    if (!MatchPrefix(spec.name, parent, &len, nullptr) || len <= parent.size()) continue;
+    std::string_view candidate = Split(spec.name)[parent.size()];
+    if (candidate == "*") continue;
+    size_t distance = EditDistance(typed, candidate);
+    if (distance <= best_distance && (best.empty() || distance < best_distance)) {
+      best = std::string(candidate);
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+std::string ChoicesText(const KeySpec& spec) {
+  std::string out;
+  for (char c : spec.choices) out += c == ',' ? std::string(", ") : std::string(1, c);
+  return out;
+}
+
+}  // namespace ae

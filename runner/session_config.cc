@@ -1,0 +1,328 @@
+#include "runner/session_config.h"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "runner/config_duration.h"
+#include "runner/config_io.h"
+#include "runner/git_check.h"
+
+namespace ae {
+namespace {
+
+std::string Absolute(const std::string& path, const std::string& base) {
+  std::filesystem::path p(path);
+  if (p.is_relative()) p = std::filesystem::path(base) / p;
+  std::string out = p.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::string Base64(std::string_view data) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    uint32_t n = static_cast<unsigned char>(data[i]) << 16 |
+                 static_cast<unsigned char>(data[i + 1]) << 8 |
+                 static_cast<unsigned char>(data[i + 2]);
+    out += kAlphabet[n >> 18];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (i < data.size()) {
+    uint32_t n = static_cast<unsigned char>(data[i]) << 16;
+    if (i + 1 < data.size()) n |= static_cast<unsigned char>(data[i + 1]) << 8;
+    out += kAlphabet[n >> 18];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < data.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// The image's type from its first bytes, not its name.
+const char* ImageMime(std::string_view data) {
+  if (data.starts_with("\x89PNG\r\n\x1a\n")) return "image/png";
+  if (data.starts_with("\xFF\xD8\xFF")) return "image/jpeg";
+  if (data.starts_with("GIF87a") || data.starts_with("GIF89a")) return "image/gif";
+  if (data.size() >= 12 && data.starts_with("RIFF") && data.substr(8, 4) == "WEBP") {
+    return "image/webp";
+  }
+  return nullptr;
+}
+
+std::string SourceOf(const Config& config, const std::string& key) {
+  auto it = config.sources.find(key);
+  return it == config.sources.end() ? "default" : it->second;
+}
+
+Result<ProviderInfo> ResolveProvider(const Config& config) {
+  const std::string& id = config.model_provider;
+  auto it = config.model_providers.find(id);
+  if (it == config.model_providers.end()) {
+    std::string known;
+    for (const auto& [name, provider] : config.model_providers) {
+      known += known.empty() ? name : ", " + name;
+    }
+    return MakeError(fmt::format(
+        "model_provider '{}' (from {}) is not defined: add a [model_providers.{}] table, or use "
+        "one of {}",
+        id, SourceOf(config, "model_provider"), id, known));
+  }
+  const ProviderConfig& p = it->second;
+  ProviderInfo info;
+  info.id = id;
+  info.name = p.name;
+  info.base_url = p.base_url;
+  info.env_key = p.env_key;
+  info.wire_api = p.wire_api;
+  info.http_headers = p.http_headers;
+  info.env_http_headers = p.env_http_headers;
+  info.query_params = p.query_params;
+  info.request_max_retries = static_cast<int>(std::min<int64_t>(p.request_max_retries, 100));
+  info.stream_max_retries = static_cast<int>(std::min<int64_t>(p.stream_max_retries, 100));
+  info.stream_idle_timeout_ms = p.stream_idle_timeout_ms;
+  info.script = p.script;
+  while (info.base_url.size() > 1 && info.base_url.back() == '/') info.base_url.pop_back();
+  if (p.wire_api == "scripted") {
+    if (p.script.empty()) {
+      return MakeError(
+          fmt::format("model provider '{}' replays a script but none is set: set "
+                      "model_providers.{}.script (or AGENTEXEC_SCRIPT) to a turns file",
+                      id, id));
+    }
+    if (::access(p.script.c_str(), R_OK) != 0) {
+      return MakeError(fmt::format("model_providers.{}.script {}: cannot read: {}", id, p.script,
+                                   std::strerror(errno)));
+    }
+  } else if (p.base_url.empty()) {
+    return MakeError(fmt::format(
+        "model provider '{}' has no base_url: set model_providers.{}.base_url", id, id));
+  }
+  return info;
+}
+
+Result<std::string> ReadOutputSchema(const std::string& given, const std::string& path) {
+  Result<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    return MakeError(fmt::format("--output-schema {}: cannot read: {}", given, text.message()));
+  }
+  rapidjson::Document doc;
+  doc.Parse(text->data(), text->size());
+  if (doc.HasParseError()) {
+    return MakeError(fmt::format("--output-schema {}: not a JSON object ({} at byte offset {})",
+                                 given, rapidjson::GetParseError_En(doc.GetParseError()),
+                                 doc.GetErrorOffset()));
+  }
+  if (!doc.IsObject())
+    return MakeError(fmt::format("--output-schema {}: not a JSON object", given));
+  rapidjson::StringBuffer compact;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(compact);
+  doc.Accept(writer);
+  return std::string(compact.GetString(), compact.GetSize());
+}
+
+Result<std::string> ReadImage(const std::string& given, const std::string& path) {
+  Result<std::string> data = ReadWholeFile(path);
+  if (!data.ok())
+    return MakeError(fmt::format("--image {}: cannot read: {}", given, data.message()));
+  const char* mime = ImageMime(*data);
+  if (!mime) return MakeError(fmt::format("--image {}: not a PNG, JPEG, GIF or WebP image", given));
+  return fmt::format("data:{};base64,{}", mime, Base64(*data));
+}
+
+Result<std::string> ResolveCwd(const CliArgs& args, const Environment& env) {
+  std::string dir = env.cwd;
+  if (args.cd) dir = Absolute(*args.cd, env.cwd);
+  char resolved[PATH_MAX];
+  if (!::realpath(dir.c_str(), resolved)) {
+    return MakeError(fmt::format("-C {}: {}", args.cd.value_or(dir), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(fmt::format("-C {}: {}", args.cd.value_or(dir), std::strerror(ENOTDIR)));
+  }
+  return std::string(resolved);
+}
+
+std::vector<FlagSetting> FlagsFrom(const CliArgs& args) {
+  std::vector<FlagSetting> flags;
+  if (args.model) flags.push_back({"model", *args.model, "--model"});
+  if (args.oss) flags.push_back({"model_provider", "ollama", "--oss"});
+  if (args.sandbox) flags.push_back({"sandbox_mode", *args.sandbox, "--sandbox"});
+  if (args.full_auto) flags.push_back({"sandbox_mode", "workspace-write", "--full-auto"});
+  if (args.approval) flags.push_back({"approval_policy", *args.approval, "--ask-for-approval"});
+  if (args.dangerously_bypass) {
+    const char* flag = "--dangerously-bypass-approvals-and-sandbox";
+    flags.push_back({"sandbox_mode", "danger-full-access", flag});
+    flags.push_back({"approval_policy", "never", flag});
+  }
+  if (args.max_turns) {
+    flags.push_back({"max_turns", std::to_string(*args.max_turns), "--max-turns", true});
+  }
+  if (args.timeout_ms)
+    flags.push_back({"timeout", FormatDurationMs(*args.timeout_ms), "--timeout"});
+  return flags;
+}
+
+}  // namespace
+
+Environment Environment::FromProcess() {
+  Environment env;
+  env.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf)) env.cwd = buf;
+  return env;
+}
+
+Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs) {
+  SessionConfig session;
+  session.cwd = inputs.cwd;
+  Result<ProviderInfo> provider = ResolveProvider(config);
+  if (!provider.ok()) return provider.error();
+  session.provider = std::move(*provider);
+
+  session.model.model = config.model;
+  session.model.reasoning_effort = config.model_reasoning_effort;
+  session.model.reasoning_summary = config.model_reasoning_summary;
+  session.model.verbosity = config.model_verbosity;
+
+  sandbox::Settings& sb = session.sandbox;
+  sb.mode = config.sandbox_mode == "danger-full-access" ? sandbox::Mode::kDangerFullAccess
+            : config.sandbox_mode == "workspace-write"  ? sandbox::Mode::kWorkspaceWrite
+                                                        : sandbox::Mode::kReadOnly;
+  for (const std::string& root : config.writable_roots) {
+    sb.writable_roots.push_back(Absolute(root, inputs.cwd));
+  }
+  for (const std::string& dir : inputs.add_dirs) {
+    sb.add_dirs.push_back(Absolute(dir, inputs.process_cwd));
+  }
+  sb.network_access = config.network_access;
+  sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
+  sb.exclude_slash_tmp = config.exclude_slash_tmp;
+
+  session.approval =
+      config.approval_policy == "on-failure" ? ApprovalPolicy::kOnFailure : ApprovalPolicy::kNever;
+
+  ShellEnvPolicy& env = session.shell_env;
+  env.inherit = config.shell_env_inherit == "none"   ? ShellEnvPolicy::Inherit::kNone
+                : config.shell_env_inherit == "core" ? ShellEnvPolicy::Inherit::kCore
+                                                     : ShellEnvPolicy::Inherit::kAll;
+  env.ignore_default_excludes = config.shell_env_ignore_default_excludes;
+  env.exclude = config.shell_env_exclude;
+  env.set = config.shell_env_set;
+  env.include_only = config.shell_env_include_only;
+
+  session.command_timeout_ms = config.command_timeout_ms;
+  session.max_turns = static_cast<int>(std::min<int64_t>(config.max_turns, INT_MAX));
+  session.project_doc_max_bytes = static_cast<size_t>(config.project_doc_max_bytes);
+  session.developer_instructions = config.developer_instructions;
+  session.warnings = config.warnings;
+
+  if (inputs.output_schema) {
+    Result<std::string> schema = ReadOutputSchema(
+        *inputs.output_schema, Absolute(*inputs.output_schema, inputs.process_cwd));
+    if (!schema.ok()) return schema.error();
+    session.output_schema_json = std::move(*schema);
+  }
+  for (const std::string& image : inputs.images) {
+    Result<std::string> url = ReadImage(image, Absolute(image, inputs.process_cwd));
+    if (!url.ok()) return url.error();
+    session.images.push_back(std::move(*url));
+  }
+  return session;
+}
+
+namespace {
+
+// Messages from LoadRun are printed as they are: "error: ..." like the command line's, except
+// the git check, which is codex's sentence word for word.
+Error Prefixed(const Error& error) {
+  return MakeError("error: " + error.message);
+}
+
+}  // namespace
+
+Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
+  LoadedRun run;
+  auto getenv = [&](const char* name) -> std::string {
+    std::optional<std::string> v = env.getenv ? env.getenv(name) : std::nullopt;
+    return v.value_or("");
+  };
+  std::string home = getenv("AGENTEXEC_HOME");
+  if (home.empty()) {
+    std::string user_home = getenv("HOME");
+    if (user_home.empty()) {
+      return MakeError("error: cannot find the agentexec home: set AGENTEXEC_HOME (or HOME)");
+    }
+    home = user_home + "/.agentexec";
+  }
+  run.home = Absolute(home, env.cwd);
+
+  Result<std::string> cwd = ResolveCwd(args, env);
+  if (!cwd.ok()) return Prefixed(cwd.error());
+
+  LoadOptions options;
+  options.home = run.home;
+  options.process_cwd = env.cwd;
+  options.git_root = FindGitRoot(*cwd);
+  options.ignore_user_config = args.ignore_user_config;
+  options.strict = args.strict_config;
+  options.profile = args.profile;
+  options.overrides = args.config_overrides;
+  options.flags = FlagsFrom(args);
+  options.getenv = env.getenv;
+  Result<Config> config = LoadConfig(options);
+  if (!config.ok()) return Prefixed(config.error());
+  run.config = std::move(*config);
+  // --oss without a model anywhere: the local default, as codex does.
+  if (args.oss && !run.config.sources.contains("model")) {
+    run.config.model = "gpt-oss:20b";
+    run.config.sources["model"] = "--oss";
+  }
+  run.warnings = run.config.warnings;
+  run.print_config = args.print_config;
+  run.json = args.json;
+  run.color = args.color;
+  run.ephemeral = args.ephemeral;
+  run.timeout_ms = run.config.timeout_ms;
+  if (args.output_last_message) {
+    run.output_last_message = Absolute(*args.output_last_message, env.cwd);
+  }
+  if (args.resume) run.resume = ResumeTarget{args.resume_last, args.session_id.value_or("")};
+  if (args.print_config) return run;
+
+  if (Status git = CheckGitRepo(*cwd, args.skip_git_repo_check); !git.ok()) return git.error();
+
+  SessionInputs inputs;
+  inputs.cwd = *cwd;
+  inputs.process_cwd = env.cwd;
+  inputs.add_dirs = args.add_dirs;
+  inputs.output_schema = args.output_schema;
+  inputs.images = args.images;
+  Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
+  if (!session.ok()) return Prefixed(session.error());
+  run.session = std::move(*session);
+  return run;
+}
+
+}  // namespace ae

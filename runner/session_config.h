@@ -1,0 +1,64 @@
+// From command line + environment + files to a run: LoadRun is what main.cc calls. Every
+// error here is a usage or configuration error (exit 2, CONTRACT §2), its message ready for
+// stderr as is.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/session.h"
+#include "runner/cli.h"
+#include "runner/config.h"
+
+namespace ae {
+
+// The process's surroundings, injectable so tests need not touch the real environment.
+struct Environment {
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  std::string cwd;  // the process's working directory, absolute
+
+  static Environment FromProcess();  // ::getenv and getcwd()
+};
+
+struct ResumeTarget {
+  bool last = false;       // resume --last
+  std::string session_id;  // resume ID (empty with --last)
+};
+
+struct LoadedRun {
+  Config config;                      // effective settings with their sources (for --print-config)
+  SessionConfig session;              // ready for RunSession (not filled when print_config is set)
+  std::string home;                   // absolute $AGENTEXEC_HOME (default ~/.agentexec)
+  std::vector<std::string> warnings;  // also in session.warnings; print before the turn
+  bool print_config = false;          // print FormatConfig(config) to stdout and exit 0
+  bool json = false;
+  std::string color = "auto";                      // always | never | auto
+  std::optional<std::string> output_last_message;  // -o, absolute
+  int64_t timeout_ms = 0;                          // --timeout / `timeout`; 0 = none
+  std::optional<ResumeTarget> resume;
+  bool ephemeral = false;
+};
+
+// Resolves home and -C, loads the configuration layers, checks the git repository (not for
+// --print-config) and builds the session. Does not read the prompt: see ReadPrompt.
+Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env);
+
+// The inputs of a session that are not configuration keys. Paths as the user gave them;
+// relative ones resolve against process_cwd.
+struct SessionInputs {
+  std::string cwd;          // absolute, canonical working directory of the session
+  std::string process_cwd;  // absolute
+  std::vector<std::string> add_dirs;
+  std::optional<std::string> output_schema;  // --output-schema FILE
+  std::vector<std::string> images;           // -i FILE
+};
+
+// Checks the chosen provider (defined, has a base_url or a readable script), reads and
+// validates --output-schema (a JSON object) and the images (data: URLs).
+Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs);
+
+}  // namespace ae

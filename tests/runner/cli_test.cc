@@ -1,0 +1,311 @@
+#include "runner/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runner/config_duration.h"
+
+namespace ae {
+namespace {
+
+Result<CliArgs> Parse(std::vector<std::string> words) {
+  std::vector<const char*> argv = {"agentexec"};
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  return ParseCli(static_cast<int>(argv.size()), argv.data());
+}
+
+const std::string kUsageTail =
+    "\n\nUsage: agentexec [exec] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+    "\nFor more information, try '--help'.";
+
+TEST(Cli, PromptAndExecKeyword) {
+  for (auto words : std::vector<std::vector<std::string>>{{"fix it"}, {"exec", "fix it"}}) {
+    Result<CliArgs> args = Parse(words);
+    ASSERT_TRUE(args.ok()) << args.message();
+    EXPECT_EQ(args->prompt, "fix it");
+    EXPECT_FALSE(args->resume);
+  }
+}
+
+TEST(Cli, NoPromptOrDashMeansStdin) {
+  Result<CliArgs> none = Parse({"--json"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->prompt.has_value());
+  Result<CliArgs> dash = Parse({"exec", "-"});
+  ASSERT_TRUE(dash.ok()) << dash.message();
+  EXPECT_EQ(dash->prompt, "-");
+}
+
+TEST(Cli, EveryOptionValidBeforeOrAfterResume) {
+  const std::vector<std::vector<std::string>> placements = {
+      {"exec", "--json", "-m", "o3", "-c", "a=1", "resume", "ID", "go"},
+      {"exec", "resume", "--json", "-m", "o3", "-c", "a=1", "ID", "go"},
+      {"exec", "resume", "ID", "go", "--json", "-m", "o3", "-c", "a=1"},
+      {"--json", "resume", "ID", "-m", "o3", "go", "-c", "a=1"},
+      {"resume", "-c", "a=1", "ID", "--json", "go", "-m", "o3"},
+  };
+  for (const auto& words : placements) {
+    Result<CliArgs> args = Parse(words);
+    ASSERT_TRUE(args.ok()) << args.message();
+    EXPECT_TRUE(args->resume);
+    EXPECT_FALSE(args->resume_last);
+    EXPECT_EQ(args->session_id, "ID");
+    EXPECT_EQ(args->prompt, "go");
+    EXPECT_TRUE(args->json);
+    EXPECT_EQ(args->model, "o3");
+    EXPECT_EQ(args->config_overrides, std::vector<std::string>{"a=1"});
+  }
+}
+
+TEST(Cli, ResumeLast) {
+  for (auto words : std::vector<std::vector<std::string>>{{"exec", "resume", "--last", "go on"},
+                                                          {"--last", "resume", "go on"},
+                                                          {"resume", "go on", "--last"}}) {
+    Result<CliArgs> args = Parse(words);
+    ASSERT_TRUE(args.ok()) << args.message();
+    EXPECT_TRUE(args->resume);
+    EXPECT_TRUE(args->resume_last);
+    EXPECT_FALSE(args->session_id.has_value());
+    EXPECT_EQ(args->prompt, "go on");
+  }
+  Result<CliArgs> no_prompt = Parse({"resume", "--last"});
+  ASSERT_TRUE(no_prompt.ok());
+  EXPECT_FALSE(no_prompt->prompt.has_value());
+}
+
+TEST(Cli, ResumeErrors) {
+  EXPECT_EQ(Parse({"resume"}).message(),
+            "error: 'resume' needs a SESSION_ID or --last" + kUsageTail);
+  EXPECT_EQ(Parse({"--last", "hi"}).message(),
+            "error: '--last' is only valid after 'resume'" + kUsageTail);
+  EXPECT_EQ(Parse({"resume", "ID", "one", "two"}).message(),
+            "error: unexpected argument 'two' found" + kUsageTail);
+}
+
+TEST(Cli, DoubleDashMakesEverythingLiteral) {
+  Result<CliArgs> args = Parse({"--json", "--", "resume"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_FALSE(args->resume);
+  EXPECT_EQ(args->prompt, "resume");
+  Result<CliArgs> dashes = Parse({"--", "--not-an-option"});
+  ASSERT_TRUE(dashes.ok()) << dashes.message();
+  EXPECT_EQ(dashes->prompt, "--not-an-option");
+}
+
+TEST(Cli, UnknownOption) {
+  EXPECT_EQ(Parse({"--foo", "hi"}).message(),
+            "error: unexpected argument '--foo' found" + kUsageTail);
+  EXPECT_EQ(Parse({"hi", "-x"}).message(), "error: unexpected argument '-x' found" + kUsageTail);
+}
+
+TEST(Cli, MissingValue) {
+  EXPECT_EQ(Parse({"-m"}).message(),
+            "error: a value is required for '--model' but none was supplied" + kUsageTail);
+}
+
+TEST(Cli, RepeatableOptionsKeepOrderAndNeverSwallowThePrompt) {
+  Result<CliArgs> args = Parse({"-c", "b=2", "--config", "a=1", "--add-dir", "/x", "--add-dir",
+                                "/y", "-i", "p.png", "the prompt", "-c", "c=3"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_EQ(args->config_overrides, (std::vector<std::string>{"b=2", "a=1", "c=3"}));
+  EXPECT_EQ(args->add_dirs, (std::vector<std::string>{"/x", "/y"}));
+  EXPECT_EQ(args->images, std::vector<std::string>{"p.png"});
+  EXPECT_EQ(args->prompt, "the prompt");
+}
+
+TEST(Cli, Aliases) {
+  Result<CliArgs> args = Parse({"--experimental-json", "--yolo", "x"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_TRUE(args->json);
+  EXPECT_TRUE(args->dangerously_bypass);
+  Result<CliArgs> long_form = Parse({"--dangerously-bypass-approvals-and-sandbox", "x"});
+  ASSERT_TRUE(long_form.ok());
+  EXPECT_TRUE(long_form->dangerously_bypass);
+}
+
+TEST(Cli, AllOptions) {
+  Result<CliArgs> args = Parse({"-o",
+                                "out.txt",
+                                "--output-schema",
+                                "s.json",
+                                "-m",
+                                "m1",
+                                "-p",
+                                "ci",
+                                "-s",
+                                "workspace-write",
+                                "-C",
+                                "dir",
+                                "--skip-git-repo-check",
+                                "--ephemeral",
+                                "--ignore-user-config",
+                                "--strict-config",
+                                "--color",
+                                "never",
+                                "--oss",
+                                "-a",
+                                "on-failure",
+                                "--max-turns",
+                                "7",
+                                "--timeout",
+                                "1h30m",
+                                "--print-config",
+                                "p"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_EQ(args->output_last_message, "out.txt");
+  EXPECT_EQ(args->output_schema, "s.json");
+  EXPECT_EQ(args->model, "m1");
+  EXPECT_EQ(args->profile, "ci");
+  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->cd, "dir");
+  EXPECT_TRUE(args->skip_git_repo_check);
+  EXPECT_TRUE(args->ephemeral);
+  EXPECT_TRUE(args->ignore_user_config);
+  EXPECT_TRUE(args->strict_config);
+  EXPECT_EQ(args->color, "never");
+  EXPECT_TRUE(args->oss);
+  EXPECT_EQ(args->approval, "on-failure");
+  EXPECT_EQ(args->max_turns, 7);
+  EXPECT_EQ(args->timeout_ms, 5400000);
+  EXPECT_TRUE(args->print_config);
+  EXPECT_EQ(args->prompt, "p");
+}
+
+TEST(Cli, LastValueOfARepeatedSingleOptionWins) {
+  Result<CliArgs> args = Parse({"-m", "a", "--model", "b", "x"});
+  ASSERT_TRUE(args.ok());
+  EXPECT_EQ(args->model, "b");
+}
+
+TEST(Cli, InvalidValues) {
+  EXPECT_EQ(Parse({"-s", "open"}).message(),
+            "error: invalid value 'open' for '--sandbox <MODE>'\n"
+            "  [possible values: read-only, workspace-write, danger-full-access]" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--color", "pink"}).message(),
+            "error: invalid value 'pink' for '--color <COLOR>'\n"
+            "  [possible values: always, never, auto]" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--max-turns", "0"}).message(),
+            "error: invalid value '0' for '--max-turns <N>'\n  [expected a positive integer]" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--timeout", "soon"}).message(),
+            "error: invalid value 'soon' for '--timeout <DURATION>'\n"
+            "  [expected e.g. 90s, 10m, 1h30m, 500ms or a number of seconds]" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"-a", "always"}).message(),
+            "error: invalid value 'always' for '--ask-for-approval <POLICY>'\n"
+            "  [possible values: never, on-failure]" +
+                kUsageTail);
+}
+
+TEST(Cli, InteractiveApprovalValuesAreErrors) {
+  for (std::string value : {"untrusted", "on-request"}) {
+    EXPECT_EQ(Parse({"-a", value, "x"}).message(),
+              "error: '--ask-for-approval " + value +
+                  "' needs someone to answer prompts, and agentexec is headless; use never or "
+                  "on-failure" +
+                  kUsageTail);
+  }
+}
+
+TEST(Cli, Conflicts) {
+  EXPECT_EQ(Parse({"--yolo", "-s", "read-only"}).message(),
+            "error: the argument '--dangerously-bypass-approvals-and-sandbox' cannot be used "
+            "with '--sandbox <MODE>'" +
+                kUsageTail);
+  EXPECT_EQ(
+      Parse({"--full-auto", "-s", "read-only"}).message(),
+      "error: the argument '--full-auto' cannot be used with '--sandbox <MODE>'" + kUsageTail);
+}
+
+TEST(Cli, HelpAndVersionWinAndAreDistinct) {
+  Result<CliArgs> help = Parse({"--bogus", "-h"});
+  ASSERT_TRUE(help.ok());
+  ASSERT_TRUE(help->help_text.has_value());
+  EXPECT_EQ(*help->help_text, HelpText());
+  EXPECT_FALSE(help->version_text.has_value());
+  Result<CliArgs> version = Parse({"exec", "-V"});
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(version->version_text, std::string("agentexec ") + AGENTEXEC_VERSION + "\n");
+  EXPECT_FALSE(version->help_text.has_value());
+  // After "--" they are the prompt.
+  Result<CliArgs> literal = Parse({"--", "-h"});
+  ASSERT_TRUE(literal.ok());
+  EXPECT_FALSE(literal->help_text.has_value());
+  EXPECT_EQ(literal->prompt, "-h");
+}
+
+TEST(Cli, HelpListsEveryOptionOnePerLineAndTheExitCodes) {
+  const std::string help = HelpText();
+  for (const char* option : {"--json",
+                             "--output-last-message",
+                             "--output-schema",
+                             "--model",
+                             "--profile",
+                             "--config",
+                             "--sandbox",
+                             "--dangerously-bypass-approvals-and-sandbox",
+                             "--yolo",
+                             "--full-auto",
+                             "--cd",
+                             "--add-dir",
+                             "--skip-git-repo-check",
+                             "--ephemeral",
+                             "--ignore-user-config",
+                             "--strict-config",
+                             "--color",
+                             "--image",
+                             "--oss",
+                             "--help",
+                             "--version",
+                             "--ask-for-approval",
+                             "--max-turns",
+                             "--timeout",
+                             "--print-config",
+                             "--last"}) {
+    EXPECT_NE(help.find(std::string(option) + " "), std::string::npos) << option;
+  }
+  EXPECT_NE(help.find("Exit codes:\n  0 "), std::string::npos);
+  for (const char* code : {"\n  1 ", "\n  2 ", "\n  3 ", "\n  4 ", "\n  5 ", "\n  130/143 "}) {
+    EXPECT_NE(help.find(code), std::string::npos) << code;
+  }
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+}
+
+TEST(Duration, Parses) {
+  const std::pair<const char*, int64_t> cases[] = {
+      {"90s", 90000}, {"10m", 600000},  {"1h30m", 5400000}, {"500ms", 500},
+      {"90", 90000},  {"1m30s", 90000}, {"2h", 7200000},    {"1h2m3s4ms", 3723004},
+  };
+  for (const auto& [text, ms] : cases) {
+    Result<int64_t> parsed = ParseDurationMs(text);
+    ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.message();
+    EXPECT_EQ(*parsed, ms) << text;
+    EXPECT_EQ(*ParseDurationMs(FormatDurationMs(ms)), ms) << text;
+  }
+  EXPECT_EQ(FormatDurationMs(5400000), "1h30m");
+  EXPECT_EQ(FormatDurationMs(1500), "1s500ms");
+}
+
+TEST(Duration, Rejects) {
+  for (const char* text : {"", "abc", "10x", "30s1m", "1h1h", "-5", "1.5s", "m", "10 m"}) {
+    Result<int64_t> parsed = ParseDurationMs(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.message(), std::string("invalid duration '") + text +
+                                    "': expected e.g. 90s, 10m, 1h30m, 500ms or a number of "
+                                    "seconds");
+  }
+  EXPECT_EQ(ParseDurationMs("0s").message(), "invalid duration '0s': must be greater than zero");
+  EXPECT_FALSE(ParseDurationMs("99999999999999999999h").ok());
+}
+
+}  // namespace
+}  // namespace ae
