@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -216,6 +217,63 @@ TEST(Spawn, EmptyArgvIsAnError) {
   auto r = RunProcess(SpawnSpec{}, RunLimits{}, cancel);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.message(), "cannot run an empty command");
+}
+
+}  // namespace
+}  // namespace ae::sandbox
+
+namespace ae::sandbox {
+namespace {
+
+long PeakRssKb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+TEST(Spawn, TwoHundredMegabytesInBoundedMemory) {
+  long before = PeakRssKb();
+  if (before < 0) GTEST_SKIP() << "no VmHWM in /proc/self/status";
+  RunLimits limits;
+  limits.max_output_bytes = 1 << 20;
+  RunResult r = Sh("head -c 209715200 /dev/zero", limits);
+  EXPECT_EQ(r.total_bytes, 209715200u);
+  EXPECT_EQ(r.output.size(), size_t{1} << 20);
+  // The peak may grow by the capture and the read buffer, never by the output's size.
+  EXPECT_LT(PeakRssKb() - before, 32 * 1024);
+}
+
+TEST(Spawn, CommandDiesWithItsParent) {
+  std::string marker = "/tmp/ae-spawn-pdeath-" + std::to_string(::getpid());
+  ::unlink(marker.c_str());
+  pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {  // stands in for agentexec: runs a long command, then gets SIGKILLed
+    CancelToken cancel;
+    SpawnSpec spec{
+        {"/bin/sh", "-c",
+         "echo $$ > " + marker + ".tmp && mv " + marker + ".tmp " + marker + " && exec sleep 100"},
+        "/",
+        {"PATH=/usr/bin:/bin"},
+        nullptr};
+    RunLimits limits;
+    limits.timeout_ms = 0;
+    (void)RunProcess(spec, limits, cancel);
+    ::_exit(0);
+  }
+  std::string pid_text;
+  while (pid_text.empty()) {
+    std::ifstream in(marker);
+    std::getline(in, pid_text);
+    if (pid_text.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(agent, SIGKILL);
+  ::waitpid(agent, nullptr, 0);
+  EXPECT_TRUE(ProcessGone(std::stoi(pid_text))) << "the command outlived its parent";
+  ::unlink(marker.c_str());
 }
 
 }  // namespace
