@@ -303,13 +303,12 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
 
     pollfd fds[3];
     nfds_t n = 0;
-    int out_idx = -1, pid_idx = -1, cancel_idx = -1;
+    int out_idx = -1, cancel_idx = -1;
     if (pipe_open) {
       out_idx = static_cast<int>(n);
       fds[n++] = {out_r.get(), POLLIN, 0};
     }
     if (!exited && pidfd) {
-      pid_idx = static_cast<int>(n);
       fds[n++] = {pidfd.get(), POLLIN, 0};
     }
     if (!killed && cancel.wake_fd() >= 0) {
@@ -324,21 +323,20 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
     }
 
     if (out_idx >= 0 && rc > 0 && fds[out_idx].revents != 0) {
-      for (;;) {
+      // A bounded number of reads per wake-up, so an endless writer cannot starve the
+      // timeout and cancellation checks below.
+      for (int reads = 0; reads < 16; ++reads) {
         ssize_t r = ::read(out_r.get(), buf.data(), buf.size());
         if (r > 0) {
           capture.Append(buf.data(), static_cast<size_t>(r));
           if (static_cast<size_t>(r) < buf.size()) break;
           continue;
         }
-        if (r == 0)
-          pipe_open = false;
-        else if (errno != EAGAIN && errno != EINTR)
-          pipe_open = false;
+        if (r == 0 || (errno != EAGAIN && errno != EINTR)) pipe_open = false;
         break;
       }
     }
-    (void)pid_idx;  // readability is re-checked by HasExited at the top of the loop
+    // The pidfd only wakes the poll; HasExited at the top of the loop reads the state.
 
     if (!killed) {
       bool cancelled =

@@ -278,3 +278,18 @@ TEST(Spawn, CommandDiesWithItsParent) {
 
 }  // namespace
 }  // namespace ae::sandbox
+
+namespace ae::sandbox {
+namespace {
+
+TEST(Spawn, EndlessWriterStillTimesOut) {
+  RunLimits limits;
+  limits.timeout_ms = 300;
+  RunResult r = Sh("yes", limits);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 124);
+  EXPECT_GT(r.total_bytes, r.output.size());
+}
+
+}  // namespace
+}  // namespace ae::sandbox
