@@ -30,16 +30,37 @@ Error LibError(const char* what, int rc) {
 
 // Refused in every confined mode: they reach other processes' memory (ptrace,
 // process_vm_*), bypass the syscall filter (io_uring does socket/openat on its own),
-// change the mount tree the carve-outs rely on, or act on the kernel itself.
+// change the mount tree the carve-outs rely on, act on the kernel itself, or write to state
+// shared with the world outside (keyrings).
 constexpr const char* kAlwaysRefused[] = {
-    "ptrace",         "process_vm_readv", "process_vm_writev",
-    "io_uring_setup", "io_uring_enter",   "io_uring_register",
-    "mount",          "umount2",          "pivot_root",
-    "move_mount",     "open_tree",        "fsopen",
-    "fsmount",        "fsconfig",         "fspick",
-    "mount_setattr",  "init_module",      "finit_module",
-    "delete_module",  "kexec_load",       "kexec_file_load",
-    "iopl",           "ioperm",           "open_by_handle_at",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "iopl",
+    "ioperm",
+    "open_by_handle_at",
+    // The kernel keyrings are shared with processes outside the sandbox.
+    "add_key",
+    "keyctl",
+    "request_key",
 };
 
 }  // namespace

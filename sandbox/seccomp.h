@@ -12,9 +12,10 @@
 namespace ae::sandbox::seccomp {
 
 // Always (every confined mode): ptrace, process_vm_readv/writev, io_uring_*, the mount API,
-// kernel modules, kexec, iopl/ioperm, open_by_handle_at, and the TIOCSTI/TIOCLINUX ioctls fail
-// with EPERM. With the network off: socket and socketpair fail with EPERM for every family
-// except AF_UNIX. Other architectures (i386 via int 0x80, x32) kill the process.
+// kernel modules, kexec, iopl/ioperm, open_by_handle_at, the keyring calls, and the
+// TIOCSTI/TIOCLINUX ioctls fail with EPERM. With the network off: socket and socketpair fail with
+// EPERM for every family except AF_UNIX. Other architectures (i386 via int 0x80, x32) kill the
+// process.
 Result<std::vector<sock_filter>> BuildProgram(const Policy& policy);
 
 // In the child. Async-signal-safe. Needs no_new_privs.

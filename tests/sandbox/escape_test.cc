@@ -201,6 +201,11 @@ class EscapeSuite : public ::testing::Test {
     both("create through a symlinked dir pointing outside", {"create", ws_ + "/out-dir/new"});
     both("write via /proc/self/root", {"write", "/proc/self/root" + secret});
     both("reopen a read-only fd for writing via /proc/self/fd", {"proc-fd-reopen", secret});
+    both("linkat(AT_EMPTY_PATH) an open outside file in", {"linkat-fd", secret, ws_ + "/l1"});
+    both("linkat via /proc/self/fd an outside file in", {"linkat-proc", secret, ws_ + "/l2"});
+    both("exchange a workspace file with an outside one", {"exchange", ws_ + "/a.txt", secret});
+    both("open an outside process's memory for writing", {"open-rw", "/proc/" + pid + "/mem"});
+    both("chattr an outside file through a read-only fd", {"chattr", secret}, true, true);
     both("chmod an outside file", {"chmod", secret}, true, true);
     both("chown an outside file", {"chown", secret}, true, true);
     both("utime an outside file", {"utime", secret}, true, true);
@@ -265,6 +270,8 @@ class EscapeSuite : public ::testing::Test {
     both("finit_module", {"finit-module"});
     both("sethostname", {"sethostname"}, false, true);
     both("setns into pid 1's mount namespace", {"setns", "/proc/1/ns/mnt"}, false, true);
+    both("pidfd_getfd from a sibling", {"pidfd-getfd", pid}, false, true);
+    both("add_key to the session keyring", {"add-key"});
     return list;
   }
 

@@ -3,7 +3,9 @@
 // (errno N)" and exits 1 when the kernel refused it. Never used outside the tests.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/io_uring.h>
+#include <linux/keyctl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -225,6 +227,50 @@ int UnshareMount(const char* target) {
   return Report(true, "mount");
 }
 
+// Steals descriptor 0 of another process through a pidfd.
+int PidfdGetfd(const char* pid_text) {
+  long pidfd = ::syscall(SYS_pidfd_open, std::atoi(pid_text), 0);
+  if (pidfd < 0) return Report(false, "pidfd_open");
+  long fd = ::syscall(SYS_pidfd_getfd, pidfd, 0, 0);
+  return Report(fd >= 0, "pidfd_getfd");
+}
+
+// Gives an already-open outside file a new name in the workspace, then writes through it.
+int LinkatFd(const char* from, const char* to, bool via_proc) {
+  int fd = ::open(from, O_RDONLY);
+  if (fd < 0) return Report(false, "open O_RDONLY");
+  int rc;
+  if (via_proc) {
+    std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, to, AT_SYMLINK_FOLLOW);
+  } else {
+    rc = ::linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH);
+  }
+  if (rc != 0) return Report(false, "linkat");
+  return WriteFile(to, O_APPEND);
+}
+
+int Exchange(const char* a, const char* b) {
+  return Report(::syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0,
+                "renameat2(RENAME_EXCHANGE)");
+}
+
+// Sets the no-dump attribute through an fd opened read-only: an ioctl, not a write.
+int Chattr(const char* path) {
+  int fd = ::open(path, O_RDONLY);
+  if (fd < 0) return Report(false, "open O_RDONLY");
+  int flags = 0;
+  if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return Report(false, "FS_IOC_GETFLAGS");
+  flags |= FS_NODUMP_FL;
+  return Report(::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0, "FS_IOC_SETFLAGS");
+}
+
+int AddKey() {
+  long id =
+      ::syscall(SYS_add_key, "user", "agentexec-sandbox-probe", "x", 1, KEY_SPEC_SESSION_KEYRING);
+  return Report(id >= 0, "add_key");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -238,6 +284,7 @@ int main(int argc, char** argv) {
   if (cmd == "write") return WriteFile(a, O_TRUNC);
   if (cmd == "create") return WriteFile(a, O_CREAT | O_EXCL);
   if (cmd == "append") return WriteFile(a, O_APPEND);
+  if (cmd == "open-rw") return Report(::open(a, O_RDWR) >= 0, "open O_RDWR");
   if (cmd == "mkdir") return Report(::mkdir(a, 0755) == 0, "mkdir");
   if (cmd == "rmdir") return Report(::rmdir(a) == 0, "rmdir");
   if (cmd == "unlink") return Report(::unlink(a) == 0, "unlink");
@@ -274,6 +321,12 @@ int main(int argc, char** argv) {
   if (cmd == "finit-module") return FinitModule();
   if (cmd == "sethostname") return Sethostname();
   if (cmd == "setns") return Setns(a);
+  if (cmd == "pidfd-getfd") return PidfdGetfd(a);
+  if (cmd == "linkat-fd") return LinkatFd(a, b, false);
+  if (cmd == "linkat-proc") return LinkatFd(a, b, true);
+  if (cmd == "exchange") return Exchange(a, b);
+  if (cmd == "chattr") return Chattr(a);
+  if (cmd == "add-key") return AddKey();
   std::fprintf(stderr, "sandbox_probe: unknown subcommand %s\n", cmd.c_str());
   return 2;
 }
