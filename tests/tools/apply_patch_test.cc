@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "base/utf8.h"
 #include "engine/tools/apply_patch/parser.h"
 #include "engine/tools/apply_patch/seek.h"
 #include "engine/tools/apply_patch/tool.h"
@@ -480,6 +481,32 @@ TEST_F(ApplyPatchTest, ExecCommandHeredocIsAppliedAsAPatch) {
       R"({"command":["apply_patch","*** Begin Patch\n*** Delete File: sub/viaexec.txt\n*** End Patch"]})");
   EXPECT_TRUE(r.success) << r.output;
   EXPECT_FALSE(Exists("sub/viaexec.txt"));
+}
+
+}  // namespace
+}  // namespace ae::testing
+
+namespace ae::testing {
+namespace {
+
+TEST_F(ApplyPatchTest, BinaryBytesInAFileStayOutOfTheEvents) {
+  Write("bin.txt", std::string("keep\xff\xfe\nold\n"));
+  ToolResult r =
+      Call(*router_, "apply_patch",
+           "*** Begin Patch\n*** Update File: bin.txt\n@@\n keep\xEF\xBF\xBD\n-old\n+new\n"
+           "*** End Patch",
+           true);
+  // The replacement character in the patch does not match the raw bytes: nothing changes.
+  EXPECT_FALSE(r.success);
+  r = Call(*router_, "apply_patch",
+           "*** Begin Patch\n*** Update File: bin.txt\n@@\n-old\n+new\n*** End Patch", true);
+  EXPECT_TRUE(r.success) << r.output;
+  EXPECT_EQ(Read("bin.txt"), std::string("keep\xff\xfe\nnew\n"));
+  const auto& item = Completed<FileChangeItem>(1);
+  EXPECT_TRUE(IsValidUtf8(item.changes[0].diff));
+  EXPECT_NE(item.changes[0].diff.find(" keep\xEF\xBF\xBD\xEF\xBF\xBD\n-old\n+new\n"),
+            std::string::npos)
+      << item.changes[0].diff;
 }
 
 }  // namespace

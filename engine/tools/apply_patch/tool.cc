@@ -8,6 +8,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/utf8.h"
 #include "engine/tools/apply_patch/applier.h"
 #include "engine/tools/apply_patch/parser.h"
 #include "engine/tools/model_output.h"
@@ -88,10 +89,24 @@ class ApplyPatchTool : public ToolHandler {
 
 }  // namespace
 
+namespace {
+
+// File contents in diffs (and odd bytes in paths) must not put invalid UTF-8 into events.
+std::vector<FileChange> ForEvents(std::vector<FileChange> changes) {
+  for (FileChange& c : changes) {
+    if (!IsValidUtf8(c.path)) c.path = SanitizeUtf8(c.path);
+    if (!IsValidUtf8(c.diff)) c.diff = SanitizeUtf8(c.diff);
+  }
+  return changes;
+}
+
+}  // namespace
+
 ToolResult ApplyPatchText(const std::string& patch_text, const std::string& cwd,
                           const ToolCall& call, ToolEnv& env) {
   const auto start = std::chrono::steady_clock::now();
   auto report_failure = [&](std::vector<FileChange> changes, std::string message) {
+    changes = ForEvents(std::move(changes));
     std::string id = env.emitter.Start(FileChangeItem{changes, ItemStatus::kInProgress});
     env.emitter.Complete(id, FileChangeItem{std::move(changes), ItemStatus::kFailed});
     return Failed(call, std::move(message));
@@ -115,13 +130,14 @@ ToolResult ApplyPatchText(const std::string& patch_text, const std::string& cwd,
                           "apply_patch verification failed: " + plan.message());
   }
 
-  std::string id = env.emitter.Start(FileChangeItem{plan->changes, ItemStatus::kInProgress});
+  std::vector<FileChange> changes = ForEvents(plan->changes);
+  std::string id = env.emitter.Start(FileChangeItem{changes, ItemStatus::kInProgress});
   Status committed = patch::Commit(*plan);
   if (!committed.ok()) {
-    env.emitter.Complete(id, FileChangeItem{plan->changes, ItemStatus::kFailed});
-    return Failed(call, "apply_patch failed: " + committed.message());
+    env.emitter.Complete(id, FileChangeItem{std::move(changes), ItemStatus::kFailed});
+    return Failed(call, SanitizeUtf8("apply_patch failed: " + committed.message()));
   }
-  env.emitter.Complete(id, FileChangeItem{plan->changes, ItemStatus::kCompleted});
+  env.emitter.Complete(id, FileChangeItem{std::move(changes), ItemStatus::kCompleted});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ToolResult{
       call.call_id,
