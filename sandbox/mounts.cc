@@ -125,12 +125,17 @@ bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) n
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
     root_fds[i] = OpenTree(plan.writable_roots[i].c_str(),
                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (root_fds[i] < 0) return Fail(plan.root_steps[i].c_str(), failed_step, err);
+    // A root removed since the session started (an --add-dir a command deleted) has
+    // nothing left to keep writable; failing every later command would be worse.
+    if (root_fds[i] < 0 && errno != ENOENT) {
+      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+    }
   }
   if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
     return Fail("make / read-only", failed_step, err);
   }
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
+    if (root_fds[i] < 0) continue;
     if (MoveMountTo(root_fds[i], plan.writable_roots[i].c_str()) != 0) {
       return Fail(plan.root_steps[i].c_str(), failed_step, err);
     }
