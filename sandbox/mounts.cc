@@ -68,9 +68,18 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
   // pointing at the read-only copy: then only the carve-outs are made read-only.
   plan.read_only_tree = std::find(policy.writable_roots.begin(), policy.writable_roots.end(),
                                   "/") == policy.writable_roots.end();
-  if (plan.read_only_tree) plan.writable_roots = policy.writable_roots;
-  std::stable_sort(plan.writable_roots.begin(), plan.writable_roots.end(),
-                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  // A root inside another root comes with the outer one's copy: a separate copy would be a
+  // separate mount, and renames between the two (a temp file in /tmp moved into a workspace
+  // under /tmp) would fail with EXDEV.
+  if (plan.read_only_tree) {
+    for (const std::string& root : policy.writable_roots) {
+      bool nested = false;
+      for (const std::string& other : policy.writable_roots) {
+        if (other != root && IsUnder(root, other)) nested = true;
+      }
+      if (!nested) plan.writable_roots.push_back(root);
+    }
+  }
   for (const std::string& carveout : policy.read_only_carveouts) {
     std::string target = ResolvePath(carveout);
     if (!IsUnderAny(target, policy.writable_roots)) continue;  // read-only already

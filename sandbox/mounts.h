@@ -18,7 +18,7 @@ struct MountPlan {
   std::string uid_map;       // "<uid> <uid> 1\n" (mapping ourselves needs no privilege)
   std::string gid_map;
   bool read_only_tree = true;               // false when "/" itself is a writable root
-  std::vector<std::string> writable_roots;  // outermost first
+  std::vector<std::string> writable_roots;  // the outermost ones (nested roots come along)
   std::vector<std::string> carveouts;       // under a writable root; skipped if absent then
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;

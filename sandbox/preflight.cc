@@ -141,6 +141,10 @@ bool MountNamespaceUsable(const Policy& policy) {
   return state == 1;
 }
 
+void ForgetMountNamespaceFinding() {
+  g_mount_namespace.store(0);
+}
+
 Result<PreflightReport> Preflight(const Policy& policy) {
   PreflightReport report;
   report.warnings = policy.warnings;  // skipped roots: shown with the kernel's findings

@@ -29,6 +29,8 @@ Result<PreflightReport> Preflight(const Policy& policy);
 // Whether commands get the mount namespace. Preflight records its finding; without a
 // preflight the first call probes (once per process).
 bool MountNamespaceUsable(const Policy& policy);
+// For tests that fake a missing namespace: the next MountNamespaceUsable probes again.
+void ForgetMountNamespaceFinding();
 
 // "sandbox: cannot enforce MODE: Landlock is not supported by this kernel (...). Run with ..."
 std::string LandlockUnavailableMessage(Mode mode, int err);

@@ -68,6 +68,18 @@ TEST_F(SandboxCommand, WorkspaceAndTmpAreWritable) {
   EXPECT_EQ(ReadText(tmp_file), "t\n");
 }
 
+// The workspace lives under /tmp here: both are roots, and a file made in one can be
+// renamed into the other (atomic writes through a temp file do this).
+TEST_F(SandboxCommand, RenameBetweenNestedRoots) {
+  RequireLandlock();
+  Ran ran = Sandbox("workspace-write", {SANDBOX_PROBE, "rename", base_ + "/tmp-made", ws_ + "/b"});
+  EXPECT_EQ(ran.exit_code, 1);  // the source does not exist yet: just proves the probe runs
+  testing::WriteText(base_ + "/tmp-made", "t\n");
+  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "rename", base_ + "/tmp-made", ws_ + "/b"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ReadText(ws_ + "/b"), "t\n");
+}
+
 TEST_F(SandboxCommand, ReadOnlyReadsButDoesNotWrite) {
   RequireLandlock();
   Ran ran = Script("read-only", "cat a.txt && ls / >/dev/null && echo ok > /dev/null && echo done");
