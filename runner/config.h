@@ -100,7 +100,8 @@ struct LoadOptions {
 Result<Config> LoadConfig(const LoadOptions& options);
 
 // --print-config: one `key = value  # source` line per effective key, sorted; valid TOML.
-// Header values and secret-looking variables are shown as "<redacted>".
+// Warnings come first as `# warning: ...` comments. Header values and secret-looking
+// variables are shown as "<redacted>".
 std::string FormatConfig(const Config& config);
 
 }  // namespace ae

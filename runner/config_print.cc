@@ -116,7 +116,9 @@ std::string FormatConfig(const Config& config) {
       add(spec, "");
     }
   }
+  // Warnings first, as comments, so the output stays valid TOML and nothing is missed.
   std::string out;
+  for (const std::string& warning : config.warnings) out += "# warning: " + warning + "\n";
   for (const auto& [key, line] : lines) out += line + "\n";
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "runner/config_keys.h"
@@ -65,6 +66,30 @@ TEST_F(ConfigTest, EveryKeyStartsAtItsDocumentedDefault) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
+}
+
+// docs/CONFIG.md documents every key of the table (ignored codex keys by their last segment).
+TEST(ConfigDocs, EveryKeyIsDocumented) {
+  std::ifstream in(std::string(AE_SOURCE_DIR) + "/docs/CONFIG.md");
+  ASSERT_TRUE(in) << "docs/CONFIG.md missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  for (const KeySpec& spec : ConfigKeys()) {
+    std::string name(spec.name);
+    if (spec.type == KeyType::kIgnored) {
+      name = name.substr(name.rfind('.') + 1);
+    } else if (size_t star = name.find('*'); star != std::string::npos) {
+      name.replace(star, 1, "<id>");
+    }
+    EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;
+    if (spec.type != KeyType::kIgnored && spec.name.find('*') == std::string_view::npos &&
+        spec.alias_of.empty()) {
+      EXPECT_NE(doc.find("| `" + name + "` | `" + std::string(spec.default_text) + "` |"),
+                std::string::npos)
+          << name << " default";
+    }
+  }
 }
 
 TEST_F(ConfigTest, BuiltInProviders) {
@@ -412,6 +437,16 @@ TEST_F(ConfigTest, RealCodexConfigLoadsWithoutWarnings) {
   EXPECT_EQ(Line(*config, "mcp_servers.docs.env"),
             "mcp_servers.docs.env = { DOCS_TOKEN = \"<redacted>\", MODE = \"fast\" }  # " +
                 user_file() + ":27");
+}
+
+TEST_F(ConfigTest, PrintConfigStartsWithTheWarningsAsComments) {
+  WriteFile(user_file(), "modle = \"x\"\n");
+  Result<Config> config = LoadConfig(Options());
+  ASSERT_TRUE(config.ok());
+  EXPECT_TRUE(
+      FormatConfig(*config).starts_with("# warning: " + user_file() +
+                                        ":1:1: unknown key 'modle' (did you mean "
+                                        "'model'?)\napproval_policy = \"never\"  # default\n"));
 }
 
 TEST_F(ConfigTest, NewProviderNameDefaultsToItsId) {
