@@ -1,5 +1,6 @@
 #include "engine/tools/exec.h"
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -134,10 +135,12 @@ class ExecCommandTool : public ToolHandler {
     size_t budget = env.turn.model_output_max_bytes;
     if (max_tokens->has_value() && **max_tokens > 0) budget = static_cast<size_t>(**max_tokens) * 4;
 
+    const auto start = std::chrono::steady_clock::now();
     auto outcome = env.orchestrator.RunCommand(req, env.emitter, env.cancel);
     if (!outcome.ok()) return Fail(call, outcome.message());
-    std::string text =
-        FormatExecCommandOutput(outcome->run, SanitizeCapture(outcome->run), budget, ChunkId());
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string text = FormatExecCommandOutput(outcome->run, SanitizeCapture(outcome->run), budget,
+                                               ChunkId(), wall);
     if (outcome->sandbox_denied) text += DeniedNote(env.turn);
     return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
   }

@@ -73,14 +73,15 @@ ModelBody CutForModel(const CapturedText& captured, size_t max_bytes, std::strin
 }
 
 std::string FormatExecCommandOutput(const sandbox::RunResult& run, const CapturedText& captured,
-                                    size_t max_bytes, std::string_view chunk_id) {
+                                    size_t max_bytes, std::string_view chunk_id,
+                                    double wall_seconds) {
   std::string note = TimeoutNote(run);
   ModelBody body = CutForModel(captured, max_bytes, note);
   uint64_t original_tokens = ApproxTokens(note.size() + captured.original_bytes);
   std::string out = fmt::format(
       "Chunk ID: {}\nWall time: {:.4f} seconds\nProcess exited with code {}\n"
       "Original token count: {}\nOutput:\n",
-      chunk_id, static_cast<double>(run.duration.count()) / 1000.0, run.exit_code, original_tokens);
+      chunk_id, wall_seconds, run.exit_code, original_tokens);
   if (body.truncated) {
     out += fmt::format("Warning: truncated output (original token count: {})\n", original_tokens);
     out += fmt::format("Total output lines: {}\n\n", captured.original_lines + CountLines(note));

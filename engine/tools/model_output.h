@@ -38,7 +38,8 @@ ModelBody CutForModel(const CapturedText& captured, size_t max_bytes, std::strin
 //   Chunk ID: …\nWall time: 0.1234 seconds\nProcess exited with code N\n
 //   Original token count: T\nOutput:\n<body>
 std::string FormatExecCommandOutput(const sandbox::RunResult& run, const CapturedText& captured,
-                                    size_t max_bytes, std::string_view chunk_id);
+                                    size_t max_bytes, std::string_view chunk_id,
+                                    double wall_seconds);
 // shell's reply (and apply_patch's): Exit code: N\nWall time: S seconds\nOutput:\n<body>
 std::string FormatShellOutput(int exit_code, double wall_seconds, std::string_view body,
                               uint64_t total_lines = 0);
