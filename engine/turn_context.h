@@ -33,7 +33,7 @@ struct TurnContext {
   ShellEnvPolicy shell_env;
   int64_t command_timeout_ms = 10000;         // when the model gives no timeout_ms
   size_t command_output_max_bytes = 1 << 20;  // kept per command for the event
-  size_t model_output_max_bytes = 10 * 1024;  // fed back to the model, head+tail
+  size_t model_output_max_bytes = 40000;      // fed back to the model, head+tail (codex: 10k tokens)
 };
 
 }  // namespace ae
