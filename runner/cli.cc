@@ -173,7 +173,10 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   }
   for (const std::string& extra : app.remaining()) {
     if (extra == "--") continue;
-    return UsageError(fmt::format("unexpected argument '{}' found", extra));
+    const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
+    return UsageError(
+        fmt::format("unexpected argument '{}' found\n\n  tip: to pass '{}' as a value, use '-- {}'",
+                    name, name, name));
   }
 
   if (args.sandbox &&

@@ -181,7 +181,7 @@ class Loader {
                const toml::source_region& key_region, const Origin& origin) {
     const std::string display = Display(origin, path);
     const std::string where = Where(origin, key_region);
-    if (path.size() == 1 && path[0] == "profiles") {
+    if (path[0] == "profiles") {
       if (origin.layer == Layer::kUser) return {};  // read when the profile is chosen
       Warn(fmt::format("{}: ignored '{}': profiles are read from {} only", where, display,
                        user_file_));

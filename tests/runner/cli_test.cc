@@ -97,9 +97,18 @@ TEST(Cli, DoubleDashMakesEverythingLiteral) {
 }
 
 TEST(Cli, UnknownOption) {
+  // As clap words it for codex, tip included.
   EXPECT_EQ(Parse({"--foo", "hi"}).message(),
-            "error: unexpected argument '--foo' found" + kUsageTail);
-  EXPECT_EQ(Parse({"hi", "-x"}).message(), "error: unexpected argument '-x' found" + kUsageTail);
+            "error: unexpected argument '--foo' found\n\n"
+            "  tip: to pass '--foo' as a value, use '-- --foo'" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--foo=1", "hi"}).message(),
+            "error: unexpected argument '--foo' found\n\n"
+            "  tip: to pass '--foo' as a value, use '-- --foo'" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"hi", "-x"}).message(),
+            "error: unexpected argument '-x' found\n\n  tip: to pass '-x' as a value, use '-- -x'" +
+                kUsageTail);
 }
 
 TEST(Cli, MissingValue) {

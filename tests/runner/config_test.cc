@@ -563,6 +563,17 @@ TEST_F(ConfigTest, UnknownOverrideKeyWarns) {
   EXPECT_EQ(LoadConfig(o).message(), "-c modle=x: unknown key 'modle' (did you mean 'model'?)");
 }
 
+TEST_F(ConfigTest, ProfilesCannotBeWrittenFromTheCommandLine) {
+  LoadOptions o = Options();
+  o.overrides = {"profiles.ci.model=x"};
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->warnings,
+            std::vector<std::string>{"-c profiles.ci.model=x: ignored 'profiles.ci.model': "
+                                     "profiles are read from " +
+                                     user_file() + " only"});
+}
+
 TEST_F(ConfigTest, OverrideValueCannotSmuggleOtherKeys) {
   LoadOptions o = Options();
   o.overrides = {"model=x\nsandbox_mode = \"danger-full-access\""};
