@@ -3,7 +3,11 @@
 // between.
 #include "runner/sandbox_command.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -82,6 +86,28 @@ Status ApplyOverride(const std::string& text, sandbox::Settings* settings, bool*
   }
   // Other keys belong to a full run's configuration and do not affect this command.
   return {};
+}
+
+// With the network off, a network socket we inherited (a CI agent's connection leaked
+// without O_CLOEXEC) would be a way out that seccomp cannot see: such sockets are closed on
+// exec. Pipes and Unix sockets (make's jobserver, an ssh agent) are kept.
+void CloseInheritedNetworkSockets() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  std::vector<int> fds;
+  while (dirent* entry = ::readdir(dir)) {
+    int fd = std::atoi(entry->d_name);
+    if (fd > 2 && fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  for (int fd : fds) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) continue;
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
 }
 
 }  // namespace
@@ -164,7 +190,10 @@ int SandboxCommandMain(int argc, char** argv) {
       PrintLine(prepared.message());
       return kSandboxUnavailable;
     }
-    if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+    if (!policy->network_access) {
+      ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+      CloseInheritedNetworkSockets();
+    }
     const char* step = "";
     int err = 0;
     std::fflush(nullptr);

@@ -1,6 +1,9 @@
 // `agentexec sandbox` as users meet it: what is allowed keeps working, exit codes pass
 // through, and a kernel that cannot enforce the mode stops with exit 3.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -160,6 +163,40 @@ TEST_F(SandboxCommand, NetworkIsOffUnlessEnabled) {
   // Read-only has no network switch.
   Ran ro = Sandbox("read-only", {SANDBOX_PROBE, "socket", "inet"}, on);
   EXPECT_EQ(ro.exit_code, 1) << ro.output;
+}
+
+// A network socket inherited from whoever started us is closed on exec when the network is
+// off; pipes (make's jobserver) stay usable.
+TEST_F(SandboxCommand, InheritedNetworkSocketsAreClosed) {
+  RequireLandlock();
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  int client = ::socket(AF_INET, SOCK_STREAM, 0);  // no SOCK_CLOEXEC: inherited
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int server = ::accept(listener, nullptr, nullptr);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+
+  Ran sock = Sandbox("workspace-write", {SANDBOX_PROBE, "write-fd", std::to_string(client)});
+  EXPECT_EQ(sock.exit_code, 1) << sock.output;
+  EXPECT_NE(sock.output.find("Bad file descriptor"), std::string::npos) << sock.output;
+  char buf[16];
+  EXPECT_EQ(::recv(server, buf, sizeof buf, MSG_DONTWAIT), -1);
+
+  Ran pipe = Sandbox("workspace-write", {SANDBOX_PROBE, "write-fd", std::to_string(pipe_fds[1])});
+  EXPECT_EQ(pipe.exit_code, 0) << pipe.output;
+  EXPECT_EQ(::read(pipe_fds[0], buf, sizeof buf), 6);
+
+  const std::vector<std::string> on = {"-c", "sandbox_workspace_write.network_access=true"};
+  Ran enabled = Sandbox("workspace-write", {SANDBOX_PROBE, "write-fd", std::to_string(client)}, on);
+  EXPECT_EQ(enabled.exit_code, 0) << enabled.output;
+  for (int fd : {listener, client, server, pipe_fds[0], pipe_fds[1]}) ::close(fd);
 }
 
 TEST_F(SandboxCommand, DangerFullAccessAllowsEverything) {
