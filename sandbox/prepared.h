@@ -33,7 +33,9 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
 std::string DescribePrepared(const PreparedSandbox& prepared);
 
 // In the child after fork, before execve. Async-signal-safe. On failure returns false and
-// sets *failed_step to a static string naming the step and *err to errno.
+// sets *failed_step to a string naming the step (static, or owned by `prepared`, e.g.
+// "make read-only /ws/.git") and *err to errno. Order: mount namespace and carve-outs,
+// capability drop, no_new_privs, Landlock, seccomp (see docs/SANDBOX.md).
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
 
 }  // namespace ae::sandbox
