@@ -147,15 +147,20 @@ Result<std::string> ReadImage(const std::string& given, const std::string& path)
 }
 
 Result<std::string> ResolveCwd(const CliArgs& args, const Environment& env) {
+  if (env.cwd.empty()) {
+    return MakeError("cannot find the current directory (was it deleted?); use -C DIR");
+  }
   std::string dir = env.cwd;
   if (args.cd) dir = Absolute(*args.cd, env.cwd);
+  // Name it the way the user did: "-C build" rather than the absolute path.
+  const std::string name = args.cd ? "-C " + *args.cd : "working directory " + dir;
   char resolved[PATH_MAX];
   if (!::realpath(dir.c_str(), resolved)) {
-    return MakeError(fmt::format("-C {}: {}", args.cd.value_or(dir), std::strerror(errno)));
+    return MakeError(fmt::format("{}: {}", name, std::strerror(errno)));
   }
   struct stat st {};
   if (::stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return MakeError(fmt::format("-C {}: {}", args.cd.value_or(dir), std::strerror(ENOTDIR)));
+    return MakeError(fmt::format("{}: {}", name, std::strerror(ENOTDIR)));
   }
   return std::string(resolved);
 }

@@ -109,6 +109,8 @@ TEST_F(LoadRunTest, CdIsResolvedAndChecked) {
             "error: -C missing: No such file or directory");
   WriteFile(repo() + "/file", "");
   EXPECT_EQ(Load({"-C", "file", "hi"}).message(), "error: -C file: Not a directory");
+  EXPECT_EQ(Load({"hi"}, tmp_ / "gone").message(),
+            "error: working directory " + tmp_ / "gone" + ": No such file or directory");
 }
 
 TEST_F(LoadRunTest, ProjectConfigComesFromTheGitRootOfTheSessionDirectory) {
