@@ -1,0 +1,28 @@
+// McpServerSpec: one configured MCP server, as the engine needs it (runner/ maps the
+// `mcp_servers.NAME` config tables onto it). Only stdio servers are started here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ae {
+
+struct McpServerSpec {
+  std::string name;  // the NAME of [mcp_servers.NAME]; must match [a-zA-Z0-9_-]+
+  std::string command;
+  std::vector<std::string> args;
+  // The server sees only a few of our variables (HOME, LOGNAME, PATH, SHELL, USER, LANG,
+  // LC_ALL, TERM, TMPDIR, TZ, as codex), plus those named in env_vars, plus env.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> env_vars;
+  std::string cwd;                                        // empty = ours
+  int64_t startup_timeout_ms = 10000;                     // initialize + tools/list
+  int64_t tool_timeout_ms = 60000;                        // each tools/call
+  std::optional<std::vector<std::string>> enabled_tools;  // unset = every tool
+  std::vector<std::string> disabled_tools;                // applied after enabled_tools
+};
+
+}  // namespace ae

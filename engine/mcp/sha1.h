@@ -1,0 +1,10 @@
+// SHA-1, only to shorten over-long MCP tool names the way codex does (not for security).
+#pragma once
+
+#include <string>
+
+namespace ae {
+
+std::string Sha1Hex(const std::string& data);  // 40 lowercase hex digits
+
+}  // namespace ae
