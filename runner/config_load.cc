@@ -123,6 +123,16 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
+// "a.b.c" -> {"a", "b", "c"}: our own key names, which never need quoting.
+std::vector<std::string> SplitDots(std::string_view name) {
+  std::vector<std::string> parts;
+  for (size_t dot; (dot = name.find('.')) != std::string_view::npos; name.remove_prefix(dot + 1)) {
+    parts.emplace_back(name.substr(0, dot));
+  }
+  parts.emplace_back(name);
+  return parts;
+}
+
 struct ParsedFile {
   bool exists = false;
   toml::table table;
@@ -231,13 +241,7 @@ class Loader {
     std::string concrete_pattern(named.name);
     if (!named.alias_of.empty()) {
       concrete_pattern = std::string(named.alias_of);
-      std::vector<std::string> target;
-      std::string_view rest = named.alias_of;
-      for (size_t dot; (dot = rest.find('.')) != std::string_view::npos;
-           rest.remove_prefix(dot + 1)) {
-        target.emplace_back(rest.substr(0, dot));
-      }
-      target.emplace_back(rest);
+      std::vector<std::string> target = SplitDots(named.alias_of);
       spec = MatchKey(target, &id);
     }
 
@@ -248,10 +252,9 @@ class Loader {
       if (spec->looser(current, *value)) {
         const std::string key = ConfigKeyName(concrete_pattern, id);
         auto it = config_.sources.find(key);
-        Warn(
-            fmt::format("{}: ignored '{}': a project config may not loosen it (keeping {} from {})",
-                        where, display, ValueText(*spec, current),
-                        it == config_.sources.end() ? "default" : it->second));
+        Warn(fmt::format(
+            "{}: ignored '{}': a project config may not loosen it (keeping {} from {})", where,
+            display, ValueText(current), it == config_.sources.end() ? "default" : it->second));
         return {};
       }
     }
@@ -261,13 +264,14 @@ class Loader {
   }
 
   // The effective value of a guarded key, shown in the "may not loosen" warning.
-  static std::string ValueText(const KeySpec& spec, const ConfigValue& v) {
+  static std::string ValueText(const ConfigValue& v) {
     if (const auto* s = std::get_if<std::string>(&v)) return fmt::format("\"{}\"", *s);
     if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
     if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
-      return fmt::format("[{}]", fmt::join(*list, ", "));
+      std::string out;
+      for (const std::string& item : *list) out += (out.empty() ? "" : ", ") + ("\"" + item + "\"");
+      return "[" + out + "]";
     }
-    (void)spec;
     return "the current value";
   }
 
@@ -600,13 +604,7 @@ Result<Config> LoadConfig(const LoadOptions& options) {
       }
     }
     if (!holder.contains("v")) holder.insert("v", flag.value);
-    std::vector<std::string> key;
-    std::string_view rest = flag.key;
-    for (size_t dot; (dot = rest.find('.')) != std::string_view::npos;
-         rest.remove_prefix(dot + 1)) {
-      key.emplace_back(rest.substr(0, dot));
-    }
-    key.emplace_back(rest);
+    std::vector<std::string> key = SplitDots(flag.key);
     if (Status s = loader.Visit(key, *holder.get("v"), {}, origin); !s.ok()) return s.error();
   }
 

@@ -239,6 +239,18 @@ TEST_F(ConfigTest, LoosenWarningNamesFileLineAndWhatIsKept) {
                 user_file() + ":1)");
 }
 
+TEST_F(ConfigTest, LoosenWarningForRootsShowsTheKeptList) {
+  WriteFile(user_file(), "sandbox_workspace_write.writable_roots = [\"/a\"]\n");
+  WriteFile(project_file(), "sandbox_workspace_write.writable_roots = [\"/a\", \"/etc\"]\n");
+  Result<Config> config = LoadConfig(WithProject());
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->warnings,
+            std::vector<std::string>{project_file() +
+                                     ":1:42: ignored 'sandbox_workspace_write.writable_roots': a "
+                                     "project config may not loosen it (keeping [\"/a\"] from " +
+                                     user_file() + ":1)"});
+}
+
 TEST_F(ConfigTest, ProjectMayTighten) {
   const LoosenCase cases[] = {
       {"sandbox_mode = \"workspace-write\"", "sandbox_mode = \"read-only\"", "sandbox_mode",
