@@ -3,6 +3,7 @@
 // Prepare) done once per session.
 #include <benchmark/benchmark.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox/landlock.h"
@@ -66,6 +67,55 @@ BENCHMARK(BM_SpawnSandboxed)
     ->Args({0, 1})
     ->Args({1, 0})
     ->Args({1, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+// Only the child's confinement steps, timed inside the child (fork and exec noise excluded).
+void BM_ApplyInChild(benchmark::State& state) {
+  if (landlock::Abi() < 1) {
+    state.SkipWithError("Landlock is not available");
+    return;
+  }
+  Policy policy = MakePolicy(state.range(0) == 0 ? Mode::kReadOnly : Mode::kWorkspaceWrite);
+  PrepareOptions options;
+  options.mount_namespace = state.range(1) != 0;
+  Result<PreparedPtr> prepared = Prepare(policy, options);
+  if (!prepared.ok()) {
+    state.SkipWithError(prepared.message().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    int fds[2];
+    if (::pipe(fds) != 0) break;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      timespec t0, t1;
+      ::clock_gettime(CLOCK_MONOTONIC, &t0);
+      const char* step = "";
+      int err = 0;
+      bool ok = ApplyInChild(**prepared, &step, &err);
+      ::clock_gettime(CLOCK_MONOTONIC, &t1);
+      double seconds = ok ? (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 : -1;
+      (void)!::write(fds[1], &seconds, sizeof seconds);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    double seconds = -1;
+    (void)!::read(fds[0], &seconds, sizeof seconds);
+    ::close(fds[0]);
+    ::waitpid(pid, nullptr, 0);
+    if (seconds < 0) {
+      state.SkipWithError("ApplyInChild failed");
+      break;
+    }
+    state.SetIterationTime(seconds);
+  }
+}
+BENCHMARK(BM_ApplyInChild)
+    ->ArgNames({"workspace_write", "mountns"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
 void BM_BuildPolicy(benchmark::State& state) {
