@@ -7,6 +7,7 @@
 #include "engine/emitter.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
+#include "engine/mcp/manager.h"
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 #include "engine/turn.h"
@@ -155,6 +156,9 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   }
 
   std::unique_ptr<ToolRouter> router = MakeDefaultRouter();
+  // Stopped when RunSession returns; a server that fails to start is an error item, no more.
+  McpServers mcp = McpServers::Start(config.mcp_servers, emitter, cancel);
+  mcp.RegisterTools(*router);
   Orchestrator orchestrator(turn, prepared.get());
   TurnDeps deps{.turn = turn,
                 .client = **client,

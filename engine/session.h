@@ -9,6 +9,7 @@
 
 #include "base/cancel.h"
 #include "engine/event_sink.h"
+#include "engine/mcp/mcp_config.h"
 #include "engine/model/client.h"
 #include "engine/rollout.h"
 #include "engine/turn_context.h"
@@ -34,6 +35,7 @@ struct SessionConfig {
   std::string home;                               // $AGENTEXEC_HOME (sessions/ lives here)
   bool ephemeral = false;                         // write no session file
   std::optional<LoadedRollout> resume;            // continue this thread (resume ID / --last)
+  std::vector<McpServerSpec> mcp_servers;         // stdio MCP servers whose tools are offered
 };
 
 enum class SessionOutcome {

@@ -9,7 +9,8 @@ cwd {} -> the working directory.
 Failure modes (argv): --crash-on-init (prints a traceback-like line on stderr, exits 3 on
 initialize), --garbage (answers initialize with a line that is not JSON), --no-answer (reads
 requests, never answers), --page-size N (tools/list paginates with nextCursor),
---log FILE (appends every message received, one JSON line each).
+--log FILE (appends every message received, one JSON line each, then {"eof":true} when
+stdin closes).
 Only the Python 3 standard library.
 """
 import json
@@ -123,6 +124,9 @@ def main():
         else:
             send({"jsonrpc": "2.0", "id": mid,
                   "error": {"code": -32601, "message": "Method not found"}})
+    if log:
+        log.write('{"eof":true}\n')  # stdin closed: the client is shutting us down
+        log.close()
 
 
 if __name__ == "__main__":
