@@ -38,13 +38,17 @@ bool IsContinuation(char c) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view s) {
+size_t FirstInvalidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = ValidSequenceLength(s, i);
-    if (n == 0) return false;
+    if (n == 0) return i;
     i += n;
   }
-  return true;
+  return std::string_view::npos;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  return FirstInvalidUtf8(s) == std::string_view::npos;
 }
 
 std::string SanitizeUtf8(std::string_view s) {

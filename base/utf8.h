@@ -8,6 +8,8 @@
 namespace ae {
 
 bool IsValidUtf8(std::string_view s);
+// Offset of the first byte that does not start a valid sequence, or npos when all is valid.
+size_t FirstInvalidUtf8(std::string_view s);
 // Replaces every invalid byte sequence with U+FFFD.
 std::string SanitizeUtf8(std::string_view s);
 // The largest n <= max such that s[0, n) does not end inside a multi-byte sequence.

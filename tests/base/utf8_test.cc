@@ -16,15 +16,26 @@ TEST(Utf8Test, ValidAndInvalid) {
   EXPECT_FALSE(IsValidUtf8("\xE2\x9C"));          // truncated
 }
 
+TEST(Utf8Test, FirstInvalidOffset) {
+  EXPECT_EQ(FirstInvalidUtf8("ok \xE2\x9C\x93"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("ab\xFF"), 2u);
+  EXPECT_EQ(FirstInvalidUtf8("a\xE2\x9C"), 1u);
+}
+
 TEST(Utf8Test, SanitizeReplacesEachBadByte) {
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(SanitizeUtf8("\xE2\x9C"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(SanitizeUtf8("ok \xE2\x9C\x93"), "ok \xE2\x9C\x93");
   EXPECT_TRUE(IsValidUtf8(SanitizeUtf8(std::string("\x00\x80\xBF\xC2", 4))));
 }
 
 TEST(Utf8Test, CutsLandOnCharacterBoundaries) {
-  std::string s = "a\xE2\x9C\x93" "b";  // a ✓ b
+  std::string s =
+      "a\xE2\x9C\x93"
+      "b";  // a ✓ b
   EXPECT_EQ(Utf8PrefixLength(s, 0), 0u);
   EXPECT_EQ(Utf8PrefixLength(s, 1), 1u);
   EXPECT_EQ(Utf8PrefixLength(s, 2), 1u);
