@@ -98,6 +98,7 @@ McpServers McpServers::Start(const std::vector<McpServerSpec>& specs, Emitter& e
       emitter.CompleteNew(
           ErrorItem{fmt::format("MCP server '{}' failed to start: {}", s.spec->name, why)});
       if (s.client) s.client->Shutdown();
+      if (s.spec->required) servers.failed_required_.push_back(s.spec->name);
       continue;
     }
     std::shared_ptr<McpClient> client(std::move(s.client));
@@ -136,6 +137,13 @@ std::shared_ptr<McpClient> McpServers::client(const std::string& server) const {
     if (c->name() == server) return c;
   }
   return nullptr;
+}
+
+std::optional<std::string> McpServers::RequiredFailure() const {
+  if (failed_required_.empty()) return std::nullopt;
+  std::string names;
+  for (const std::string& n : failed_required_) names += (names.empty() ? "" : ", ") + n;
+  return "required MCP servers failed to initialize: " + names;
 }
 
 void McpServers::Stop() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ class McpServers {
   std::shared_ptr<McpClient> client(const std::string& server) const;
   // Stops every server (tools registered earlier then answer with an error). Idempotent.
   void Stop();
+  // As codex: "required MCP servers failed to initialize: a, b" when a server marked
+  // `required` did not come up (the caller should fail the turn); nullopt otherwise.
+  std::optional<std::string> RequiredFailure() const;
 
  private:
   struct Registered {
@@ -44,6 +48,7 @@ class McpServers {
   };
   std::vector<std::shared_ptr<McpClient>> clients_;
   std::vector<Registered> tools_;
+  std::vector<std::string> failed_required_;
 };
 
 // Whether enabled_tools/disabled_tools let `tool` through.

@@ -23,6 +23,7 @@ struct McpServerSpec {
   int64_t tool_timeout_ms = 60000;                        // each tools/call
   std::optional<std::vector<std::string>> enabled_tools;  // unset = every tool
   std::vector<std::string> disabled_tools;                // applied after enabled_tools
+  bool required = false;  // the run cannot go on without it (see McpServers::RequiredFailure)
 };
 
 }  // namespace ae

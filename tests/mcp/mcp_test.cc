@@ -226,6 +226,21 @@ TEST_F(McpTest, MissingCommandBadCwdAndBadNameAreWarnings) {
                 "\n");
   // The good one came up regardless.
   EXPECT_EQ(servers_.ToolNames().size(), 7u);
+  EXPECT_EQ(servers_.RequiredFailure(), std::nullopt);
+}
+
+TEST_F(McpTest, RequiredServersThatFailAreNamed) {
+  McpServerSpec a = Spec({"--crash-on-init"});
+  a.name = "alpha";
+  a.required = true;
+  McpServerSpec b = Spec({"--garbage"});
+  b.name = "beta";
+  b.required = true;
+  McpServerSpec c = Spec({"--crash-on-init"});
+  c.name = "gamma";  // not required: a warning only
+  Start({a, b, c, Spec()});
+  EXPECT_EQ(servers_.RequiredFailure(), "required MCP servers failed to initialize: alpha, beta");
+  EXPECT_EQ(servers_.ToolNames().size(), 7u);
 }
 
 // --- calls ------------------------------------------------------------------------------
