@@ -30,6 +30,7 @@ std::string MetaLine(const SessionMeta& m) {
   w.Key("created_at"), w.String(m.created_at);
   w.Key("model"), w.String(m.model);
   w.Key("provider"), w.String(m.provider);
+  w.Key("sandbox"), w.String(m.sandbox);
   w.EndObject();
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
@@ -144,9 +145,9 @@ Result<LoadedRollout> LoadRollout(const std::string& path) {
     if (payload == d.MemberEnd()) continue;
     const rapidjson::Value& p = payload->value;
     if (type == "session_meta" && p.IsObject()) {
-      out.meta =
-          SessionMeta{GetString(p, "thread_id"), GetString(p, "cwd"), GetString(p, "created_at"),
-                      GetString(p, "model"), GetString(p, "provider")};
+      out.meta = SessionMeta{GetString(p, "thread_id"),  GetString(p, "cwd"),
+                             GetString(p, "created_at"), GetString(p, "model"),
+                             GetString(p, "provider"),   GetString(p, "sandbox")};
     } else if (type == "response_item") {
       rapidjson::StringBuffer buf;
       Writer w(buf);

@@ -2,7 +2,8 @@
 // $AGENTEXEC_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread_id>.jsonl, one JSON object
 // a line, flushed per line, so `resume` can continue it and a crash loses at most a line.
 //
-//   {"type":"session_meta","payload":{"thread_id":…,"cwd":…,"created_at":…,"model":…,"provider":…}}
+//   {"type":"session_meta","payload":{"thread_id":…,"cwd":…,"created_at":…,"model":…,
+//                                     "provider":…,"sandbox":…}}
 //   {"type":"response_item","payload":<Responses-API input item>}
 //   {"type":"usage","payload":{"input_tokens":…,…}}          (after each model request)
 #pragma once
@@ -24,6 +25,7 @@ struct SessionMeta {
   std::string created_at;  // RFC 3339 UTC
   std::string model;
   std::string provider;
+  std::string sandbox;  // the mode and how it was enforced in this run
 };
 
 class RolloutWriter {

@@ -137,10 +137,11 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   std::unique_ptr<RolloutWriter> rollout;
   if (!config.ephemeral) {
     Result<std::unique_ptr<RolloutWriter>> opened =
-        config.resume ? RolloutWriter::Append(config.resume->path)
-                      : RolloutWriter::Create(
-                            config.home, SessionMeta{result.thread_id, config.cwd, NowRfc3339(),
-                                                     config.model.model, config.provider.id});
+        config.resume
+            ? RolloutWriter::Append(config.resume->path)
+            : RolloutWriter::Create(
+                  config.home, SessionMeta{result.thread_id, config.cwd, NowRfc3339(),
+                                           config.model.model, config.provider.id, info.sandbox});
     if (opened.ok()) {
       rollout = std::move(opened.value());
     } else {

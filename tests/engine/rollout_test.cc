@@ -21,7 +21,7 @@ class RolloutTest : public ::testing::Test {
 };
 
 TEST_F(RolloutTest, WriteLoadAndResumeAppends) {
-  SessionMeta meta{"0190-aaaa", "/w", "2026-11-22T00:00:00Z", "gpt-5", "openai"};
+  SessionMeta meta{"0190-aaaa", "/w", "2026-11-22T00:00:00Z", "gpt-5", "openai", "read-only"};
   std::string path;
   {
     auto w = RolloutWriter::Create(home_, meta);
@@ -42,6 +42,7 @@ TEST_F(RolloutTest, WriteLoadAndResumeAppends) {
   ASSERT_TRUE(loaded.ok()) << loaded.message();
   EXPECT_EQ(loaded->meta.thread_id, "0190-aaaa");
   EXPECT_EQ(loaded->meta.cwd, "/w");
+  EXPECT_EQ(loaded->meta.sandbox, "read-only");
   EXPECT_EQ(loaded->items, (std::vector<std::string>{
                                R"({"type":"message","role":"user","content":[]})",
                                R"({"type":"function_call_output","call_id":"c","output":"x"})"}));
