@@ -10,6 +10,7 @@
 #include <rapidjson/writer.h>
 
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #ifndef AGENTEXEC_VERSION
@@ -72,6 +73,12 @@ Result<std::unique_ptr<McpClient>> McpClient::Spawn(const McpServerSpec& spec) {
 // The reader thread calls into us: stop it before our members go.
 McpClient::~McpClient() {
   transport_->Shutdown();
+}
+
+void McpClient::Shutdown() {
+  transport_->Shutdown();
+  std::lock_guard lock(mu_);
+  CloseLocked("the server has been shut down");
 }
 
 void McpClient::CloseLocked(std::string message) {

@@ -55,7 +55,8 @@ class McpClient {
 
   const std::string& name() const { return name_; }
   pid_t pid() const { return transport_->pid(); }
-  void Shutdown() { transport_->Shutdown(); }
+  // Stops the server; later requests fail with "the server has been shut down".
+  void Shutdown();
 
  private:
   struct Pending {

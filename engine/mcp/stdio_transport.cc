@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 namespace ae {
 namespace {
@@ -353,7 +352,7 @@ void StdioTransport::ReadLoop(LineHandler on_line, CloseHandler on_close) {
       if (n <= 0) break;
       AppendStderr(chunk, static_cast<size_t>(n));
     }
-    why = ExitDescription();
+    why = stopping_ ? "has been shut down" : ExitDescription();
   }
   on_close(std::move(why));
   // Keep draining stderr so a chatty server never blocks on a full pipe, until Shutdown.
@@ -373,6 +372,7 @@ void StdioTransport::ReadLoop(LineHandler on_line, CloseHandler on_close) {
 void StdioTransport::Shutdown() {
   std::lock_guard lock(shutdown_mu_);
   if (pid_ > 0 && !reaped_) {
+    stopping_ = true;
     {
       std::lock_guard wlock(write_mu_);
       stdin_w_.reset();  // the MCP way to ask a stdio server to leave

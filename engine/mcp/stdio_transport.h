@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,6 +53,7 @@ class StdioTransport {
 
   pid_t pid_ = -1;
   bool reaped_ = false;
+  std::atomic<bool> stopping_{false};  // Shutdown began: an end of stdout is expected
   std::mutex write_mu_;
   Fd stdin_w_;
   Fd stdout_r_;

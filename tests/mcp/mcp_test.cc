@@ -350,6 +350,7 @@ TEST_F(McpTest, TimeoutFailsTheCallAndStopKillsTheServer) {
   // A call after Stop answers with an error instead of hanging.
   ToolResult after = Call("mcp__docs__echo", R"({"text":"x"})");
   EXPECT_FALSE(after.success);
+  EXPECT_EQ(after.output, "tool call error: the server has been shut down");
 }
 
 TEST_F(McpTest, CancelStopsTheWait) {
