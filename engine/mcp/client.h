@@ -55,6 +55,7 @@ class McpClient {
 
   const std::string& name() const { return name_; }
   pid_t pid() const { return transport_->pid(); }
+  std::string StderrTail() const { return transport_->StderrTail(); }
   // Stops the server; later requests fail with "the server has been shut down".
   void Shutdown();
 

@@ -113,7 +113,7 @@ TEST_F(McpTest, StartsListsAndOffersEveryToolInServerOrder) {
   EXPECT_EQ(servers_.ToolNames(),
             (std::vector<std::string>{"mcp__docs__echo", "mcp__docs__add", "mcp__docs__fail",
                                       "mcp__docs__slow", "mcp__docs__crash", "mcp__docs__env",
-                                      "mcp__docs__cwd"}));
+                                      "mcp__docs__cwd", "mcp__docs__noisy"}));
   std::string specs = router_.SpecsJson();
   EXPECT_NE(
       specs.find(
@@ -142,9 +142,15 @@ TEST_F(McpTest, StartsListsAndOffersEveryToolInServerOrder) {
       << log;
 }
 
+TEST_F(McpTest, AnswersTheServersRequests) {
+  Start({Spec({"--ping-first"})});
+  EXPECT_EQ(sink_.Jsonl(), "");
+  EXPECT_EQ(servers_.ToolNames().size(), 8u);
+}
+
 TEST_F(McpTest, FollowsToolsListCursors) {
   Start({Spec({"--page-size", "2"})});
-  EXPECT_EQ(servers_.ToolNames().size(), 7u);
+  EXPECT_EQ(servers_.ToolNames().size(), 8u);
   EXPECT_NE(ServerLog().find(R"("method":"tools/list","params":{"cursor":"6"}})"),
             std::string::npos);
 }
@@ -225,7 +231,7 @@ TEST_F(McpTest, MissingCommandBadCwdAndBadNameAreWarnings) {
                 R"("MCP server 'my.docs' failed to start: its name must match ^[a-zA-Z0-9_-]+$"}})"
                 "\n");
   // The good one came up regardless.
-  EXPECT_EQ(servers_.ToolNames().size(), 7u);
+  EXPECT_EQ(servers_.ToolNames().size(), 8u);
   EXPECT_EQ(servers_.RequiredFailure(), std::nullopt);
 }
 
@@ -240,7 +246,7 @@ TEST_F(McpTest, RequiredServersThatFailAreNamed) {
   c.name = "gamma";  // not required: a warning only
   Start({a, b, c, Spec()});
   EXPECT_EQ(servers_.RequiredFailure(), "required MCP servers failed to initialize: alpha, beta");
-  EXPECT_EQ(servers_.ToolNames().size(), 7u);
+  EXPECT_EQ(servers_.ToolNames().size(), 8u);
 }
 
 // --- calls ------------------------------------------------------------------------------
@@ -376,6 +382,14 @@ TEST_F(McpTest, ServerExitingMidCallFailsThisAndLaterCalls) {
   EXPECT_EQ(again.output, "tool call error: " + why);
 }
 
+TEST_F(McpTest, AChattyStderrNeitherBlocksNorGrows) {
+  Start({Spec()});
+  EXPECT_EQ(Call("mcp__docs__noisy", "{}").output, "ok");
+  std::string tail = servers_.client("docs")->StderrTail();
+  EXPECT_LE(tail.size(), 4096u);
+  EXPECT_EQ(tail.substr(tail.size() - 10), "last words");
+}
+
 TEST_F(McpTest, JsonRpcErrorsAreReported) {
   Result<std::unique_ptr<McpClient>> c = McpClient::Spawn(Spec());
   ASSERT_TRUE(c.ok()) << c.message();
@@ -409,7 +423,7 @@ TEST_F(McpTest, TwoServersStartTogetherAndKeepTheirNames) {
   b.enabled_tools = std::vector<std::string>{"echo"};
   Start({a, b});
   std::vector<std::string> names = servers_.ToolNames();
-  ASSERT_EQ(names.size(), 8u);
+  ASSERT_EQ(names.size(), 9u);
   EXPECT_EQ(names.back(), "mcp__beta__echo");
   EXPECT_EQ(Call("mcp__beta__echo", R"({"text":"from beta"})").output, "from beta");
   EXPECT_NE(sink_.Jsonl().find(R"("server":"beta","tool":"echo")"), std::string::npos);

@@ -4,11 +4,12 @@
 Tools: echo {text} -> text block; add {a, b} -> structuredContent {sum} plus a text block;
 fail {} -> isError; slow {seconds} -> sleeps, then "done"; crash {} -> exits with code 3
 without answering; env {name} -> the value of an environment variable ("" if unset);
-cwd {} -> the working directory.
+cwd {} -> the working directory; noisy {} -> writes 1 MiB to stderr, then "ok".
 
 Failure modes (argv): --crash-on-init (prints a traceback-like line on stderr, exits 3 on
 initialize), --garbage (answers initialize with a line that is not JSON), --no-answer (reads
-requests, never answers), --page-size N (tools/list paginates with nextCursor),
+requests, never answers), --page-size N (tools/list paginates with nextCursor), --ping-first (before answering
+initialize, pings the client and exits with code 4 unless the answer is right),
 --log FILE (appends every message received, one JSON line each, then {"eof":true} when
 stdin closes).
 Only the Python 3 standard library.
@@ -35,6 +36,8 @@ TOOLS = [
     {"name": "env", "description": "Reads an environment variable.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
     {"name": "cwd", "description": "Reports the working directory.",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "noisy", "description": "Writes 1 MiB to stderr, then answers.",
      "inputSchema": {"type": "object", "properties": {}}},
 ]
 
@@ -67,6 +70,11 @@ def call_tool(name, args):
         return {"content": [text(os.environ.get(str(args.get("name", "")), ""))]}
     if name == "cwd":
         return {"content": [text(os.getcwd())]}
+    if name == "noisy":
+        sys.stderr.write(("noise " * 1000 + "\n") * 175)
+        sys.stderr.write("last words\n")
+        sys.stderr.flush()
+        return {"content": [text("ok")]}
     return None
 
 
@@ -75,6 +83,7 @@ def main():
     crash_on_init = "--crash-on-init" in argv
     garbage = "--garbage" in argv
     no_answer = "--no-answer" in argv
+    ping_first = "--ping-first" in argv
     page_size = int(argv[argv.index("--page-size") + 1]) if "--page-size" in argv else 0
     log = open(argv[argv.index("--log") + 1], "a") if "--log" in argv else None
 
@@ -96,6 +105,16 @@ def main():
                 sys.stderr.write("RuntimeError: cannot open the docs index\n")
                 sys.stderr.flush()
                 sys.exit(3)
+            if ping_first:
+                send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+                send({"jsonrpc": "2.0", "id": 7, "method": "roots/list"})
+                answers = [json.loads(sys.stdin.readline()) for _ in range(2)]
+                expected = [{"jsonrpc": "2.0", "id": "p1", "result": {}},
+                            {"jsonrpc": "2.0", "id": 7, "error": {
+                                "code": -32601, "message": "Method not found: roots/list"}}]
+                if answers != expected:
+                    sys.stderr.write("bad answers: %r\n" % answers)
+                    sys.exit(4)
             if garbage:
                 sys.stdout.write("Starting docs server v1.2...\n")
                 sys.stdout.flush()
