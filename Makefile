@@ -3,6 +3,7 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 DEPS    := scripts/install-deps.sh
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure test bench demo format clean
 
@@ -25,8 +26,10 @@ bench: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS) --target agentexec agentexec_bench
 	./bench/run.sh $(BUILD)
 
-demo: all
-	./examples/demo.sh $(BUILD)/agentexec
+# The build's chatter goes to stderr so stdout is the run itself: JSONL, then the answer.
+demo:
+	@$(MAKE) all >&2
+	@./examples/demo.sh $(BUILD)/agentexec
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
