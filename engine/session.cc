@@ -160,6 +160,13 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // Stopped when RunSession returns; a server that fails to start is an error item, no more.
   McpServers mcp = McpServers::Start(config.mcp_servers, emitter, cancel);
   mcp.RegisterTools(*router);
+  if (std::optional<std::string> failure = mcp.RequiredFailure()) {
+    emitter.Emit(StreamError{*failure});
+    emitter.Emit(TurnFailed{*failure});
+    result.outcome = SessionOutcome::kFailed;
+    result.error = *failure;
+    return result;
+  }
   Orchestrator orchestrator(turn, prepared.get());
   TurnDeps deps{.turn = turn,
                 .client = **client,

@@ -29,15 +29,22 @@ struct ProviderConfig {
   std::string script;  // wire "scripted": path of the turns file (absolute once loaded)
 };
 
-// Stored for the MCP client (a later issue); nothing here starts a server.
+// One [mcp_servers.NAME] table; engine/mcp starts the stdio ones (docs/MCP.md).
 struct McpServerConfig {
   std::string command;
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
+  std::vector<std::string> env_vars;  // variables passed through from our environment
   std::string cwd;
   std::string url;
   std::string bearer_token_env_var;
   bool enabled = true;
+  bool required = false;  // a server that fails to start fails the turn
+  int64_t startup_timeout_ms = 10000;
+  int64_t tool_timeout_ms = 60000;
+  std::vector<std::string> enabled_tools;  // only these (when enabled_tools_set)
+  bool enabled_tools_set = false;          // absent: every tool; [] : none
+  std::vector<std::string> disabled_tools;
 };
 
 struct Config {

@@ -199,6 +199,39 @@ Environment Environment::FromProcess() {
   return env;
 }
 
+namespace {
+
+// [mcp_servers.*] -> the engine's specs, in name order. Only stdio servers can be started.
+void AddMcpServers(const Config& config, SessionConfig& session) {
+  for (const auto& [name, s] : config.mcp_servers) {
+    if (!s.enabled) continue;
+    if (s.command.empty()) {
+      session.warnings.push_back(
+          s.url.empty()
+              ? fmt::format("MCP server '{}' has no `command`; it is not started", name)
+              : fmt::format("MCP server '{}' uses `url` (streamable HTTP), which agentexec does "
+                            "not support; it is not started",
+                            name));
+      continue;
+    }
+    McpServerSpec spec;
+    spec.name = name;
+    spec.command = s.command;
+    spec.args = s.args;
+    spec.env = s.env;
+    spec.env_vars = s.env_vars;
+    spec.cwd = s.cwd;
+    spec.startup_timeout_ms = s.startup_timeout_ms;
+    spec.tool_timeout_ms = s.tool_timeout_ms;
+    if (s.enabled_tools_set) spec.enabled_tools = s.enabled_tools;
+    spec.disabled_tools = s.disabled_tools;
+    spec.required = s.required;
+    session.mcp_servers.push_back(std::move(spec));
+  }
+}
+
+}  // namespace
+
 Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs) {
   SessionConfig session;
   session.cwd = inputs.cwd;
@@ -254,6 +287,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
     if (!url.ok()) return url.error();
     session.images.push_back(std::move(*url));
   }
+  AddMcpServers(config, session);
   return session;
 }
 
