@@ -101,7 +101,7 @@ class EscapeSuite : public ::testing::Test {
   void StartSibling() {
     sibling_ = ::fork();
     if (sibling_ == 0) {
-      ::execl("/bin/sleep", "sleep", "60", nullptr);
+      ::execl("/bin/sleep", "sleep", "600", nullptr);  // outlives the slowest run
       ::_exit(127);
     }
   }
