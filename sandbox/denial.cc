@@ -21,7 +21,9 @@ bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
 }  // namespace
 
 bool LooksSandboxDenied(const RunResult& result) {
-  if (result.setup_error.has_value()) return true;
+  // The spawner prefixes the steps of ApplyInChild with "sandbox: "; execve or chdir failing
+  // (a missing command, a missing directory) is not the sandbox's doing.
+  if (result.setup_error.has_value()) return result.setup_error->rfind("sandbox: ", 0) == 0;
   if (result.term_signal == SIGSYS) return true;  // seccomp's bad-architecture kill
   if (result.exit_code == 0 || result.timed_out || result.cancelled) return false;
   for (std::string_view wording :

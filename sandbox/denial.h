@@ -1,5 +1,6 @@
 // Was that failure the sandbox's doing? Heuristic on the exit status and output of a
-// command that ran confined: SIGSYS, or a non-zero exit with EPERM/EACCES/EROFS wording.
+// command that ran confined: a confinement step that failed (setup_error "sandbox: ..."),
+// SIGSYS, or a non-zero exit with EPERM/EACCES/EROFS wording.
 #pragma once
 
 #include "sandbox/spawn.h"

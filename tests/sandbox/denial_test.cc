@@ -34,8 +34,11 @@ TEST(Denial, SigsysAndSetupErrors) {
   sigsys.term_signal = SIGSYS;
   EXPECT_TRUE(LooksSandboxDenied(sigsys));
   RunResult setup = Exited(126, "");
-  setup.setup_error = "landlock_restrict_self: Operation not permitted";
+  setup.setup_error = "sandbox: landlock_restrict_self: Operation not permitted";
   EXPECT_TRUE(LooksSandboxDenied(setup));
+  RunResult missing = Exited(127, "execve: nosuch: No such file or directory\n");
+  missing.setup_error = "execve: nosuch: No such file or directory";
+  EXPECT_FALSE(LooksSandboxDenied(missing));
 }
 
 }  // namespace

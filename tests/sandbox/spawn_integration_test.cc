@@ -75,6 +75,20 @@ TEST_F(SpawnIntegration, ConfinedCommandsAreDeniedAndSaySo) {
   EXPECT_FALSE(Exists(base_ + "/ws/.git/hooks/pre-commit"));
 }
 
+// A missing command is an ordinary failure, not something to retry outside the sandbox.
+TEST_F(SpawnIntegration, MissingCommandIsNotADenial) {
+  SpawnSpec spec;
+  spec.argv = {"agentexec-no-such-command"};
+  spec.cwd = base_ + "/ws";
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.sandbox = prepared_.get();
+  CancelToken cancel;
+  Result<RunResult> ran = RunProcess(spec, RunLimits{}, cancel);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(ran->exit_code, 127);
+  EXPECT_FALSE(LooksSandboxDenied(*ran)) << ran->output;
+}
+
 // A writable root deleted after the session prepared the sandbox (a command removed an
 // --add-dir) must not make every later command fail.
 TEST_F(SpawnIntegration, DeletedRootDoesNotBreakLaterCommands) {
