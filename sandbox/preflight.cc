@@ -64,23 +64,36 @@ Result<std::optional<ProbeFailure>> ProbeInChild(const PreparedSandbox& prepared
     data.append(chunk, static_cast<size_t>(n));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::optional<ProbeFailure>();
+  // The pipe decides (someone else's waitpid(-1) may have reaped the child); the status only
+  // explains a child that died without saying why.
   ProbeFailure failure;
   if (data.size() >= 4) {
     const auto* b = reinterpret_cast<const unsigned char*>(data.data());
     failure.err = b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24);
     failure.step = data.substr(4);
-  } else {
-    failure.step =
-        WIFSIGNALED(status) ? fmt::format("probe killed by signal {}", WTERMSIG(status)) : "probe";
+    return std::optional<ProbeFailure>(std::move(failure));
   }
-  return std::optional<ProbeFailure>(std::move(failure));
+  if (waited == pid && WIFSIGNALED(status)) {
+    failure.step = fmt::format("the probe child was killed by signal {}", WTERMSIG(status));
+    return std::optional<ProbeFailure>(std::move(failure));
+  }
+  if (waited == pid && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    failure.step = fmt::format("the probe child exited with {}", WEXITSTATUS(status));
+    return std::optional<ProbeFailure>(std::move(failure));
+  }
+  return std::optional<ProbeFailure>();
+}
+
+std::string Cause(const ProbeFailure& failure) {
+  if (failure.err == 0) return failure.step;
+  return fmt::format("{}: {}", failure.step, std::strerror(failure.err));
 }
 
 std::string CannotEnforce(Mode mode, const ProbeFailure& failure) {
-  const std::string cause = fmt::format("{}: {}", failure.step, std::strerror(failure.err));
+  const std::string cause = Cause(failure);
   if (failure.step == "prctl(PR_SET_SECCOMP)") {
     return fmt::format(
         "sandbox: cannot enforce {}: seccomp filters are refused here ({}). {}, or allow "
@@ -179,8 +192,7 @@ Result<PreflightReport> Preflight(const Policy& policy) {
   if (report.mount_namespace) {
     report.description += " + mount namespace";
   } else {
-    const std::string cause =
-        why.err != 0 ? fmt::format("{}: {}", why.step, std::strerror(why.err)) : why.step;
+    const std::string cause = Cause(why);
     if (policy.mode == Mode::kWorkspaceWrite) {
       report.warnings.push_back(fmt::format(
           "sandbox: .git and .agentexec are writable in this run: could not create a mount "
