@@ -128,8 +128,9 @@ int SandboxCommandMain(int argc, char** argv) {
       ->take_all();
   app.prefix_command();
   app.footer(
-      "Usage: agentexec sandbox [-s MODE] [--add-dir DIR]... [-c key=value]... -- "
-      "COMMAND [ARGS]...");
+      "Everything after -- is the command.\nExample: agentexec sandbox -s workspace-write -- "
+      "make test\nExit status: the command's; 2 usage; 3 the mode cannot be enforced here; "
+      "126/127 the command cannot be run / was not found.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
