@@ -48,6 +48,10 @@ bool Fail(const char* step, const char** failed_step, int* err) noexcept {
   return false;
 }
 
+void AddUniquePath(std::vector<std::string>& list, const std::string& path) {
+  if (std::find(list.begin(), list.end(), path) == list.end()) list.push_back(path);
+}
+
 }  // namespace
 
 bool HaveSysAdmin() {
@@ -68,17 +72,27 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
   // pointing at the read-only copy: then only the carve-outs are made read-only.
   plan.read_only_tree = std::find(policy.writable_roots.begin(), policy.writable_roots.end(),
                                   "/") == policy.writable_roots.end();
-  // A root inside another root comes with the outer one's copy: a separate copy would be a
-  // separate mount, and renames between the two (a temp file in /tmp moved into a workspace
-  // under /tmp) would fail with EXDEV.
+  // Every root is its own mount in the child, and so is every directory between a root and
+  // a root nested in it (a workspace under /tmp): a mount point cannot be renamed or removed,
+  // so a command cannot move the workspace away and plant a fresh `.git` at its path. The
+  // price, as with codex's bubblewrap: renaming a file from /tmp into such a workspace gives
+  // EXDEV, as between two file systems.
   if (plan.read_only_tree) {
     for (const std::string& root : policy.writable_roots) {
-      bool nested = false;
+      AddUniquePath(plan.writable_roots, root);
+      std::string outer;
       for (const std::string& other : policy.writable_roots) {
-        if (other != root && IsUnder(root, other)) nested = true;
+        if (other != root && IsUnder(root, other) && other.size() > outer.size()) outer = other;
       }
-      if (!nested) plan.writable_roots.push_back(root);
+      if (outer.empty()) continue;
+      for (size_t slash = root.find('/', outer.size() + 1); slash != std::string::npos;
+           slash = root.find('/', slash + 1)) {
+        AddUniquePath(plan.writable_roots, root.substr(0, slash));
+      }
     }
+    std::stable_sort(
+        plan.writable_roots.begin(), plan.writable_roots.end(),
+        [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   }
   for (const std::string& carveout : policy.read_only_carveouts) {
     std::string target = ResolvePath(carveout);

@@ -17,9 +17,10 @@ struct MountPlan {
   bool new_user_ns = false;  // no CAP_SYS_ADMIN here: unshare a user namespace as well
   std::string uid_map;       // "<uid> <uid> 1\n" (mapping ourselves needs no privilege)
   std::string gid_map;
-  bool read_only_tree = true;               // false when "/" itself is a writable root
-  std::vector<std::string> writable_roots;  // the outermost ones (nested roots come along)
-  std::vector<std::string> carveouts;       // under a writable root; skipped if absent then
+  bool read_only_tree = true;  // false when "/" itself is a writable root
+  // The roots, plus the directories between a root and a root nested in it; outer first.
+  std::vector<std::string> writable_roots;
+  std::vector<std::string> carveouts;  // under a writable root; skipped if absent then
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;

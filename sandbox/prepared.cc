@@ -55,6 +55,10 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   prepared->program.len = static_cast<unsigned short>(prepared->filter.size());
   prepared->program.filter = prepared->filter.data();
   prepared->mounts = BuildMountPlan(policy, options.mount_namespace);
+  if (prepared->mounts.writable_roots.size() > kMaxWritableRoots) {
+    return MakeError(fmt::format("sandbox: {} writable mounts needed; at most {} are supported",
+                                 prepared->mounts.writable_roots.size(), kMaxWritableRoots));
+  }
   return prepared;
 }
 

@@ -60,7 +60,8 @@ bool HarmlessUnconfined(const Attempt& attempt) {
                                               "rename", "link",   "chmod",  "connect-tcp"};
   // Families this kernel may not have at all are left out: there they fail either way.
   static const std::set<std::string> kFamilies = {"inet", "inet6", "packet", "netlink", "highbits"};
-  if (attempt.mode != "workspace-write") return false;
+  // Not those with their own options: moving the workspace away would break the fixture.
+  if (attempt.mode != "workspace-write" || !attempt.extra.empty()) return false;
   if (attempt.args[0] == "socket") return kFamilies.count(attempt.args[1]) != 0;
   return kSafe.count(attempt.args[0]) != 0;
 }
@@ -238,6 +239,16 @@ class EscapeSuite : public ::testing::Test {
     ww(".agentexec: create a file", {"create", agx + "/new.toml"}, true);
     ww(".agentexec: delete config", {"unlink", agx + "/config.toml"}, true);
     ww(".agentexec: mv it away", {"rename", agx, ws_ + "/agx"}, true);
+    // With /tmp writable the workspace (under /tmp here) and the directories above it must
+    // stay where they are: moved away, a fresh .git could be planted at the old path.
+    for (const std::string& from : {ws_, base_}) {
+      Attempt move{"move " + from + " away with /tmp writable",
+                   "workspace-write",
+                   {"rename", from, from + "-moved"},
+                   true};
+      move.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+      list.push_back(move);
+    }
     Attempt store{"separate git dir: write config",
                   "workspace-write",
                   {"write", ws_ + "/store/config"},
