@@ -12,8 +12,8 @@ out="$root/$build/bench-results"
 mkdir -p "$out"
 export PATH="/usr/local/bin:/usr/bin:/bin"
 
-echo "== micro-benchmarks (build/agentexec_bench)"
-"$root/$build/agentexec_bench" --benchmark_min_time=0.2 \
+echo "== micro-benchmarks ($build/bench/agentexec_bench)"
+"$root/$build/bench/agentexec_bench" --benchmark_min_time=0.2 \
   --benchmark_out="$out/micro.json" --benchmark_out_format=json | tee "$out/micro.txt"
 
 # The peer: the codex CLI from the npm registry, installed once under the build directory.
