@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ctest driver: install the pinned SDK (npm registry), start the loopback test model server,
+# and let the SDK drive the real binary. Exit 77 (skipped) where npm or node is unavailable.
+set -euo pipefail
+bin=$1 src=$2 work=$3
+command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm not installed"; exit 77; }
+mkdir -p "$work"
+cp "$src/tests/sdk/package.json" "$src/tests/sdk/drive_with_sdk.mjs" "$work/"
+if [ ! -d "$work/node_modules/@openai/codex-sdk" ]; then
+  (cd "$work" && npm install --silent --no-audit --no-fund >/dev/null 2>&1) ||
+    { echo "SKIP: could not install @openai/codex-sdk from the npm registry"; exit 77; }
+fi
+tmp=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+cat >"$tmp/turns.json" <<'JSON'
+{"turns":[
+ {"items":[{"type":"reasoning","summary":["Checking the tree"]},
+           {"type":"function_call","name":"exec_command","arguments":{"cmd":"echo hi from the sandbox"}}],
+  "usage":{"input_tokens":100,"cached_input_tokens":10,"output_tokens":5}},
+ {"items":[{"type":"message","text":"All done."}],"usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":6}},
+ {"items":[{"type":"message","text":"Second turn."}],"usage":{"input_tokens":200,"cached_input_tokens":30,"output_tokens":7}},
+ {"fail":"simulated outage"}
+]}
+JSON
+python3 "$src/tests/support/model_server.py" --script "$tmp/turns.json" --port-file "$tmp/port" \
+  --max-seconds 120 &
+server=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+mkdir -p "$tmp/repo" && git -C "$tmp/repo" init -q
+cd "$work"
+env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$tmp" AGENTEXEC_HOME="$tmp/home" LANG=C.UTF-8 \
+  node drive_with_sdk.mjs "$bin" "$tmp/repo" "$(cat "$tmp/port")"
