@@ -164,6 +164,11 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("--timeout", timeout)->multi_option_policy(last);
   app.add_flag("--print-config", args.print_config);
   app.add_flag("--last", args.resume_last);
+  // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
+  // (and left out of --help) rather than failing the SDK's call.
+  std::string sdk_thread_source, sdk_cyber_access;
+  app.add_option("--thread-source", sdk_thread_source)->multi_option_policy(last);
+  app.add_option("--cyber-access-program", sdk_cyber_access)->multi_option_policy(last);
   app.add_option("args", positionals);
 
   try {

@@ -318,3 +318,24 @@ TEST(Duration, Rejects) {
 
 }  // namespace
 }  // namespace ae
+
+namespace ae {
+namespace {
+
+TEST(CliSdkFlagsTest, FlagsNewerCodexSdksPassAreAcceptedAndIgnored) {
+  const char* argv[] = {"agentexec",
+                        "exec",
+                        "--experimental-json",
+                        "--thread-source",
+                        "user",
+                        "--cyber-access-program",
+                        "x",
+                        "hi"};
+  Result<CliArgs> args = ParseCli(8, argv);
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_TRUE(args->json);
+  EXPECT_EQ(args->prompt, "hi");
+}
+
+}  // namespace
+}  // namespace ae
