@@ -135,7 +135,7 @@ void HumanSink::OnItemCompleted(const Item& item) {
         if constexpr (std::is_same_v<T, AgentMessageItem>) {
           std::string text = d.text;
           if (text.empty() || text.back() != '\n') text.push_back('\n');
-          Write(Style(kMagenta, "codex") + "\n" + text);
+          Write(Style(kMagenta, "agent") + "\n" + text);
         } else if constexpr (std::is_same_v<T, ReasoningItem>) {
           Write(Style(kItalic, d.text) + "\n");
         } else if constexpr (std::is_same_v<T, CommandExecutionItem>) {

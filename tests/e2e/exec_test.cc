@@ -71,7 +71,7 @@ TEST_F(ExecTest, HumanModePrintsOnlyTheAnswerOnStdoutAndOWritesItWithoutNewline)
   EXPECT_EQ(out.out, "Hello from the script.\n");
   EXPECT_EQ(Slurp(last), "Hello from the script.");
   EXPECT_NE(out.err.find("provider: scripted\n"), std::string::npos) << out.err;
-  EXPECT_NE(out.err.find("user\nsay hello\ncodex\nHello from the script.\ntokens used\n850\n"),
+  EXPECT_NE(out.err.find("user\nsay hello\nagent\nHello from the script.\ntokens used\n850\n"),
             std::string::npos)
       << out.err;
 }

@@ -39,7 +39,7 @@ TEST(HumanSinkTest, HeaderPromptMessageAndTokens) {
   EXPECT_EQ(out,
             "agentexec v0.1.0\n--------\nworkdir: /w\nmodel: gpt-5\nprovider: openai\n"
             "approval: never\nsandbox: read-only, network off\nsession id: t-1\n--------\n"
-            "user\nfix it\ncodex\nFixed.\ntokens used\n801\n");
+            "user\nfix it\nagent\nFixed.\ntokens used\n801\n");
 }
 
 TEST(HumanSinkTest, CommandShowsStatusAndFirstLines) {
