@@ -58,9 +58,17 @@ long CreateRuleset(const RulesetAttr* attr, size_t size, uint32_t flags) {
   return ::syscall(__NR_landlock_create_ruleset, attr, size, flags);
 }
 
-// Adds a rule for `path`, restricted to what the ruleset handles. Missing optional paths
-// (a device this container lacks) are skipped.
-Status AddPathRule(int ruleset, const std::string& path, uint64_t access, uint64_t handled,
+long AddRule(long ruleset, int path_fd, uint64_t access) {
+  struct landlock_path_beneath_attr rule = {};
+  rule.allowed_access = access;
+  rule.parent_fd = path_fd;
+  return ::syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+}
+
+// Adds a rule for `path` to the plan, restricted to what the ruleset handles, and tries it on
+// `probe` so a refusal names the path. Missing optional paths (a device this container lacks)
+// are skipped.
+Status AddPathRule(RulesetPlan& plan, int probe, const std::string& path, uint64_t access,
                    bool optional) {
   Fd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
   if (!fd) {
@@ -73,14 +81,20 @@ Status AddPathRule(int ruleset, const std::string& path, uint64_t access, uint64
     return MakeError(fmt::format("sandbox: cannot stat {}: {}", path, std::strerror(errno)));
   }
   if (!S_ISDIR(st.st_mode)) access &= kFileRights;
-  struct landlock_path_beneath_attr rule = {};
-  rule.allowed_access = access & handled;
-  rule.parent_fd = fd.get();
-  if (rule.allowed_access == 0) return {};
-  if (::syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+  access &= plan.handled_access_fs;
+  if (access == 0) return {};
+  if (AddRule(probe, fd.get(), access) != 0) {
     return MakeError(fmt::format("sandbox: landlock_add_rule {}: {}", path, std::strerror(errno)));
   }
+  plan.rules.push_back({std::move(fd), access});
   return {};
+}
+
+bool Fail(const char* step, long ruleset, const char** failed_step, int* err) noexcept {
+  *failed_step = step;
+  *err = errno;
+  if (ruleset >= 0) ::close(static_cast<int>(ruleset));
+  return false;
 }
 
 }  // namespace
@@ -102,32 +116,35 @@ unsigned long long HandledFsRights(int abi) {
   return rights;
 }
 
-Result<Fd> BuildRuleset(const Policy& policy, int abi) {
-  RulesetAttr attr = {};
-  attr.handled_access_fs = HandledFsRights(abi);
+Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi) {
+  RulesetPlan plan;
+  plan.abi = abi;
+  plan.handled_access_fs = HandledFsRights(abi);
   if (abi >= 6) {
     // A confined command may not signal (or ptrace-like poke) processes outside its domain,
     // and with the network off may not reach abstract Unix sockets bound outside it (they
     // bypass the file system, e.g. a container runtime's control socket).
-    attr.scoped = LANDLOCK_SCOPE_SIGNAL;
-    if (!policy.network_access) attr.scoped |= LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
+    plan.scoped = LANDLOCK_SCOPE_SIGNAL;
+    if (!policy.network_access) plan.scoped |= LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
   }
+  RulesetAttr attr = {plan.handled_access_fs, 0, plan.scoped};
   long fd = CreateRuleset(&attr, RulesetAttrSize(abi), 0);
   if (fd < 0) {
     return MakeError(fmt::format("sandbox: landlock_create_ruleset: {}", std::strerror(errno)));
   }
-  Fd ruleset(static_cast<int>(fd));
-  const uint64_t handled = attr.handled_access_fs;
+  Fd probe(static_cast<int>(fd));
+  const uint64_t handled = plan.handled_access_fs;
 
-  if (Status s = AddPathRule(ruleset.get(), "/", kRead, handled, false); !s.ok()) return s.error();
+  if (Status s = AddPathRule(plan, probe.get(), "/", kRead, false); !s.ok()) return s.error();
 
   // Every write right under the roots except creating device nodes (root could mknod the
-  // disk) and device ioctls.
+  // disk) and device ioctls. The private /dev/shm gets the same.
   const uint64_t write_rights =
       handled & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
                   LANDLOCK_ACCESS_FS_IOCTL_DEV);
+  plan.scratch_access = write_rights;
   for (const std::string& root : policy.writable_roots) {
-    if (Status s = AddPathRule(ruleset.get(), root, write_rights, handled, false); !s.ok()) {
+    if (Status s = AddPathRule(plan, probe.get(), root, write_rights, false); !s.ok()) {
       return s.error();
     }
   }
@@ -138,25 +155,42 @@ Result<Fd> BuildRuleset(const Policy& policy, int abi) {
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
   constexpr uint64_t kTerminal = kDevice | LANDLOCK_ACCESS_FS_IOCTL_DEV;
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) {
-    if (Status s = AddPathRule(ruleset.get(), dev, kDevice, handled, true); !s.ok()) {
-      return s.error();
-    }
+    if (Status s = AddPathRule(plan, probe.get(), dev, kDevice, true); !s.ok()) return s.error();
   }
   for (const char* dev : {"/dev/tty", "/dev/ptmx", "/dev/pts"}) {
     if (Status s =
-            AddPathRule(ruleset.get(), dev, kTerminal | LANDLOCK_ACCESS_FS_READ_DIR, handled, true);
+            AddPathRule(plan, probe.get(), dev, kTerminal | LANDLOCK_ACCESS_FS_READ_DIR, true);
         !s.ok()) {
       return s.error();
     }
   }
-  return ruleset;
+  return plan;
 }
 
-bool RestrictSelf(int ruleset_fd, int* err) noexcept {
-  if (::syscall(__NR_landlock_restrict_self, ruleset_fd, 0) != 0) {
-    *err = errno;
-    return false;
+bool RestrictSelf(const RulesetPlan& plan, const char* scratch_dir, const char** failed_step,
+                  int* err) noexcept {
+  RulesetAttr attr = {plan.handled_access_fs, 0, plan.scoped};
+  long ruleset = CreateRuleset(&attr, RulesetAttrSize(plan.abi), 0);
+  if (ruleset < 0) return Fail("landlock_create_ruleset", -1, failed_step, err);
+  for (const RulesetPlan::Rule& rule : plan.rules) {
+    if (AddRule(ruleset, rule.path.get(), rule.access) != 0) {
+      return Fail("landlock_add_rule", ruleset, failed_step, err);
+    }
   }
+  if (scratch_dir != nullptr) {
+    int fd = ::open(scratch_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return Fail("open the private /dev/shm", ruleset, failed_step, err);
+    long added = AddRule(ruleset, fd, plan.scratch_access);
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    if (added != 0)
+      return Fail("landlock_add_rule for the private /dev/shm", ruleset, failed_step, err);
+  }
+  if (::syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {
+    return Fail("landlock_restrict_self", ruleset, failed_step, err);
+  }
+  ::close(static_cast<int>(ruleset));
   return true;
 }
 

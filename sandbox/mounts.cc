@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,17 @@ bool HaveSysAdmin() {
   return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
 }
 
+std::string PrivateDevShmPath(const Policy& policy) {
+  if (policy.unrestricted()) return "";
+  std::string path = ResolvePath("/dev/shm");
+  if (::access(path.c_str(), F_OK) != 0) return "";
+  if (IsUnderAny(path, policy.writable_roots)) return "";
+  for (const std::string& root : policy.writable_roots) {
+    if (IsUnder(root, path)) return "";
+  }
+  return path;
+}
+
 MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
   MountPlan plan;
   if (!enabled || policy.unrestricted()) return plan;
@@ -102,6 +114,17 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
     }
     plan.carveouts.push_back(target);
   }
+  plan.dev_shm = PrivateDevShmPath(policy);
+  if (!plan.dev_shm.empty()) {
+    // As large as the host's /dev/shm, so nothing that fits outside fails inside; pages are
+    // only used when written, and charged to the command's memory cgroup.
+    unsigned long long size = 64ULL << 20;
+    struct statvfs st;
+    if (::statvfs(plan.dev_shm.c_str(), &st) == 0 && st.f_blocks > 0) {
+      size = static_cast<unsigned long long>(st.f_blocks) * st.f_frsize;
+    }
+    plan.dev_shm_options = "size=" + std::to_string(size) + ",mode=1777";
+  }
   for (const std::string& root : plan.writable_roots) {
     plan.root_steps.push_back("keep writable root " + root);
   }
@@ -111,7 +134,9 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
   return plan;
 }
 
-bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) noexcept {
+bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
+                    int* err) noexcept {
+  *dev_shm_mounted = false;
   if (!plan.enabled) return true;
   // The working directory still refers to the mount it was entered on, which is about to
   // become read-only underneath the writable copy: re-enter it by name at the end.
@@ -163,6 +188,16 @@ bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) n
       return Fail(plan.root_steps[i].c_str(), failed_step, err);
     }
     ::close(root_fds[i]);
+  }
+  // POSIX shared memory and semaphores (Python's multiprocessing locks, pytest-xdist, pools)
+  // need a writable /dev/shm; a fresh tmpfs keeps them off the host's. No exec, as Docker's.
+  if (!plan.dev_shm.empty()) {
+    if (::mount("tmpfs", plan.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                plan.dev_shm_options.c_str()) == 0) {
+      *dev_shm_mounted = true;
+    } else if (errno != ENOENT) {  // gone since the plan was made: stays absent
+      return Fail("mount a private tmpfs on /dev/shm", failed_step, err);
+    }
   }
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
     const char* path = plan.carveouts[i].c_str();

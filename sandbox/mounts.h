@@ -24,6 +24,10 @@ struct MountPlan {
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;
+  // A fresh tmpfs mounted here ("/dev/shm", symlinks resolved) so POSIX shared memory and
+  // semaphores work; private to the command's namespace, gone with it. Empty: none.
+  std::string dev_shm;
+  std::string dev_shm_options;  // "size=<host /dev/shm's size>,mode=1777"
 };
 
 // The child keeps one descriptor per writable root on its stack; Prepare refuses more.
@@ -32,8 +36,16 @@ constexpr size_t kMaxWritableRoots = 64;
 // A plan for `policy`; `enabled` false gives an empty plan.
 MountPlan BuildMountPlan(const Policy& policy, bool enabled);
 
-// In the child, single-threaded, before Landlock. Async-signal-safe.
-bool ApplyMountPlan(const MountPlan& plan, const char** failed_step, int* err) noexcept;
+// Where a command gets a private /dev/shm under `policy` when the mount namespace is in use:
+// "/dev/shm" with symlinks resolved, or empty when it does not exist or when the policy
+// already makes it writable ("/" or "/dev" a writable root) or holds a writable root beneath
+// it (a private tmpfs would hide the host's, which the user asked to write to).
+std::string PrivateDevShmPath(const Policy& policy);
+
+// In the child, single-threaded, before Landlock. Async-signal-safe. *dev_shm_mounted says
+// whether the private /dev/shm is in place (Landlock may then grant writes beneath it).
+bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
+                    int* err) noexcept;
 
 // Whether this process holds CAP_SYS_ADMIN in its user namespace (then no user namespace is
 // needed for the mount namespace).

@@ -12,6 +12,7 @@
 
 #include "base/fd.h"
 #include "sandbox/landlock.h"
+#include "sandbox/mounts.h"
 #include "sandbox/prepared.h"
 
 namespace ae::sandbox {
@@ -203,6 +204,13 @@ Result<PreflightReport> Preflight(const Policy& policy) {
       report.warnings.push_back(fmt::format(
           "sandbox: running as root, commands can change the mode, owner and times of files "
           "outside the writable roots in this run: could not create a mount namespace ({})",
+          cause));
+    }
+    // The private /dev/shm needs the namespace; the host's stays read-only rather than shared.
+    if (!PrivateDevShmPath(policy).empty()) {
+      report.warnings.push_back(fmt::format(
+          "sandbox: /dev/shm is not writable in this run, so POSIX shared memory and semaphores "
+          "(e.g. Python's multiprocessing locks) fail: could not create a mount namespace ({})",
           cause));
     }
   }

@@ -18,7 +18,7 @@ namespace ae::sandbox {
 struct PreparedSandbox {
   bool enforce = false;  // false under danger-full-access: nothing to apply
   int landlock_abi = 0;
-  Fd ruleset;
+  landlock::RulesetPlan ruleset;
   std::vector<sock_filter> filter;
   sock_fprog program = {};
   MountPlan mounts;
@@ -46,7 +46,7 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   if (prepared->landlock_abi < 1) {
     return MakeError(LandlockUnavailableMessage(policy.mode, errno));
   }
-  Result<Fd> ruleset = landlock::BuildRuleset(policy, prepared->landlock_abi);
+  Result<landlock::RulesetPlan> ruleset = landlock::PlanRuleset(policy, prepared->landlock_abi);
   if (!ruleset.ok()) return ruleset.error();
   prepared->ruleset = std::move(ruleset.value());
   Result<std::vector<sock_filter>> filter = seccomp::BuildProgram(policy);
@@ -74,17 +74,17 @@ std::string DescribePrepared(const PreparedSandbox& prepared) {
 // it refuses the mount calls and needs no_new_privs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
   if (!prepared.enforce) return true;
-  if (!ApplyMountPlan(prepared.mounts, failed_step, err)) return false;
+  bool dev_shm = false;
+  if (!ApplyMountPlan(prepared.mounts, &dev_shm, failed_step, err)) return false;
   if (!DropCapabilities(failed_step, err)) return false;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     *failed_step = "prctl(PR_SET_NO_NEW_PRIVS)";
     *err = errno;
     return false;
   }
-  if (!landlock::RestrictSelf(prepared.ruleset.get(), err)) {
-    *failed_step = "landlock_restrict_self";
-    return false;
-  }
+  // Writes beneath /dev/shm only when it is the private tmpfs just mounted, never the host's.
+  const char* scratch = dev_shm ? prepared.mounts.dev_shm.c_str() : nullptr;
+  if (!landlock::RestrictSelf(prepared.ruleset, scratch, failed_step, err)) return false;
   if (!seccomp::Install(&prepared.program, err)) {
     *failed_step = "prctl(PR_SET_SECCOMP)";
     return false;
