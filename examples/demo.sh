@@ -2,7 +2,8 @@
 # `make demo`: the main job, for real and offline. agentexec runs the built-in scripted
 # provider (no network, no key) on a small git repository with a failing test: it reads
 # the code, runs the tests, patches the bug under the workspace-write sandbox, reruns the
-# tests, and answers. The JSONL stream goes to stdout, the final message after it.
+# tests, and answers. stdout is exactly the JSONL stream (pipe it to jq); the final message
+# and the resulting diff go to stderr.
 set -euo pipefail
 
 bin=$(realpath "${1:-build/agentexec}")
@@ -32,8 +33,8 @@ jq -c . "$work/events.jsonl"
 echo >&2
 echo "exit code: $status" >&2
 echo "final message (-o $work/last-message.txt):" >&2
-cat "$work/last-message.txt"
-echo
+cat "$work/last-message.txt" >&2
+echo >&2
 echo >&2
 echo "what changed in the repository:" >&2
 git --no-pager diff --stat >&2
