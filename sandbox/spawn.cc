@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "base/child.h"
 #include "base/exec_path.h"
 #include "base/fd.h"
 
@@ -111,28 +112,17 @@ struct ChildPlan {
 };
 
 [[noreturn]] void RunChild(const ChildPlan& p) noexcept {
-  // Default dispositions, then unblock everything (the parent blocked all signals for fork).
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  ResetSignalsInChild();
+  const char* group_step = nullptr;
+  int group_err = 0;
+  if (!EnterOwnGroupTiedToParent(p.parent, 126, &group_step, &group_err)) {
+    ChildFail(p.err_w, group_step, group_err, 126);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-
-  if (::setpgid(0, 0) != 0) ChildFail(p.err_w, "setpgid", errno, 126);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-    ChildFail(p.err_w, "prctl(PR_SET_PDEATHSIG)", errno, 126);
-  if (::getppid() != p.parent) ::_exit(126);  // the parent died before the line above
 
   if (::dup2(p.devnull, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
   if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
   if (::dup2(p.out_w, 2) < 0) ChildFail(p.err_w, "dup2(stderr)", errno, 126);
-    // Descriptors other threads opened without O_CLOEXEC must not leak into the command.
-#ifdef SYS_close_range
-  ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
-#endif
+  CloseOnExecFrom3();
   if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.err_w, "chdir", errno, 126);
 
   if (p.sandbox != nullptr) {

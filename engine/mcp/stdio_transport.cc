@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/child.h"
 #include "base/exec_path.h"
 
 namespace ae {
@@ -61,26 +62,17 @@ struct ChildPlan {
 
 // Only async-signal-safe calls between fork and execve: we may be one thread of many.
 [[noreturn]] void RunChild(const ChildPlan& p) noexcept {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-
+  ResetSignalsInChild();
   // Own group, so stopping the server also stops what it started (npx → node, uv → python).
-  if (::setpgid(0, 0) != 0) ChildFail(p.fail_w, "setpgid", errno);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.fail_w, "prctl", errno);
-  if (::getppid() != p.parent) ::_exit(127);  // we were orphaned before prctl took effect
+  const char* group_step = nullptr;
+  int group_err = 0;
+  if (!EnterOwnGroupTiedToParent(p.parent, 127, &group_step, &group_err)) {
+    ChildFail(p.fail_w, group_step, group_err);
+  }
   if (::dup2(p.in_r, 0) < 0) ChildFail(p.fail_w, "dup2(stdin)", errno);
   if (::dup2(p.out_w, 1) < 0) ChildFail(p.fail_w, "dup2(stdout)", errno);
   if (::dup2(p.err_w, 2) < 0) ChildFail(p.fail_w, "dup2(stderr)", errno);
-#ifdef SYS_close_range
-  // Descriptors other threads opened without O_CLOEXEC must not leak into the server.
-  ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
-#endif
+  CloseOnExecFrom3();
   if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.fail_w, "chdir", errno);
   ::execve(p.path, p.argv, p.envp);
   ChildFail(p.fail_w, "execve", errno);

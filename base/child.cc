@@ -1,0 +1,45 @@
+#include "base/child.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace ae {
+
+void ResetSignalsInChild() noexcept {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
+                               int* err) noexcept {
+  if (::setpgid(0, 0) != 0) {
+    *step = "setpgid";
+    *err = errno;
+    return false;
+  }
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    *step = "prctl(PR_SET_PDEATHSIG)";
+    *err = errno;
+    return false;
+  }
+  if (::getppid() != parent) ::_exit(orphan_exit_code);
+  return true;
+}
+
+void CloseOnExecFrom3() noexcept {
+#ifdef SYS_close_range
+  ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+#endif
+}
+
+}  // namespace ae
