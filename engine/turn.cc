@@ -108,8 +108,10 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       return fail(limit);
     }
 
-    Prompt prompt{history, tools_json, deps.output_schema_json, deps.prompt_cache_key};
+    // The history moves into the request and back: no copy of it per model request.
+    Prompt prompt{std::move(history), tools_json, deps.output_schema_json, deps.prompt_cache_key};
     Result<ModelResponse> response = deps.client.Stream(prompt, observer, deps.cancel);
+    history = std::move(prompt.input);
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     if (!response.ok()) {
       TurnResult failed;
