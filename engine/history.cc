@@ -10,8 +10,13 @@ namespace {
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
+// Valid text (the usual case) is written as is; only invalid text pays for a cleaned copy.
 void Str(Writer& w, const std::string& s) {
-  std::string clean = IsValidUtf8(s) ? s : SanitizeUtf8(s);
+  if (IsValidUtf8(s)) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+    return;
+  }
+  std::string clean = SanitizeUtf8(s);
   w.String(clean.data(), static_cast<rapidjson::SizeType>(clean.size()));
 }
 
