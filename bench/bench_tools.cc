@@ -97,6 +97,9 @@ class PatchFixture {
                             line, line, line + 1, line + 1);
     }
     patch_ += "*** End Patch\n";
+    // As a workspace-write run sees it: the patch goes through the confined resolver.
+    policy_.mode = ae::sandbox::Mode::kWorkspaceWrite;
+    policy_.writable_roots = {std::filesystem::canonical(dir_).string()};
   }
   ~PatchFixture() {
     std::error_code ec;
@@ -105,9 +108,11 @@ class PatchFixture {
   void Reset() const { std::ofstream(dir_ + "/big.py", std::ios::binary) << original_; }
   const std::string& dir() const { return dir_; }
   const std::string& patch() const { return patch_; }
+  const ae::sandbox::Policy& policy() const { return policy_; }
 
  private:
   std::string dir_, original_, patch_;
+  ae::sandbox::Policy policy_;
 };
 
 void BM_ApplyPatchVerify20kLines50Hunks(benchmark::State& state) {
@@ -115,7 +120,7 @@ void BM_ApplyPatchVerify20kLines50Hunks(benchmark::State& state) {
   f.Reset();
   for (auto _ : state) {
     auto parsed = ae::patch::ParsePatch(f.patch());
-    auto plan = ae::patch::PlanPatch(*parsed, f.dir());
+    auto plan = ae::patch::PlanPatch(*parsed, f.dir(), ae::sandbox::ConfinedFs(f.policy()));
     if (!plan.ok()) state.SkipWithError(plan.message().c_str());
     benchmark::DoNotOptimize(plan);
   }
@@ -129,9 +134,10 @@ void BM_ApplyPatchCommit20kLines50Hunks(benchmark::State& state) {
     f.Reset();
     state.ResumeTiming();
     auto parsed = ae::patch::ParsePatch(f.patch());
-    auto plan = ae::patch::PlanPatch(*parsed, f.dir());
+    const ae::sandbox::ConfinedFs cfs(f.policy());
+    auto plan = ae::patch::PlanPatch(*parsed, f.dir(), cfs);
     if (!plan.ok()) state.SkipWithError(plan.message().c_str());
-    auto s = ae::patch::Commit(*plan);
+    auto s = ae::patch::Commit(*plan, cfs);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
   }
 }

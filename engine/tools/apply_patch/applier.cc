@@ -10,11 +10,9 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
-#include "base/fd.h"
 #include "engine/tools/apply_patch/seek.h"
 
 namespace ae::patch {
@@ -27,48 +25,29 @@ std::string OsError(int err) {
   return fmt::format("{} (os error {})", std::strerror(err), err);
 }
 
-std::string Canonical(const std::string& abs) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(abs, ec);
-  return ec ? abs : p.string();
-}
-
 struct Loaded {
   std::optional<std::string> content;
   mode_t mode = 0;
 };
 
-// The file's bytes, nullopt if it does not exist; an error (errno) otherwise.
-Result<Loaded> Load(const std::string& path, int* err) {
+// The file's bytes, nullopt if it does not exist, read through the confined resolver: the
+// planner reads exactly what the commit will replace.
+Result<Loaded> Load(const sandbox::ConfinedFs& cfs, const std::string& path) {
   Loaded out;
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return out;
-    *err = errno;
-    return MakeError(OsError(errno));
+  sandbox::Location at;
+  int err = cfs.OpenParent(path, &at, nullptr);
+  if (err == ENOENT) return out;  // a missing directory: nothing there yet
+  if (err != 0) return MakeError(OsError(err));
+  sandbox::FileRead read;
+  err = cfs.Read(at, &read);
+  if (err == EINVAL && read.type != 0) {
+    // A FIFO would block the open forever, a device may act on it: refused unopened.
+    return MakeError(fmt::format("{} is {}; apply_patch only changes regular files", path,
+                                 sandbox::FileTypeName(read.type)));
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || S_ISDIR(st.st_mode)) {
-    *err = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    return MakeError(OsError(*err));
-  }
-  out.mode = st.st_mode & 07777;
-  std::string data;
-  data.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  for (;;) {
-    if (got == data.size()) data.resize(std::max<size_t>(4096, data.size() * 2));
-    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *err = errno;
-      return MakeError(OsError(errno));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  data.resize(got);
-  out.content = std::move(data);
+  if (err != 0) return MakeError(OsError(err));
+  out.content = std::move(read.content);
+  out.mode = read.mode;
   return out;
 }
 
@@ -258,61 +237,6 @@ std::string WholeFileDiff(std::string_view content, bool adding, const std::stri
   return out;
 }
 
-// ----- writing -----
-
-std::atomic<unsigned> temp_counter{0};
-
-Status WriteAtomically(const std::string& path, const std::string& content, mode_t mode,
-                       bool keep_mode) {
-  fs::path target(path);
-  std::string tmp =
-      (target.parent_path() / fmt::format(".{}.ae-tmp-{}-{}", target.filename().string(),
-                                          ::getpid(), temp_counter.fetch_add(1)))
-          .string();
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, keep_mode ? mode : 0666));
-  if (!fd) return MakeError(fmt::format("Failed to write file {}: {}", path, OsError(errno)));
-  auto fail = [&](int err) -> Status {
-    ::unlink(tmp.c_str());
-    return MakeError(fmt::format("Failed to write file {}: {}", path, OsError(err)));
-  };
-  if (keep_mode && ::fchmod(fd.get(), mode) != 0) return fail(errno);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(errno);
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0) return fail(errno);
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
-  return {};
-}
-
-void SyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd) ::fsync(fd.get());
-}
-
-// Creates the missing ancestors of `path`, recording each one made (outermost first).
-Status MakeParents(const std::string& path, std::vector<std::string>& made) {
-  std::vector<fs::path> missing;
-  for (fs::path p = fs::path(path).parent_path(); !p.empty() && p != p.root_path();
-       p = p.parent_path()) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) == 0) break;
-    missing.push_back(p);
-  }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
-      return MakeError(
-          fmt::format("Failed to create parent directories for {}: {}", path, OsError(errno)));
-    }
-    made.push_back(it->string());
-  }
-  return {};
-}
-
 }  // namespace
 
 std::string ResolvePath(const std::string& cwd, const std::string& path) {
@@ -350,14 +274,27 @@ std::vector<FileChange> NamedChanges(const Patch& patch, const std::string& cwd)
 
 Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::Policy& policy) {
   if (policy.unrestricted()) return {};
+  if (!sandbox::ConfinedFs::Openat2Available()) {
+    return MakeError(
+        "apply_patch cannot confine its writes on this kernel: openat2 is not available (Linux "
+        "5.6 or newer is needed)");
+  }
+  const sandbox::ConfinedFs cfs(policy);
   for (const FileChange& c : NamedChanges(patch, cwd)) {
-    // Both spellings must pass: the path as written (carve-outs by name) and where it lands.
-    if (policy.CanWrite(c.path) && policy.CanWrite(Canonical(c.path))) continue;
+    std::string resolved;
+    const int err = cfs.Target(c.path, &resolved);
+    if (err == 0) continue;
     if (policy.mode == sandbox::Mode::kReadOnly) {
       return MakeError(fmt::format(
           "writing {} is not allowed: the sandbox is read-only, so apply_patch cannot change any "
           "file",
           c.path));
+    }
+    if (err == EROFS) {
+      return MakeError(fmt::format(
+          "writing {} is not allowed: .git and .agentexec directories stay read-only in the {} "
+          "sandbox",
+          c.path, sandbox::ModeName(policy.mode)));
     }
     std::string roots;
     for (const auto& r : policy.writable_roots) roots += (roots.empty() ? "" : ", ") + r;
@@ -368,17 +305,19 @@ Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::
   return {};
 }
 
-Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
+Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd, const sandbox::ConfinedFs& cfs) {
   struct State {
     FileOp op;
     bool loaded = false;
   };
-  std::map<std::string, State> files;  // by canonical path
-  // Current (in-patch) state of `canon`, reading the disk the first time.
-  auto state = [&](const std::string& canon, int* err) -> Result<State*> {
+  std::map<std::string, State> files;  // by resolved path
+  // Current (in-patch) state of the file `abs` lands on, reading the disk the first time.
+  auto state = [&](const std::string& abs) -> Result<State*> {
+    std::string canon;
+    if (int err = cfs.Target(abs, &canon); err != 0) return MakeError(OsError(err));
     State& s = files[canon];
     if (!s.loaded) {
-      auto loaded = Load(canon, err);
+      auto loaded = Load(cfs, canon);
       if (!loaded.ok()) {
         files.erase(canon);
         return loaded.error();
@@ -397,11 +336,9 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
   std::map<std::string, FileChange> changes;
   for (const Hunk& h : patch.hunks) {
     const std::string abs = ResolvePath(cwd, h.path);
-    const std::string canon = Canonical(abs);
-    int err = 0;
     switch (h.kind) {
       case Hunk::Kind::kAdd: {
-        auto s = state(canon, &err);
+        auto s = state(abs);
         if (!s.ok()) return MakeError(fmt::format("Failed to write file {}: {}", abs, s.message()));
         (*s)->op.content = h.contents;
         changes[abs] = FileChange{abs, FileChangeKind::kAdd,
@@ -410,7 +347,7 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
         break;
       }
       case Hunk::Kind::kDelete: {
-        auto s = state(canon, &err);
+        auto s = state(abs);
         if (!s.ok()) return MakeError(fmt::format("Failed to read {}: {}", abs, s.message()));
         if (!(*s)->op.content) {
           return MakeError(fmt::format("Failed to read {}: {}", abs, OsError(ENOENT)));
@@ -422,7 +359,7 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
         break;
       }
       case Hunk::Kind::kUpdate: {
-        auto s = state(canon, &err);
+        auto s = state(abs);
         if (!s.ok()) {
           return MakeError(fmt::format("Failed to read file to update {}: {}", abs, s.message()));
         }
@@ -455,7 +392,7 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
         } else {
           mode_t mode = (*s)->op.mode;
           (*s)->op.content.reset();
-          auto d = state(Canonical(dest_abs), &err);
+          auto d = state(dest_abs);
           if (!d.ok()) {
             return MakeError(fmt::format("Failed to write file {}: {}", dest_abs, d.message()));
           }
@@ -479,42 +416,56 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd) {
   return plan;
 }
 
-Status Commit(const Plan& plan) {
-  std::vector<const FileOp*> done;
-  std::vector<std::string> made_dirs;
-  std::set<std::string> dirs;
+Status Commit(const Plan& plan, const sandbox::ConfinedFs& cfs) {
+  // What was done, with the descriptors it was done through: a rollback must undo exactly
+  // that, not whatever the path names by then.
+  std::vector<std::pair<const FileOp*, sandbox::Location>> done;
+  std::vector<sandbox::Location> made_dirs;
 
   auto rollback = [&](const Status& cause) -> Status {
     for (auto it = done.rbegin(); it != done.rend(); ++it) {
-      const FileOp& op = **it;
+      const FileOp& op = *it->first;
       if (op.original) {
-        (void)WriteAtomically(op.path, *op.original, op.mode, true);
+        (void)cfs.Replace(it->second, *op.original, op.mode, true);
       } else {
-        ::unlink(op.path.c_str());
+        (void)cfs.Unlink(it->second);
       }
     }
-    for (auto it = made_dirs.rbegin(); it != made_dirs.rend(); ++it) ::rmdir(it->c_str());
+    for (auto it = made_dirs.rbegin(); it != made_dirs.rend(); ++it) (void)cfs.RemoveDir(*it);
     return MakeError(cause.message() + "\n(no file was changed: the patch was rolled back)");
   };
 
+  // Every change goes through the resolver again: the path was checked when it was planned,
+  // and it is opened now beneath its root with no symlinks, so a swap in between fails the
+  // write instead of moving it.
   for (const FileOp& op : plan.ops) {
     if (op.content == op.original) continue;  // e.g. added then deleted within the patch
-    dirs.insert(fs::path(op.path).parent_path().string());
+    sandbox::Location at;
     if (op.content) {
-      if (!op.original) {
-        Status s = MakeParents(op.path, made_dirs);
-        if (!s.ok()) return rollback(s);
+      const size_t made_before = made_dirs.size();
+      int err = cfs.OpenParent(op.path, &at, &made_dirs);
+      if (err != 0) {
+        const bool making = made_dirs.size() > made_before || err == EEXIST;
+        return rollback(MakeError(fmt::format(
+            "Failed to {} {}: {}", making ? "create parent directories for" : "write file", op.path,
+            OsError(err))));
       }
-      Status s =
-          WriteAtomically(op.path, *op.content, op.mode, op.original.has_value() || op.mode != 0);
-      if (!s.ok()) return rollback(s);
-    } else if (::unlink(op.path.c_str()) != 0) {
-      return rollback(
-          MakeError(fmt::format("Failed to delete file {}: {}", op.path, OsError(errno))));
+      err = cfs.Replace(at, *op.content, op.mode, op.original.has_value() || op.mode != 0);
+      if (err != 0) {
+        return rollback(
+            MakeError(fmt::format("Failed to write file {}: {}", op.path, OsError(err))));
+      }
+    } else {
+      int err = cfs.OpenParent(op.path, &at, nullptr);
+      if (err == 0) err = cfs.Unlink(at);
+      if (err != 0) {
+        return rollback(
+            MakeError(fmt::format("Failed to delete file {}: {}", op.path, OsError(err))));
+      }
     }
-    done.push_back(&op);
+    (void)cfs.SyncDir(at);
+    done.emplace_back(&op, std::move(at));
   }
-  for (const auto& d : dirs) SyncDir(d);
   return {};
 }
 

@@ -1,7 +1,8 @@
 // Applying a parsed patch: every new file content is computed in memory first (so a patch
 // that does not apply changes nothing), then each file is replaced atomically (temp file in
-// the same directory, fsync, rename, mode kept), and a failure midway restores the files
-// already replaced. Either every file changes or none does.
+// the same directory, fsync, renameat, mode kept), and a failure midway restores the files
+// already replaced. Either every file changes or none does. Every read and write goes through
+// sandbox::ConfinedFs: confined to the writable roots as strictly as a command's.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +14,7 @@
 #include "base/result.h"
 #include "engine/events.h"
 #include "engine/tools/apply_patch/parser.h"
+#include "sandbox/confined_fs.h"
 #include "sandbox/policy.h"
 
 namespace ae::patch {
@@ -40,11 +42,12 @@ std::vector<FileChange> NamedChanges(const Patch& patch, const std::string& cwd)
 // Refuses, with a message naming the path and the mode, any write the policy does not allow.
 Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::Policy& policy);
 
-// Reads the files and computes every result. Errors use codex's wording, e.g.
-// "Failed to find expected lines in /abs/f.txt:\n<lines>".
-Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd);
+// Reads the files (through `cfs`, the resolver the commit uses) and computes every result.
+// Errors use codex's wording, e.g. "Failed to find expected lines in /abs/f.txt:\n<lines>".
+// Anything that is not a regular file (FIFO, socket, device) is refused unopened.
+Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd, const sandbox::ConfinedFs& cfs);
 
-// Writes the plan to disk, all or nothing.
-Status Commit(const Plan& plan);
+// Writes the plan to disk through `cfs`, all or nothing.
+Status Commit(const Plan& plan, const sandbox::ConfinedFs& cfs);
 
 }  // namespace ae::patch

@@ -124,7 +124,8 @@ ToolResult ApplyPatchText(const std::string& patch_text, const std::string& cwd,
     return report_failure(patch::NamedChanges(*parsed, cwd),
                           "apply_patch rejected: " + writable.message() + ". No file was changed.");
   }
-  auto plan = patch::PlanPatch(*parsed, cwd);
+  const sandbox::ConfinedFs cfs(env.turn.sandbox);
+  auto plan = patch::PlanPatch(*parsed, cwd, cfs);
   if (!plan.ok()) {
     return report_failure(patch::NamedChanges(*parsed, cwd),
                           "apply_patch verification failed: " + plan.message());
@@ -132,7 +133,7 @@ ToolResult ApplyPatchText(const std::string& patch_text, const std::string& cwd,
 
   std::vector<FileChange> changes = ForEvents(plan->changes);
   std::string id = env.emitter.Start(FileChangeItem{changes, ItemStatus::kInProgress});
-  Status committed = patch::Commit(*plan);
+  Status committed = patch::Commit(*plan, cfs);
   if (!committed.ok()) {
     env.emitter.Complete(id, FileChangeItem{std::move(changes), ItemStatus::kFailed});
     return Failed(call, SanitizeUtf8("apply_patch failed: " + committed.message()));
