@@ -33,10 +33,10 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   }
   outcome.run = std::move(run).value();
   outcome.aggregated_output = ItemOutput(outcome.run);
-  // A command that does not exist (127) is not the sandbox's doing, whatever the heuristic says.
-  const bool not_found = outcome.run.setup_error.has_value() && outcome.run.exit_code == 127;
-  outcome.sandbox_denied = sandbox != nullptr && !outcome.run.timed_out && !outcome.run.cancelled &&
-                           !not_found && sandbox::LooksSandboxDenied(outcome.run);
+  if (sandbox != nullptr) {
+    outcome.denial = sandbox::FindDenial(outcome.run, turn_.sandbox, request.workdir);
+    outcome.sandbox_denied = outcome.denial.has_value();
+  }
   return outcome;
 }
 
@@ -60,13 +60,17 @@ Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, E
   auto first = Attempt(request, confinement, emitter, cancel);
   if (!first.ok()) return first;
   complete(*first);
-  if (!first->sandbox_denied || turn_.approval != ApprovalPolicy::kOnFailure) return first;
+  // Only evidence agentexec checked itself reruns a command unconfined: a command's own words
+  // ("Permission denied", SIGSYS) would let any command get itself out of the sandbox.
+  if (!first->denial || !first->denial->verified || turn_.approval != ApprovalPolicy::kOnFailure) {
+    return first;
+  }
 
-  // on-failure: the sandbox said no; run it once more unconfined, in the open.
+  // on-failure: the sandbox said no; run it once more unconfined, in the open, saying why.
   emitter.CompleteNew(ErrorItem{fmt::format(
-      "command was denied by the sandbox ({}); retrying it once outside the sandbox because "
+      "command was denied by the sandbox ({}: {}); retrying it once outside the sandbox because "
       "approval_policy is on-failure: {}",
-      sandbox::ModeName(turn_.sandbox.mode), request.display)});
+      sandbox::ModeName(turn_.sandbox.mode), first->denial->evidence, request.display)});
   auto second = Attempt(request, nullptr, emitter, cancel);
   if (!second.ok()) return second;
   second->sandbox_denied = false;

@@ -1,8 +1,9 @@
 // Orchestrator: runs a model's command under the approval policy and the sandbox, and
 // reports it as a command_execution item. Under on-failure, a command the sandbox denied is
-// retried once unconfined, and the stream records that it was.
+// retried once unconfined, and the stream records that it was and on what evidence.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "base/result.h"
 #include "engine/emitter.h"
 #include "engine/turn_context.h"
+#include "sandbox/denial.h"
 #include "sandbox/prepared.h"
 #include "sandbox/spawn.h"
 
@@ -24,7 +26,10 @@ struct CommandRequest {
 
 struct CommandOutcome {
   sandbox::RunResult run;
-  bool sandbox_denied = false;    // the final attempt was blocked by the sandbox
+  // The sandbox is the likely cause of the final attempt's failure (sandbox/denial.h): the
+  // note to the model. Only a verified denial escalates under on-failure.
+  bool sandbox_denied = false;
+  std::optional<sandbox::Denial> denial;
   bool escalated = false;         // retried outside the sandbox (on-failure)
   std::string item_id;            // the command_execution item of the final attempt
   std::string aggregated_output;  // as shown in that item: valid UTF-8, bounded

@@ -36,6 +36,7 @@ class SpawnIntegration : public ::testing::Test {
     s.exclude_tmpdir_env_var = true;
     Result<Policy> p = BuildPolicy(s, base_ + "/ws");
     ASSERT_TRUE(p.ok()) << p.message();
+    policy_ = *p;
     Result<PreparedPtr> prepared = Prepare(*p);
     ASSERT_TRUE(prepared.ok()) << prepared.message();
     prepared_ = std::move(prepared.value());
@@ -54,8 +55,14 @@ class SpawnIntegration : public ::testing::Test {
     return ran.ok() ? *ran : RunResult{};
   }
 
+  bool Denied(const RunResult& r) const {
+    auto d = FindDenial(r, policy_, base_ + "/ws");
+    return d.has_value() && d->verified;
+  }
+
   ScratchDir dir_;
   std::string base_;
+  Policy policy_;
   PreparedPtr prepared_;
 };
 
@@ -63,12 +70,12 @@ TEST_F(SpawnIntegration, ConfinedCommandsAreDeniedAndSaySo) {
   RunResult inside = Run("echo ok > inside && cat inside");
   EXPECT_EQ(inside.exit_code, 0) << inside.output;
   EXPECT_EQ(inside.output, "ok\n");
-  EXPECT_FALSE(LooksSandboxDenied(inside));
+  EXPECT_FALSE(Denied(inside));
 
   RunResult outside = Run("echo x > ../outside/x");
   EXPECT_NE(outside.exit_code, 0);
   EXPECT_FALSE(Exists(base_ + "/outside/x"));
-  EXPECT_TRUE(LooksSandboxDenied(outside)) << outside.output;
+  EXPECT_TRUE(Denied(outside)) << outside.output;
 
   RunResult git = Run("echo x > .git/hooks/pre-commit");
   EXPECT_NE(git.exit_code, 0);
@@ -86,7 +93,7 @@ TEST_F(SpawnIntegration, MissingCommandIsNotADenial) {
   Result<RunResult> ran = RunProcess(spec, RunLimits{}, cancel);
   ASSERT_TRUE(ran.ok()) << ran.message();
   EXPECT_EQ(ran->exit_code, 127);
-  EXPECT_FALSE(LooksSandboxDenied(*ran)) << ran->output;
+  EXPECT_FALSE(FindDenial(*ran, policy_, base_ + "/ws").has_value()) << ran->output;
 }
 
 // A writable root deleted after the session prepared the sandbox (a command removed an
