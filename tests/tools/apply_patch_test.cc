@@ -511,3 +511,89 @@ TEST_F(ApplyPatchTest, BinaryBytesInAFileStayOutOfTheEvents) {
 
 }  // namespace
 }  // namespace ae::testing
+
+namespace ae::testing {
+namespace {
+
+// A model that runs `mkfifo p` and then patches `p`: refused at once, never opened (opening a
+// FIFO blocks until a writer comes), and reported as a failed file_change.
+TEST_F(ApplyPatchTest, SpecialFilesAreRefusedNotOpened) {
+  ASSERT_EQ(::mkfifo(Path("p").c_str(), 0644), 0);
+  ToolResult r = Call(*router_, "apply_patch",
+                      "*** Begin Patch\n*** Update File: p\n@@\n-a\n+b\n*** End Patch", true);
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(Normalize(r.output),
+            "apply_patch verification failed: Failed to read file to update <root>/p: <root>/p "
+            "is a FIFO; apply_patch only changes regular files");
+  EXPECT_EQ(Completed<FileChangeItem>().status, ItemStatus::kFailed);
+  r = Call(*router_, "apply_patch", "*** Begin Patch\n*** Add File: p\n+x\n*** End Patch", true);
+  EXPECT_EQ(Normalize(r.output),
+            "apply_patch verification failed: Failed to write file <root>/p: <root>/p is a FIFO; "
+            "apply_patch only changes regular files");
+  r = Call(*router_, "apply_patch", "*** Begin Patch\n*** Delete File: p\n*** End Patch", true);
+  EXPECT_EQ(Normalize(r.output),
+            "apply_patch verification failed: Failed to read <root>/p: <root>/p is a FIFO; "
+            "apply_patch only changes regular files");
+  struct stat st {};
+  ASSERT_EQ(::lstat(Path("p").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST_F(ApplyPatchTest, GitDirectoriesStayReadOnlyAtAnyDepth) {
+  std::filesystem::create_directories(Path("ws/.git/hooks"));
+  std::filesystem::create_directories(Path("ws/vendor/lib/.git/hooks"));
+  turn_.cwd = Path("ws");
+  turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
+  turn_.sandbox.writable_roots = {Path("ws")};
+  turn_.sandbox.read_only_carveouts = {Path("ws/.git"), Path("ws/.agentexec")};
+  const std::string refused =
+      " is not allowed: .git and .agentexec directories stay read-only in the workspace-write "
+      "sandbox. No file was changed.";
+  // An absolute path into .git, a nested repository's .git, .agentexec below the root.
+  for (const std::string& path :
+       {Path("ws/.git/hooks/pre-commit"), std::string("vendor/lib/.git/hooks/pre-commit"),
+        std::string("sub/../.git/config"), std::string("a/.agentexec/config.toml")}) {
+    ToolResult r = Call(*router_, "apply_patch",
+                        "*** Begin Patch\n*** Add File: " + path + "\n+x\n*** End Patch", true);
+    EXPECT_FALSE(r.success) << path;
+    EXPECT_TRUE(r.output.starts_with("apply_patch rejected: writing ")) << r.output;
+    EXPECT_TRUE(r.output.ends_with(refused)) << r.output;
+  }
+  EXPECT_FALSE(Exists("ws/.git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists("ws/vendor/lib/.git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists("ws/.git/config"));
+  EXPECT_FALSE(Exists("ws/a"));
+  // A symlink planted in the workspace does not lead there either.
+  std::filesystem::create_directory_symlink(Path("ws/.git/hooks"), Path("ws/h"));
+  ToolResult r = Call(*router_, "apply_patch",
+                      "*** Begin Patch\n*** Add File: h/pre-commit\n+x\n*** End Patch", true);
+  EXPECT_EQ(Normalize(r.output), "apply_patch rejected: writing <root>/ws/h/pre-commit" + refused);
+  EXPECT_FALSE(Exists("ws/.git/hooks/pre-commit"));
+}
+
+TEST_F(ApplyPatchTest, ASymlinkAsTheLastComponentIsCheckedWhereItLands) {
+  std::filesystem::create_directories(Path("ws"));
+  std::filesystem::create_directories(Path("other"));
+  Write("other/target.txt", "a\n");
+  Write("ws/real.txt", "a\n");
+  std::filesystem::create_symlink(Path("other/target.txt"), Path("ws/out.txt"));
+  std::filesystem::create_symlink(Path("ws/real.txt"), Path("ws/in.txt"));
+  turn_.cwd = Path("ws");
+  turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
+  turn_.sandbox.writable_roots = {Path("ws")};
+  ToolResult r = Call(*router_, "apply_patch",
+                      "*** Begin Patch\n*** Update File: out.txt\n@@\n-a\n+b\n*** End Patch", true);
+  EXPECT_EQ(Normalize(r.output),
+            "apply_patch rejected: writing <root>/ws/out.txt is not allowed: it is outside the "
+            "writable roots of the workspace-write sandbox (<root>/ws). No file was changed.");
+  EXPECT_EQ(Read("other/target.txt"), "a\n");
+  // Inside the workspace a write through a symlink lands on its target, as a command's would.
+  r = Call(*router_, "apply_patch",
+           "*** Begin Patch\n*** Update File: in.txt\n@@\n-a\n+b\n*** End Patch", true);
+  EXPECT_TRUE(r.success) << r.output;
+  EXPECT_EQ(Read("ws/real.txt"), "b\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(Path("ws/in.txt")));
+}
+
+}  // namespace
+}  // namespace ae::testing

@@ -1,0 +1,144 @@
+// on-failure and the sandbox note through the real binary and the real sandbox: a command's
+// own words never get it rerun unconfined; a write the sandbox really refused does, with the
+// evidence in the error item; the note to the model appears only where the sandbox is the
+// likely cause.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/e2e/agentexec_runner.h"
+
+namespace ae::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kNote[] = "sandbox blocked this command";
+
+class OnFailureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // /var/tmp: outside every writable root (the workspace is under /tmp, which is one).
+    char tmpl[] = "/var/tmp/ae-e2e-out-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << "need a directory outside the writable roots";
+    outside_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(outside_, ec);
+  }
+
+  // One command per call, then a final message; --json, the given sandbox and approval.
+  RunOutput Run(const std::vector<std::string>& cmds, const std::string& approval) {
+    std::string turns = R"({"turns":[)";
+    for (const std::string& cmd : cmds) {
+      std::string escaped;
+      for (char c : cmd) {
+        if (c == '"' || c == '\\') escaped += '\\';
+        escaped += c;
+      }
+      turns += R"({"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":")" +
+               escaped + R"("}}]},)";
+    }
+    turns += R"({"items":[{"type":"message","text":"done"}]}]})";
+    std::string script = ws_.WriteFile("turns.json", turns);
+    RunOptions options;
+    options.cwd = ws_.repo();
+    options.env = ws_.Env();
+    RunOutput out = RunAgentexec({"-c", "model_provider=scripted", "-c",
+                                  "model_providers.scripted.script=\"" + script + "\"", "--json",
+                                  "-s", "workspace-write", "-a", approval, "go"},
+                                 options);
+    EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
+    return out;
+  }
+
+  // The function_call_output lines the model was sent, from the saved session, in order.
+  std::vector<std::string> ModelOutputs() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(ws_.home() + "/sessions")) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.find("function_call_output") != std::string::npos) out.push_back(line);
+      }
+    }
+    return out;
+  }
+
+  static int Count(const std::string& s, const std::string& what) {
+    int n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+  }
+
+  Workspace ws_;
+  std::string outside_;
+};
+
+TEST_F(OnFailureTest, ACommandThatOnlySaysPermissionDeniedIsNotRerun) {
+  // Exit 1 with every wording the old heuristic took, then death by SIGSYS: nothing the
+  // sandbox refused, so nothing runs outside it.
+  RunOutput out = Run({"echo 'Permission denied'; echo 'Read-only file system' >&2; echo "
+                       "'OPERATION NOT PERMITTED'; touch escaped-1; exit 1",
+                       "touch escaped-2; kill -SYS $$"},
+                      "on-failure");
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(Count(out.out, R"("type":"error")"), 0) << out.out;
+  EXPECT_EQ(Count(out.out, R"("item.completed","item":{"id":"item_)"), 3) << out.out;
+  // Each ran once, confined (touching inside the workspace works there).
+  EXPECT_TRUE(fs::exists(ws_.repo() + "/escaped-1"));
+  for (const std::string& o : ModelOutputs()) EXPECT_EQ(o.find(kNote), std::string::npos) << o;
+}
+
+TEST_F(OnFailureTest, AWriteTheSandboxRefusedIsRerunWithTheEvidence) {
+  RunOutput out = Run({"touch " + outside_ + "/f"}, "on-failure");
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_TRUE(fs::exists(outside_ + "/f"));
+  std::vector<std::string> lines = out.lines();
+  ASSERT_GE(lines.size(), 7u) << out.out;
+  EXPECT_NE(lines[3].find(R"("status":"failed")"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[4],
+            R"({"type":"item.completed","item":{"id":"item_1","type":"error","message":"command )"
+            R"(was denied by the sandbox (workspace-write: writing )" +
+                outside_ +
+                R"(/f is refused by the policy (outside the writable roots) and allowed outside )"
+                R"(it); retrying it once outside the sandbox because approval_policy is )"
+                R"(on-failure: /bin/bash -lc 'touch )" +
+                outside_ + R"(/f'"}})");
+  EXPECT_NE(lines[6].find(R"("exit_code":0,"status":"completed")"), std::string::npos) << lines[6];
+}
+
+TEST_F(OnFailureTest, ANetworkRefusalGetsTheNoteButIsNotRerun) {
+  RunOutput out = Run({"python3 -c 'import socket; socket.socket(socket.AF_INET)'"}, "on-failure");
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(Count(out.out, R"("type":"error")"), 0) << out.out;
+  EXPECT_NE(out.out.find("Operation not permitted"), std::string::npos) << out.out;
+  std::vector<std::string> outputs = ModelOutputs();
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_NE(outputs[0].find(kNote), std::string::npos) << outputs[0];
+}
+
+TEST_F(OnFailureTest, TheNoteOnlyWhereTheSandboxIsTheCause) {
+  std::ofstream(ws_.repo() + "/secret.txt") << "s\n";
+  ASSERT_EQ(::chmod((ws_.repo() + "/secret.txt").c_str(), 0), 0);
+  // Read as an unprivileged user (root reads a mode-000 file anyway), then a write outside.
+  RunOutput out = Run({"setpriv --reuid=65534 --regid=65534 --clear-groups cat ./secret.txt",
+                       "touch " + outside_ + "/g"},
+                      "never");
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_FALSE(fs::exists(outside_ + "/g"));
+  std::vector<std::string> outputs = ModelOutputs();
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_NE(outputs[0].find("secret.txt: Permission denied"), std::string::npos) << outputs[0];
+  EXPECT_EQ(outputs[0].find(kNote), std::string::npos) << outputs[0];
+  EXPECT_NE(outputs[1].find(kNote), std::string::npos) << outputs[1];
+}
+
+}  // namespace
+}  // namespace ae::e2e
