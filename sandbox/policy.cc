@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/confined_fs.h"
 #include "sandbox/paths.h"
 
 namespace ae::sandbox {
@@ -96,14 +97,9 @@ Result<Mode> ParseMode(std::string_view text) {
 }
 
 bool Policy::CanWrite(std::string_view path) const {
-  if (unrestricted()) return true;
-  if (path.empty() || path.front() != '/') return false;
-  const std::string lexical = NormalizePath(path);
-  const std::string resolved = ResolvePath(lexical);
-  // Where the write lands decides; the spelling can only add a refusal (a carve-out that
-  // does not exist yet resolves to itself either way).
-  if (!IsUnderAny(resolved, writable_roots)) return false;
-  return !IsUnderAny(resolved, read_only_carveouts) && !IsUnderAny(lexical, read_only_carveouts);
+  // One rule for every write check: the one agentexec's own writes are held to.
+  std::string resolved;
+  return ConfinedFs(*this).Target(std::string(path), &resolved) == 0;
 }
 
 Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {

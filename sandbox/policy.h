@@ -38,7 +38,7 @@ struct Policy {
   std::vector<std::string> warnings;
 
   bool unrestricted() const { return mode == Mode::kDangerFullAccess; }
-  // True when a write to `path` (absolute) is allowed by this policy.
+  // True when a write to `path` (absolute) is allowed by this policy: ConfinedFs::Target.
   bool CanWrite(std::string_view path) const;
 };
 
