@@ -78,8 +78,10 @@ class ApplyPatchTool : public ToolHandler {
                             doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
                                                 : "expected a JSON object"));
     }
-    auto it = doc.FindMember("input");
-    if (it == doc.MemberEnd() || !it->value.IsString()) {
+    // Through a const view: clang finds rapidjson's mutable-iterator == ambiguous in C++20.
+    const rapidjson::Document& args = doc;
+    auto it = args.FindMember("input");
+    if (it == args.MemberEnd() || !it->value.IsString()) {
       return Failed(call, "failed to parse function arguments: missing string field `input`");
     }
     return ApplyPatchText(std::string(it->value.GetString(), it->value.GetStringLength()),
