@@ -36,10 +36,7 @@ class ApplyPatchRaceTest : public ToolTest {
     fs::create_directories(Path("outside"));
     ASSERT_EQ(::symlink(Path("outside").c_str(), Path("ws/to_outside").c_str()), 0);
     ASSERT_EQ(::symlink(Path("ws/.git/hooks").c_str(), Path("ws/to_hooks").c_str()), 0);
-    turn_.cwd = Path("ws");
-    turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
-    turn_.sandbox.writable_roots = {Path("ws")};
-    turn_.sandbox.read_only_carveouts = {Path("ws/.git"), Path("ws/.agentexec")};
+    ConfineTo("ws");
   }
   void TearDown() override {
     StopSwapper();

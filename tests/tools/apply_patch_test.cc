@@ -375,10 +375,7 @@ TEST_F(ApplyPatchTest, ReadOnlySandboxRefusesEveryWrite) {
 TEST_F(ApplyPatchTest, WorkspaceWriteRefusesOutsideTheRootsAndTheCarveOuts) {
   std::filesystem::create_directories(Path("ws/.git"));
   std::filesystem::create_directories(Path("other"));
-  turn_.cwd = Path("ws");
-  turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
-  turn_.sandbox.writable_roots = {Path("ws")};
-  turn_.sandbox.read_only_carveouts = {Path("ws/.git")};
+  ConfineTo("ws");
 
   ToolResult r =
       Call(*router_, "apply_patch",
@@ -542,10 +539,7 @@ TEST_F(ApplyPatchTest, SpecialFilesAreRefusedNotOpened) {
 TEST_F(ApplyPatchTest, GitDirectoriesStayReadOnlyAtAnyDepth) {
   std::filesystem::create_directories(Path("ws/.git/hooks"));
   std::filesystem::create_directories(Path("ws/vendor/lib/.git/hooks"));
-  turn_.cwd = Path("ws");
-  turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
-  turn_.sandbox.writable_roots = {Path("ws")};
-  turn_.sandbox.read_only_carveouts = {Path("ws/.git"), Path("ws/.agentexec")};
+  ConfineTo("ws");
   const std::string refused =
       " is not allowed: .git and .agentexec directories stay read-only in the workspace-write "
       "sandbox. No file was changed.";
@@ -578,9 +572,7 @@ TEST_F(ApplyPatchTest, ASymlinkAsTheLastComponentIsCheckedWhereItLands) {
   Write("ws/real.txt", "a\n");
   std::filesystem::create_symlink(Path("other/target.txt"), Path("ws/out.txt"));
   std::filesystem::create_symlink(Path("ws/real.txt"), Path("ws/in.txt"));
-  turn_.cwd = Path("ws");
-  turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
-  turn_.sandbox.writable_roots = {Path("ws")};
+  ConfineTo("ws");
   ToolResult r = Call(*router_, "apply_patch",
                       "*** Begin Patch\n*** Update File: out.txt\n@@\n-a\n+b\n*** End Patch", true);
   EXPECT_EQ(Normalize(r.output),

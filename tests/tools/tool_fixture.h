@@ -72,6 +72,15 @@ class ToolTest : public ::testing::Test {
   }
 
   std::string Path(const std::string& rel) const { return root_ + "/" + rel; }
+  // workspace-write with `rel` as the working directory and only writable root, its .git and
+  // .agentexec carved out (as BuildPolicy would, without /tmp).
+  void ConfineTo(const std::string& rel) {
+    std::filesystem::create_directories(Path(rel));
+    turn_.cwd = Path(rel);
+    turn_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
+    turn_.sandbox.writable_roots = {Path(rel)};
+    turn_.sandbox.read_only_carveouts = {Path(rel + "/.git"), Path(rel + "/.agentexec")};
+  }
   void Write(const std::string& rel, const std::string& content) const {
     std::filesystem::create_directories(std::filesystem::path(Path(rel)).parent_path());
     std::ofstream(Path(rel), std::ios::binary) << content;
