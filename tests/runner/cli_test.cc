@@ -20,6 +20,8 @@ Result<CliArgs> Parse(std::vector<std::string> words) {
 const std::string kUsageTail =
     "\n\nUsage: agentexec [exec] [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
+    "[PROMPT]\n"
     "\nFor more information, try '--help'.";
 
 TEST(Cli, PromptAndExecKeyword) {
