@@ -99,7 +99,7 @@ std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_roo
         RelativePath(f->absolute_file_path, repo_root) + ":" + std::to_string(f->line_start);
     if (f->line_end != f->line_start) anchor += "-" + std::to_string(f->line_end);
     md += fmt::format("\n{}. **[P{}] {}** — {} (confidence {:.2f})\n", ++n, f->priority,
-                      OneLine(f->title), Code(anchor), f->confidence_score);
+                      OneLine(f->title), Code(OneLine(anchor)), f->confidence_score);
     // The body stays inside the list item: every line indented under it.
     size_t pos = 0;
     std::string body = f->body;
