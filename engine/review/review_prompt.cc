@@ -73,9 +73,9 @@ std::string ReviewRequest(const ChangeSelection& change, const std::optional<std
                       change.repo_root, change.inspect_command);
   if (change.diff_cut) {
     text += fmt::format(
-        "The diff below is cut at {} of its {} bytes; read the rest with the command above "
+        "The diff below is cut at {} of its {}{} bytes; read the rest with the command above "
         "before concluding.\n",
-        change.diff.size(), change.diff_total_bytes);
+        change.diff.size(), change.diff_total_known ? "" : "more than ", change.diff_total_bytes);
   }
   text += "\n<diff>\n" + change.diff;
   if (!change.diff.empty() && change.diff.back() != '\n') text += "\n";

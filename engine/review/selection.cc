@@ -144,7 +144,7 @@ Result<ChangeSelection> SelectCommit(Git& git, const std::string& name, ChangeSe
   return sel;
 }
 
-Result<ChangeSelection> SelectUncommitted(Git& git, ChangeSelection sel) {
+Result<ChangeSelection> SelectUncommitted(Git& git, ChangeSelection sel, size_t max_bytes) {
   Result<std::optional<std::string>> head = ResolveCommit(git, "HEAD");
   if (!head.ok()) return head.error();
   const std::string against = *head ? "HEAD" : kEmptyTree;  // no commit yet: all is new
@@ -153,19 +153,29 @@ Result<ChangeSelection> SelectUncommitted(Git& git, ChangeSelection sel) {
   sel.diff = std::move(diff->out);
   sel.diff_cut = diff->truncated;
 
-  Result<GitRun> untracked = Query(git, {"ls-files", "--others", "--exclude-standard", "-z"});
+  // From the root, so a review started in a subdirectory sees every untracked file and the
+  // diff headers name paths as `git diff` does.
+  const std::string& root = sel.repo_root;
+  Result<GitRun> untracked =
+      Query(git, {"-C", root, "ls-files", "--others", "--exclude-standard", "-z"});
   if (!untracked.ok()) return untracked.error();
   size_t pos = 0;
   const std::string& names = untracked->out;
   while (pos < names.size() && !sel.diff_cut) {
+    if (sel.diff.size() > max_bytes) {
+      // Over budget already: the rest would be cut anyway; do not run git once per file.
+      sel.diff_cut = true;
+      break;
+    }
     size_t end = names.find('\0', pos);
     if (end == std::string::npos) end = names.size();
     std::string path = names.substr(pos, end - pos);
     pos = end + 1;
     if (path.empty()) continue;
     // Exit 1 means "the files differ", which a new file always does.
-    Result<GitRun> added =
-        Query(git, Args({"diff"}, kDiffOptions, {"--no-index", "--", "/dev/null", path}), {0, 1});
+    Result<GitRun> added = Query(
+        git, Args({"-C", root, "diff"}, kDiffOptions, {"--no-index", "--", "/dev/null", path}),
+        {0, 1});
     if (!added.ok()) return added.error();
     sel.diff += added->out;
     sel.diff_cut = added->truncated;
@@ -184,6 +194,8 @@ Result<ChangeSelection> SelectUncommitted(Git& git, ChangeSelection sel) {
 
 // Cuts the diff to the budget at a line boundary and makes it valid UTF-8 for the request.
 void FitDiff(ChangeSelection& sel, size_t max_bytes) {
+  // Cut already (capture budget, untracked files left out): what we have is a lower bound.
+  sel.diff_total_known = !sel.diff_cut;
   sel.diff_total_bytes = sel.diff.size();
   if (sel.diff.size() > max_bytes) {
     size_t cut = sel.diff.rfind('\n', max_bytes == 0 ? 0 : max_bytes - 1);
@@ -214,7 +226,7 @@ Result<ChangeSelection> SelectChange(Git& git, const ReviewTarget& target, size_
       out = SelectCommit(git, target.ref, std::move(sel));
       break;
     case ReviewTargetKind::kUncommitted:
-      out = SelectUncommitted(git, std::move(sel));
+      out = SelectUncommitted(git, std::move(sel), max_diff_bytes);
       break;
   }
   if (out.ok()) FitDiff(*out, max_diff_bytes);

@@ -19,10 +19,11 @@ struct ReviewTarget {
 };
 
 struct ChangeSelection {
-  std::string repo_root;        // absolute top level of the working tree
-  std::string description;      // one sentence: what the change is and how to inspect it
-  std::string diff;             // unified diff, valid UTF-8, cut at a line to the budget
-  size_t diff_total_bytes = 0;  // before cutting
+  std::string repo_root;         // absolute top level of the working tree
+  std::string description;       // one sentence: what the change is and how to inspect it
+  std::string diff;              // unified diff, valid UTF-8, cut at a line to the budget
+  size_t diff_total_bytes = 0;   // before cutting
+  bool diff_total_known = true;  // false: the change is larger than diff_total_bytes
   bool diff_cut = false;
   std::string inspect_command;  // `git ...` that shows the whole change again
 };

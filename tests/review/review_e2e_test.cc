@@ -325,16 +325,18 @@ TEST_F(ReviewE2e, CommitReviewGetsGitShowAndMarkdownGoesToStdoutAndFile) {
 TEST_F(ReviewE2e, UncommittedIsTheDefaultWithStdinInstructions) {
   Serve(ReviewJson());
   ws_.WriteFile("repo/calc.py", kFeatureCalc + "\n\ndef half(x):\n    return x / 2\n");
-  ws_.WriteFile("repo/notes.txt", "todo\n");
+  ws_.WriteFile("repo/docs/notes.txt", "todo\n");
+  // Started in a subdirectory (-C): the change is still the whole repository's.
   RunOptions options;
+  options.cwd = ws_.root();
   options.stdin_data = "Check error handling only.";
-  RunOutput out = Run({"review", "--json", "--ephemeral", "-"}, options);
+  RunOutput out = Run({"review", "-C", "repo/docs", "--json", "--ephemeral", "-"}, options);
   SKIP_WITHOUT_SANDBOX(out);
   ASSERT_EQ(out.exit_code, 0) << out.err;
 
   const std::string tracked_index = Trim(GitOut("diff HEAD | sed -n 2p"));
   const std::string added_index =
-      Trim(GitOut("diff --no-index -- /dev/null notes.txt | sed -n 3p"));
+      Trim(GitOut("diff --no-index -- /dev/null docs/notes.txt | sed -n 3p"));
   EXPECT_EQ(FirstRequest().user,
             "Review this change.\n\nThe change to review is the uncommitted work in this "
             "repository: staged and unstaged edits to tracked files and new untracked files "
@@ -347,13 +349,13 @@ TEST_F(ReviewE2e, UncommittedIsTheDefaultWithStdinInstructions) {
                 "\n--- a/calc.py\n+++ b/calc.py\n@@ -7,3 +7,7 @@ def total(xs):\n \n"
                 " def mean(xs):\n     return total(xs) / len(xs)\n+\n+\n+def half(x):\n"
                 "+    return x / 2\n"
-                "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n" +
+                "diff --git a/docs/notes.txt b/docs/notes.txt\nnew file mode 100644\n" +
                 added_index +
-                "\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+todo\n</diff>\n\n"
+                "\n--- /dev/null\n+++ b/docs/notes.txt\n@@ -0,0 +1 @@\n+todo\n</diff>\n\n"
                 "The user's review instructions (they take precedence over the general "
                 "guidelines):\nCheck error handling only.\n");
   // Reviewing wrote nothing: the working tree is as the user left it.
-  EXPECT_EQ(Trim(GitOut("status --porcelain")), " M calc.py\n?? notes.txt");
+  EXPECT_EQ(Trim(GitOut("status --porcelain")), " M calc.py\n?? docs/");
 }
 
 TEST_F(ReviewE2e, AnAnswerThatIsNotAReviewFailsTheTurn) {

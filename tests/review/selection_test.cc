@@ -125,9 +125,9 @@ TEST(ReviewSelection, UncommittedIncludesUntrackedFiles) {
   FakeGit git = Repo();
   git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
   git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, kDiff);
-  git.On("ls-files --others --exclude-standard -z", 0, std::string("new.py\0", 7));
-  git.On("diff --no-color --no-ext-diff --no-textconv --no-index -- /dev/null new.py", 1,
-         "diff --git a/new.py b/new.py\n+x\n");
+  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, std::string("new.py\0", 7));
+  git.On("-C /work/repo diff --no-color --no-ext-diff --no-textconv --no-index -- /dev/null new.py",
+         1, "diff --git a/new.py b/new.py\n+x\n");
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
   ASSERT_TRUE(sel.ok()) << sel.message();
   EXPECT_EQ(sel->diff, kDiff + "diff --git a/new.py b/new.py\n+x\n");
@@ -137,7 +137,7 @@ TEST(ReviewSelection, NothingUncommittedIsAnError) {
   FakeGit git = Repo();
   git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
   git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "");
-  git.On("ls-files --others --exclude-standard -z", 0, "");
+  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, "");
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
   ASSERT_FALSE(sel.ok());
   EXPECT_EQ(sel.message(),
@@ -150,7 +150,7 @@ TEST(ReviewSelection, LongDiffIsCutAtALineAndThePromptSaysSo) {
   FakeGit git = Repo();
   git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
   git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "line one\nline two\n");
-  git.On("ls-files --others --exclude-standard -z", 0, "");
+  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, "");
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 12);
   ASSERT_TRUE(sel.ok()) << sel.message();
   EXPECT_EQ(sel->diff, "line one\n");
@@ -159,6 +159,21 @@ TEST(ReviewSelection, LongDiffIsCutAtALineAndThePromptSaysSo) {
   EXPECT_NE(ReviewRequest(*sel, {}, {})
                 .find("The diff below is cut at 9 of its 18 bytes; read "
                       "the rest with the command above before concluding."),
+            std::string::npos);
+}
+
+TEST(ReviewSelection, UntrackedFilesStopOnceOverBudget) {
+  FakeGit git = Repo();
+  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
+  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "line one\nline two\n");
+  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, std::string("a\0b\0", 4));
+  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 12);
+  ASSERT_TRUE(sel.ok()) << sel.message();
+  // No git run per untracked file once the budget is spent.
+  EXPECT_EQ(git.calls().back(), "-C /work/repo ls-files --others --exclude-standard -z");
+  EXPECT_NE(ReviewRequest(*sel, {}, {})
+                .find("The diff below is cut at 9 of its more than 18 "
+                      "bytes"),
             std::string::npos);
 }
 
