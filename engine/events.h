@@ -59,10 +59,27 @@ struct WebSearchItem {
 struct ErrorItem {
   std::string message;
 };
+// The result of `agentexec review` (ours: codex exec prints no structured review). Field names
+// are codex's ReviewOutputEvent's, so tools written for codex's review output read it.
+struct ReviewFinding {
+  std::string title;
+  std::string body;                // Markdown
+  double confidence_score = 0;     // 0..1
+  int priority = 0;                // 0 (P0, drop everything) .. 3 (P3, nice to have)
+  std::string absolute_file_path;  // always absolute (agentexec resolves relative ones)
+  int64_t line_start = 0;          // code_location.line_range.start, 1-based
+  int64_t line_end = 0;            // code_location.line_range.end, inclusive
+};
+struct ReviewItem {
+  std::vector<ReviewFinding> findings;  // in the model's order
+  std::string overall_correctness;      // "patch is correct" | "patch is incorrect"
+  std::string overall_explanation;
+  double overall_confidence_score = 0;
+};
 
 using ItemDetails =
     std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem, FileChangeItem,
-                 McpToolCallItem, TodoListItem, WebSearchItem, ErrorItem>;
+                 McpToolCallItem, TodoListItem, WebSearchItem, ErrorItem, ReviewItem>;
 
 struct Item {
   std::string id;  // item_0, item_1, ... per process in order of first emission

@@ -178,7 +178,8 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                 .max_turns = config.max_turns,
                 .rollout = rollout.get(),
                 .usage_before = config.resume ? config.resume->usage : Usage{},
-                .prompt_cache_key = result.thread_id};
+                .prompt_cache_key = result.thread_id,
+                .final_answer_check = config.final_answer_check};
   TurnResult turn_result = RunTurn(deps, history);
 
   result.outcome = turn_result.outcome;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,11 @@
 #include "sandbox/policy.h"
 
 namespace ae {
+
+// Checks the final answer once the model is done: an error fails the turn; an item is reported
+// right before turn.completed (`agentexec review` turns its JSON into a `review` item).
+using FinalAnswerCheck =
+    std::function<Result<std::optional<ItemDetails>>(const std::string& final_message)>;
 
 // Everything the engine needs, resolved by runner/ from flags, config and environment.
 struct SessionConfig {
@@ -36,6 +42,7 @@ struct SessionConfig {
   bool ephemeral = false;                         // write no session file
   std::optional<LoadedRollout> resume;            // continue this thread (resume ID / --last)
   std::vector<McpServerSpec> mcp_servers;         // stdio MCP servers whose tools are offered
+  FinalAnswerCheck final_answer_check;            // empty: any final answer completes the turn
 };
 
 enum class SessionOutcome {

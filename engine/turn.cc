@@ -133,6 +133,16 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
   }
 
+  if (deps.final_answer_check) {
+    Result<std::optional<ItemDetails>> checked = deps.final_answer_check(result.final_message);
+    if (!checked.ok()) {
+      TurnResult invalid;
+      invalid.outcome = SessionOutcome::kFailed;
+      invalid.error = checked.message();
+      return fail(invalid);
+    }
+    if (*checked) deps.emitter.CompleteNew(std::move(**checked));
+  }
   deps.router.OnTurnEnd(deps.emitter);
   deps.emitter.Emit(TurnCompleted{result.usage});
   result.outcome = SessionOutcome::kCompleted;

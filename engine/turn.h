@@ -27,6 +27,8 @@ struct TurnDeps {
   RolloutWriter* rollout = nullptr;  // null: --ephemeral
   Usage usage_before;                // earlier runs of a resumed thread
   std::string prompt_cache_key;      // the thread id
+  // Empty: none.
+  FinalAnswerCheck final_answer_check;
 };
 
 struct TurnResult {

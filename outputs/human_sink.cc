@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/utf8.h"
+#include "outputs/review_render.h"
 
 namespace ae {
 namespace {
@@ -174,6 +175,8 @@ void HumanSink::OnItemCompleted(const Item& item) {
           Write(Style(kMagenta, "web search") + ": " + d.query + "\n");
         } else if constexpr (std::is_same_v<T, ErrorItem>) {
           Write(Style(kRed, "warning: ") + d.message + "\n");
+        } else if constexpr (std::is_same_v<T, ReviewItem>) {
+          Write(Style(kMagenta, "review") + "\n" + ReviewMarkdown(d, opt_.repo_root, {}) + "\n");
         } else if constexpr (std::is_same_v<T, TodoListItem>) {
           // Shown as it was started and updated; nothing new at completion.
         }

@@ -16,6 +16,7 @@ struct HumanSinkOptions {
   std::string version;            // shown in the header
   std::string prompt;             // echoed under "user"
   int command_output_lines = 10;  // lines of command output shown
+  std::string repo_root;          // review findings show paths relative to it
 };
 
 class HumanSink : public EventSink {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "base/utf8.h"
+#include "outputs/review_render.h"
 
 namespace ae {
 namespace {
@@ -120,6 +121,11 @@ void WriteDetails(Writer& w, const WebSearchItem& s) {
 void WriteDetails(Writer& w, const ErrorItem& e) {
   Key(w, "type"), w.String("error");
   Key(w, "message"), Str(w, e.message);
+}
+
+void WriteDetails(Writer& w, const ReviewItem& r) {
+  Key(w, "type"), w.String("review");
+  WriteReviewFields(w, r);
 }
 
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {

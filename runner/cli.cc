@@ -13,7 +13,9 @@ namespace {
 
 constexpr const char* kUsage =
     "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
-    "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n";
+    "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
+    "[PROMPT]\n";
 
 // Errors look like clap's (what codex users know): the problem, the usage, where to look.
 Error UsageError(const std::string& what) {
@@ -38,6 +40,39 @@ std::string DescribeParseError(const CLI::ParseError& e) {
     return fmt::format("a value is required for '{}' but none was supplied", what.substr(0, colon));
   }
   return what;
+}
+
+// The review options: only after `review`, at most one target, a known format.
+Status CheckReviewOptions(CliArgs& args, const ReviewArgs& given,
+                          const std::optional<std::string>& format) {
+  std::vector<const char*> targets;
+  if (given.uncommitted) targets.push_back("--uncommitted");
+  if (given.base) targets.push_back("--base <BRANCH>");
+  if (given.commit) targets.push_back("--commit <SHA>");
+  if (!args.review) {
+    const char* option = !targets.empty() ? targets.front()
+                         : given.title    ? "--title <TITLE>"
+                         : format         ? "--format <FORMAT>"
+                                          : nullptr;
+    if (option) return UsageError(fmt::format("'{}' is only valid after 'review'", option));
+    return {};
+  }
+  if (targets.size() > 1) {
+    return UsageError(
+        fmt::format("the argument '{}' cannot be used with '{}'", targets[0], targets[1]));
+  }
+  if (args.output_schema) {
+    return UsageError(
+        "the argument '--output-schema <FILE>' cannot be used with 'review' (a review has its "
+        "own output schema)");
+  }
+  if (format) {
+    if (!OneOf(*format, {"json", "markdown"})) {
+      return InvalidValue(*format, "--format <FORMAT>", "possible values: json, markdown");
+    }
+    args.review->format = *format;
+  }
+  return {};
 }
 
 }  // namespace
@@ -92,6 +127,15 @@ std::string HelpText() {
       "      --last                       With resume: the newest session in this directory\n"
       "  -h, --help                       Print this help\n"
       "  -V, --version                    Print the version\n"
+      "\n"
+      "Review (agentexec review; PROMPT = extra review instructions, '-' reads stdin):\n"
+      "      --uncommitted                Review staged, unstaged and untracked changes "
+      "(default)\n"
+      "      --base BRANCH                Review the changes since the merge base with BRANCH\n"
+      "      --commit SHA                 Review the changes introduced by a commit\n"
+      "      --title TITLE                The change's title, shown to the model and in the "
+      "review\n"
+      "      --format json|markdown       What stdout and -o get (default json)\n"
       "\n"
       "Exit codes:\n"
       "  0        the turn completed\n"
@@ -164,6 +208,13 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("--timeout", timeout)->multi_option_policy(last);
   app.add_flag("--print-config", args.print_config);
   app.add_flag("--last", args.resume_last);
+  ReviewArgs review;
+  app.add_flag("--uncommitted", review.uncommitted);
+  app.add_option("--base", review.base)->multi_option_policy(last);
+  app.add_option("--commit", review.commit)->multi_option_policy(last);
+  app.add_option("--title", review.title)->multi_option_policy(last);
+  std::optional<std::string> review_format;
+  app.add_option("--format", review_format)->multi_option_policy(last);
   // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
   // (and left out of --help) rather than failing the SDK's call.
   std::string sdk_thread_source, sdk_cyber_access;
@@ -246,6 +297,11 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     args.resume = true;
     ++next;
   }
+  if (!args.resume && next < keyword_end && positionals[next] == "review") {
+    args.review = review;
+    ++next;
+  }
+  if (Status ok = CheckReviewOptions(args, review, review_format); !ok.ok()) return ok.error();
   if (args.resume_last && !args.resume) {
     return UsageError("'--last' is only valid after 'resume'");
   }

@@ -3,6 +3,8 @@
 //
 //   agentexec [exec] [OPTIONS] [PROMPT]
 //   agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]
+//   agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [--title T]
+//                           [--format json|markdown] [OPTIONS] [PROMPT]
 //
 // Every option is valid before or after `resume`. `agentexec sandbox ...` is dispatched by
 // main.cc before this parser runs.
@@ -17,6 +19,15 @@
 
 namespace ae {
 
+// `review`: which change (at most one target; none means --uncommitted) and how to print it.
+struct ReviewArgs {
+  bool uncommitted = false;
+  std::optional<std::string> base;    // --base BRANCH
+  std::optional<std::string> commit;  // --commit SHA
+  std::optional<std::string> title;   // --title T
+  std::string format = "json";        // --format json | markdown
+};
+
 struct CliArgs {
   // Set when -h/--help or -V/--version was given: print this to stdout and exit 0.
   std::optional<std::string> help_text;
@@ -25,7 +36,8 @@ struct CliArgs {
   bool resume = false;                    // `resume` keyword given
   bool resume_last = false;               // --last
   std::optional<std::string> session_id;  // resume SESSION_ID
-  std::optional<std::string> prompt;      // absent or "-": read stdin
+  std::optional<std::string> prompt;      // absent or "-": read stdin (review: "-" only)
+  std::optional<ReviewArgs> review;       // `review` keyword given
 
   bool json = false;                               // --json / --experimental-json
   std::optional<std::string> output_last_message;  // -o FILE, as given

@@ -12,6 +12,7 @@
 #include "outputs/last_message.h"
 #include "runner/exit_code.h"
 #include "runner/prompt.h"
+#include "runner/review.h"
 #include "runner/session_config.h"
 #include "runner/signals.h"
 
@@ -76,9 +77,20 @@ int RunExec(const CliArgs& args) {
     if (!ok.ok()) return Fail(ExitCode::kOutputFailed, ok.message());
   }
 
-  const bool from_stdin = !args.prompt || *args.prompt == "-";
+  // A review reads stdin only for `-`; a plain run whenever PROMPT is absent.
+  const bool from_stdin = args.review ? args.prompt == "-" : !args.prompt || *args.prompt == "-";
   if (from_stdin && !::isatty(STDIN_FILENO)) std::fputs("Reading prompt from stdin...\n", stderr);
-  Result<std::string> prompt = ReadPrompt(args.prompt, STDIN_FILENO);
+  std::optional<ReviewRun> review;
+  Result<std::string> prompt = MakeError("");
+  if (args.review) {
+    std::unique_ptr<Git> git = MakeSystemGit(session.cwd);
+    Result<ReviewRun> prepared = PrepareReview(args, *git, session, STDIN_FILENO);
+    if (!prepared.ok()) return Fail(ExitCode::kUsage, prepared.message());
+    review = std::move(*prepared);
+    prompt = review->prompt;
+  } else {
+    prompt = ReadPrompt(args.prompt, STDIN_FILENO);
+  }
   if (!prompt.ok()) return Fail(ExitCode::kUsage, prompt.message());
 
   // In JSON mode stdout carries events only; warnings also go to stderr for the CI log.
@@ -95,10 +107,13 @@ int RunExec(const CliArgs& args) {
   HumanSinkOptions human_options;
   human_options.color = UseColor(run.color);
   human_options.version = AGENTEXEC_VERSION;
-  human_options.prompt = *prompt;
+  human_options.prompt = review ? review->summary : *prompt;
+  if (review) human_options.repo_root = review->repo_root;
   HumanSink human(STDERR_FILENO, human_options);
   std::vector<EventSink*> sinks{&last};
   sinks.push_back(run.json ? static_cast<EventSink*>(&jsonl) : &human);
+  ReviewSink review_sink;
+  if (review) sinks.push_back(&review_sink);
 
   SessionResult result = RunSession(session, *prompt, sinks, cancel);
   const bool completed = result.outcome == SessionOutcome::kCompleted;
@@ -106,14 +121,16 @@ int RunExec(const CliArgs& args) {
   if (run.json && !completed && !result.error.empty()) {
     std::fprintf(stderr, "error: %s\n", result.error.c_str());
   }
-  if (!run.json && completed && last.has_message()) {
-    std::string text = last.text();
-    WriteAll(STDOUT_FILENO, text + "\n");
-  }
+  // A review's final message is its structured result in the --format asked for.
+  std::optional<ReviewItem> reviewed = review_sink.review();
+  const bool has_final = review ? reviewed.has_value() : last.has_message();
+  const std::string final_text =
+      review ? (reviewed ? FormatReview(*review, *reviewed) : "") : last.text();
+  if (!run.json && completed && has_final) WriteAll(STDOUT_FILENO, final_text + "\n");
   if (run.output_last_message) {
     // As codex: the last message without a trailing newline; an empty file when the turn
     // failed, so a stale answer from an earlier run is never mistaken for this one's.
-    Status written = WriteOutputFile(*run.output_last_message, completed ? last.text() : "");
+    Status written = WriteOutputFile(*run.output_last_message, completed ? final_text : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
       if (completed) return ToInt(ExitCode::kOutputFailed);
