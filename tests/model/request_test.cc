@@ -35,7 +35,8 @@ TEST(ResponsesRequest, MinimalBody) {
   EXPECT_EQ(
       BuildResponsesRequest(o, p),
       R"({"model":"gpt-5.5","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}],)"
-      R"("tools":[],"tool_choice":"auto","parallel_tool_calls":true,"store":false})");
+      R"("tools":[],"tool_choice":"auto","parallel_tool_calls":true,"store":false,)"
+      R"("include":["reasoning.encrypted_content"]})");
 }
 
 TEST(ResponsesRequest, FullBodyAsCodexOrdersIt) {
