@@ -205,7 +205,10 @@ TEST_F(HttpTest, HumanModeShowsRetriesAndPrintsNothingOnStdoutOnFailure) {
   RunOutput out = Run({"hi"});
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(out.out, "");
-  EXPECT_NE(out.err.find("ERROR: Reconnecting... 1/2 (We"), std::string::npos) << out.err;
+  // Retries read as retry notices; only the final failure is an ERROR.
+  EXPECT_NE(out.err.find("retry: Reconnecting... 1/2 (We"), std::string::npos) << out.err;
+  EXPECT_EQ(out.err.find("ERROR: Reconnecting"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("ERROR: We"), std::string::npos) << out.err;
 }
 
 TEST_F(HttpTest, TimeoutStopsAStalledModelWithExit4) {
