@@ -25,32 +25,29 @@ std::string UrlEscape(const std::string& s) {
   return out;
 }
 
+// The string member `name` of `v`, or "".
+std::string StringIn(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject() || !v.HasMember(name) || !v[name].IsString()) return {};
+  return v[name].GetString();
+}
+
 // error.code (or error.type) of a JSON error body, or "".
 std::string ErrorCodeOf(const std::string& body) {
   rapidjson::Document doc;
   doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return {};
-  auto err = doc.FindMember("error");
-  if (err == doc.MemberEnd() || !err->value.IsObject()) return {};
-  for (const char* name : {"code", "type"}) {
-    auto m = err->value.FindMember(name);
-    if (m != err->value.MemberEnd() && m->value.IsString()) return m->value.GetString();
-  }
-  return {};
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
+  std::string code = StringIn(doc["error"], "code");
+  return code.empty() ? StringIn(doc["error"], "type") : code;
 }
 
 // error.message of a JSON error body, or "".
 std::string ErrorMessageOf(const std::string& body) {
   rapidjson::Document doc;
   doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return {};
-  auto err = doc.FindMember("error");
-  if (err == doc.MemberEnd()) return {};
-  if (err->value.IsString()) return err->value.GetString();
-  if (!err->value.IsObject()) return {};
-  auto msg = err->value.FindMember("message");
-  if (msg == err->value.MemberEnd() || !msg->value.IsString()) return {};
-  return msg->value.GetString();
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
+  const rapidjson::Value& err = doc["error"];
+  if (err.IsString()) return err.GetString();
+  return StringIn(err, "message");
 }
 
 std::string Excerpt(std::string s) {

@@ -64,9 +64,8 @@ std::string WithoutServiceFields(const std::string& json) {
   rapidjson::Document doc;
   doc.Parse(json.c_str(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) return json;
-  for (const char* name : {"id", "encrypted_content"}) {
-    if (auto it = doc.FindMember(name); it != doc.MemberEnd()) doc.EraseMember(it);
-  }
+  doc.EraseMember("id");  // keeps the order of the other members (RemoveMember would not)
+  doc.EraseMember("encrypted_content");
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   doc.Accept(w);
