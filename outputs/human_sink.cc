@@ -106,7 +106,12 @@ void HumanSink::Emit(const Event& event) {
         } else if constexpr (std::is_same_v<T, TurnFailed>) {
           // The preceding `error` event already printed the reason.
         } else if constexpr (std::is_same_v<T, StreamError>) {
-          Write(Style(kRed, "ERROR: " + e.message) + "\n");
+          // A retry notice is not a failure: it reads as one, dimmed, without "ERROR:".
+          if (e.message.rfind("Reconnecting... ", 0) == 0) {
+            Write(Style(kDim, "retry: " + e.message) + "\n");
+          } else {
+            Write(Style(kRed, "ERROR: " + e.message) + "\n");
+          }
         }
       },
       event);

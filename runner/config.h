@@ -54,6 +54,8 @@ struct Config {
   std::string model_reasoning_effort;                     // "" = let the model decide
   std::string model_reasoning_summary;                    // "" = let the model decide
   std::string model_verbosity;                            // "" = let the model decide
+  int64_t model_context_window = 0;                       // tokens; 0 = from the model table
+  int64_t model_auto_compact_token_limit = 0;             // tokens; 0 = from the model table
   std::string sandbox_mode = "read-only";
   std::vector<std::string> writable_roots;  // sandbox_workspace_write.*
   bool network_access = false;

@@ -1,5 +1,7 @@
 #include "runner/session_config.h"
 
+#include "engine/model/model_table.h"
+
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -71,6 +73,33 @@ std::string SourceOf(const Config& config, const std::string& key) {
   return it == config.sources.end() ? "default" : it->second;
 }
 
+// Why `url` cannot be a provider's base_url, or "": it needs an http(s) scheme and a host.
+std::string UnusableUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "it has no scheme (expected http:// or https://)";
+  std::string scheme = url.substr(0, scheme_end);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "http" && scheme != "https") {
+    return fmt::format("the scheme `{}` is not http or https", scheme);
+  }
+  std::string authority = url.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+  std::string host = authority;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(0, host.find(']') + 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  if (host.empty() || host == "[]") return "it has no host";
+  for (char c : authority) {
+    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20) {
+      return "the host contains white space";
+    }
+  }
+  return {};
+}
+
 Result<ProviderInfo> ResolveProvider(const Config& config) {
   const std::string& id = config.model_provider;
   auto it = config.model_providers.find(id);
@@ -113,6 +142,10 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
   } else if (p.base_url.empty()) {
     return MakeError(fmt::format(
         "model provider '{}' has no base_url: set model_providers.{}.base_url", id, id));
+  } else if (std::string why = UnusableUrl(p.base_url); !why.empty()) {
+    const std::string key = fmt::format("model_providers.{}.base_url", id);
+    return MakeError(fmt::format("{} (from {}) `{}` is not a usable URL: {}", key,
+                                 SourceOf(config, key), p.base_url, why));
   }
   return info;
 }
@@ -241,8 +274,21 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
 
   session.model.model = config.model;
   session.model.reasoning_effort = config.model_reasoning_effort;
-  session.model.reasoning_summary = config.model_reasoning_summary;
+  // "none" means no summaries: the field is left out (the service knows no "none").
+  if (config.model_reasoning_summary != "none") {
+    session.model.reasoning_summary = config.model_reasoning_summary;
+  }
   session.model.verbosity = config.model_verbosity;
+  const ModelInfo info = LookupModel(config.model);
+  session.model.reasoning = info.reasoning;
+  session.model.context_window =
+      config.model_context_window > 0 ? config.model_context_window : info.context_window;
+  session.model.auto_compact_token_limit = config.model_auto_compact_token_limit > 0
+                                               ? config.model_auto_compact_token_limit
+                                               : session.model.context_window * 9 / 10;
+  if (!info.reasoning) session.model.reasoning_effort.clear();
+  if (!info.supports_reasoning_summaries) session.model.reasoning_summary.clear();
+  if (!info.supports_verbosity) session.model.verbosity.clear();
 
   sandbox::Settings& sb = session.sandbox;
   sb.mode = config.sandbox_mode == "danger-full-access" ? sandbox::Mode::kDangerFullAccess
@@ -301,6 +347,55 @@ Error Prefixed(const Error& error) {
 
 }  // namespace
 
+void ApplyModelTable(Config& config) {
+  const ModelInfo info = LookupModel(config.model);
+  const std::string source =
+      info.known ? fmt::format("model table ({})", info.slug) : std::string("fallback metadata");
+  auto fill = [&](std::string& value, const char* key, const std::string& table_value) {
+    if (value.empty() && !table_value.empty()) {
+      value = table_value;
+      config.sources[key] = source;
+    }
+  };
+  auto drop = [&](std::string& value, const char* key, const char* what) {
+    if (value.empty()) return;
+    if (config.sources.contains(key)) {
+      config.warnings.push_back(
+          fmt::format("{} = \"{}\" is ignored: model `{}` does not support {}", key, value,
+                      config.model, what));
+    }
+    value.clear();
+    config.sources[key] = source;
+  };
+  if (info.reasoning) {
+    fill(config.model_reasoning_effort, "model_reasoning_effort", info.default_reasoning_effort);
+  } else {
+    drop(config.model_reasoning_effort, "model_reasoning_effort", "reasoning");
+  }
+  if (info.supports_reasoning_summaries) {
+    fill(config.model_reasoning_summary, "model_reasoning_summary", info.default_reasoning_summary);
+  } else {
+    drop(config.model_reasoning_summary, "model_reasoning_summary", "reasoning summaries");
+  }
+  if (info.supports_verbosity) {
+    fill(config.model_verbosity, "model_verbosity", info.default_verbosity);
+  } else {
+    drop(config.model_verbosity, "model_verbosity", "verbosity");
+  }
+  if (config.model_context_window <= 0 && info.context_window > 0) {
+    config.model_context_window = info.context_window;
+    config.sources["model_context_window"] = source;
+  }
+  if (config.model_auto_compact_token_limit <= 0 && config.model_context_window > 0) {
+    config.model_auto_compact_token_limit = config.model_context_window * 9 / 10;
+    config.sources["model_auto_compact_token_limit"] = source;
+  }
+  auto provider = config.model_providers.find(config.model_provider);
+  const bool scripted =
+      provider != config.model_providers.end() && provider->second.wire_api == "scripted";
+  if (!info.known && !scripted) config.warnings.push_back(UnknownModelWarning(config.model));
+}
+
 Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   LoadedRun run;
   auto getenv = [&](const char* name) -> std::string {
@@ -338,6 +433,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
     run.config.model = "gpt-oss:20b";
     run.config.sources["model"] = "--oss";
   }
+  ApplyModelTable(run.config);
   run.warnings = run.config.warnings;
   run.print_config = args.print_config;
   run.json = args.json;

@@ -57,6 +57,13 @@ struct SessionInputs {
   std::vector<std::string> images;           // -i FILE
 };
 
+// Resolves the model's defaults from the model table (engine/model/model_table.h) into
+// `config`, with "model table (SLUG)" as their source so --print-config shows them: reasoning
+// effort and summary, verbosity (cleared, with a warning when set, where the family does not
+// take them), context window and auto-compact limit (config values win). An unknown model
+// adds codex's fallback-metadata warning (not for the scripted provider).
+void ApplyModelTable(Config& config);
+
 // Checks the chosen provider (defined, has a base_url or a readable script), reads and
 // validates --output-schema (a JSON object) and the images (data: URLs).
 Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs);

@@ -193,7 +193,8 @@ class ChatClient : public ModelClient {
                                CancelToken& cancel) override {
     auto body = BuildChatRequest(options_, prompt);
     if (!body) return body.error();
-    HttpRequest req = MakeHttpRequest(provider_, key_, "/chat/completions", std::move(*body));
+    HttpRequest req = MakeHttpRequest(provider_, key_, "/chat/completions", std::move(*body),
+                                      prompt.prompt_cache_key);
     return StreamWithRetries(
         http_, req, provider_, [&observer] { return MakeChatDecoder(observer); }, observer, cancel);
   }

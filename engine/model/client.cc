@@ -17,14 +17,19 @@ std::string Env(const char* name) {
 }
 
 // The bearer key for `provider`. For the built-in "openai" provider, AGENTEXEC_API_KEY and
-// then CODEX_API_KEY win over its env_key. The key itself never appears in a message.
-Result<std::string> ApiKey(const ProviderInfo& provider) {
+// then CODEX_API_KEY win over its env_key. The key itself never appears in a message;
+// `variable` gets the name it came from.
+Result<std::string> ApiKey(const ProviderInfo& provider, std::string* variable) {
   if (provider.id == "openai") {
     for (const char* name : {"AGENTEXEC_API_KEY", "CODEX_API_KEY"}) {
-      if (std::string key = Env(name); !key.empty()) return key;
+      if (std::string key = Env(name); !key.empty()) {
+        *variable = name;
+        return key;
+      }
     }
   }
   if (provider.env_key.empty()) return std::string();
+  *variable = provider.env_key;
   std::string key = Env(provider.env_key.c_str());
   if (key.empty()) {
     return MakeError(fmt::format("Missing environment variable: `{}`.", provider.env_key));
@@ -42,10 +47,15 @@ Result<std::unique_ptr<ModelClient>> MakeModelClient(const ProviderInfo& provide
         "model provider `{}`: unknown wire_api `{}` (expected responses, chat or scripted)",
         provider.id, provider.wire_api));
   }
-  auto key = ApiKey(provider);
+  ProviderInfo with_key = provider;
+  auto key = ApiKey(provider, &with_key.key_variable);
   if (!key) return key.error();
-  if (provider.wire_api == "chat") return MakeChatClient(provider, options, std::move(*key));
-  return MakeResponsesClient(provider, options, std::move(*key));
+  if (provider.wire_api == "chat") return MakeChatClient(with_key, options, std::move(*key));
+  return MakeResponsesClient(with_key, options, std::move(*key));
+}
+
+bool IsContextWindowExceeded(const std::string& error_message) {
+  return error_message.rfind(kContextWindowExceeded, 0) == 0;
 }
 
 }  // namespace ae

@@ -31,6 +31,9 @@ struct ProviderInfo {
   int64_t stream_idle_timeout_ms = 300000;
   int64_t connect_timeout_ms = 30000;
   std::string script;  // scripted: path of the turns file
+  // Set by MakeModelClient: the variable the bearer key was read from, named in 401/403
+  // messages (never the key itself).
+  std::string key_variable;
 };
 
 struct ModelOptions {
@@ -39,6 +42,11 @@ struct ModelOptions {
   std::string reasoning_summary;  // "" = omit
   std::string verbosity;          // "" = omit
   bool parallel_tool_calls = true;
+  // The family takes `reasoning` and returns reasoning items: with `store: false` every
+  // request then asks for their encrypted_content (model_table.h).
+  bool reasoning = true;
+  int64_t context_window = 0;            // tokens, from the model table or config; 0 = unknown
+  int64_t auto_compact_token_limit = 0;  // tokens; read by context management
 };
 
 struct Prompt {
@@ -84,6 +92,14 @@ class ModelClient {
   virtual Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
                                        CancelToken& cancel) = 0;
 };
+
+// The message a request fails with when the input no longer fits the model's context window
+// (HTTP 400 / response.failed with code context_length_exceeded), as codex words it. Context
+// management recognises the failure by it (IsContextWindowExceeded).
+inline constexpr const char* kContextWindowExceeded =
+    "Your input exceeds the context window of this model. Please adjust your input and try "
+    "again.";
+bool IsContextWindowExceeded(const std::string& error_message);
 
 // Builds the client for provider.wire_api; an unknown wire or a missing key is an error
 // here, before any request is sent.

@@ -1,6 +1,7 @@
 #include "engine/model/http.h"
 
 #include <curl/curl.h>
+#include <sys/utsname.h>
 
 #include <chrono>
 #include <cstdint>
@@ -24,7 +25,7 @@ struct Transfer {
   HttpResponse* response;
   HttpBodySink* sink;
   CURL* easy;
-  Clock::time_point last_activity;
+  Clock::time_point last_activity;  // last body progress (or the head's arrival)
   bool sink_aborted = false;
   bool decided = false;  // whether this response streams to the sink was decided
 };
@@ -47,11 +48,26 @@ std::string Trimmed(std::string_view s) {
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string_view line(data, size * n);
-  t->last_activity = Clock::now();
   if (line.substr(0, 5) == "HTTP/") {  // a new response head (after 1xx or a proxy CONNECT)
     t->response->content_type.clear();
     t->response->retry_after.clear();
-  } else if (StartsWithNoCase(line, "content-type:")) {
+    t->response->headers.clear();
+  } else if (line == "\r\n" || line == "\n") {  // the end of a head
+    long code = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200) {
+      t->response->head_received = true;
+      t->last_activity = Clock::now();
+    }
+  } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name.rfind("retry-after", 0) == 0 || name.rfind("x-ratelimit-", 0) == 0 ||
+        name == "x-request-id") {
+      t->response->headers[name] = Trimmed(line.substr(colon + 1));
+    }
+  }
+  if (StartsWithNoCase(line, "content-type:")) {
     t->response->content_type = Trimmed(line.substr(13));
   } else if (StartsWithNoCase(line, "retry-after:")) {
     t->response->retry_after = Trimmed(line.substr(12));
@@ -62,7 +78,6 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 size_t OnWrite(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t len = size * n;
-  t->last_activity = Clock::now();
   HttpResponse& r = *t->response;
   if (!t->decided) {
     t->decided = true;
@@ -75,12 +90,16 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
   }
   if (r.event_stream) {
     r.body_started = true;
-    if (!t->sink->OnBody(std::string_view(data, len))) {
+    const uint64_t before = t->sink->progress();
+    const bool go_on = t->sink->OnBody(std::string_view(data, len));
+    if (t->sink->progress() != before) t->last_activity = Clock::now();
+    if (!go_on) {
       t->sink_aborted = true;
       return 0;  // makes libcurl abort with CURLE_WRITE_ERROR
     }
     return len;
   }
+  t->last_activity = Clock::now();  // an error body: any byte is progress
   if (r.error_body.size() < kMaxErrorBody) {
     r.error_body.append(data, std::min(len, kMaxErrorBody - r.error_body.size()));
   }
@@ -108,7 +127,8 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
     response.error = "could not initialise libcurl";
     return response;
   }
-  Transfer t{&response, &sink, easy, Clock::now()};
+  const Clock::time_point started = Clock::now();
+  Transfer t{&response, &sink, easy, started};
 
   curl_easy_reset(easy);
   curl_slist* headers = nullptr;
@@ -120,7 +140,8 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
   curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
   curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "agentexec/" AGENTEXEC_VERSION);
+  curl_easy_setopt(easy, CURLOPT_USERAGENT,
+                   request.user_agent.empty() ? UserAgent().c_str() : request.user_agent.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
@@ -155,15 +176,27 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
       response.outcome = HttpResponse::Outcome::kCancelled;
       break;
     }
-    // A non-positive idle timeout disables it.
-    const int64_t idle_limit = request.idle_timeout_ms > 0 ? request.idle_timeout_ms : INT64_MAX;
-    const int64_t idle = duration_cast<milliseconds>(Clock::now() - t.last_activity).count();
-    if (idle >= idle_limit) {
+    // Before the head arrives the (longer) header bound applies, then the idle timeout on
+    // body progress; a non-positive value disables either. The total bound covers both.
+    const auto now = Clock::now();
+    const int64_t limit =
+        response.head_received
+            ? (request.idle_timeout_ms > 0 ? request.idle_timeout_ms : INT64_MAX)
+            : (request.header_timeout_ms > 0 ? request.header_timeout_ms : INT64_MAX);
+    const int64_t idle = duration_cast<milliseconds>(now - t.last_activity).count();
+    if (idle >= limit) {
       response.outcome = HttpResponse::Outcome::kIdleTimeout;
       break;
     }
+    const int64_t total_limit = request.total_timeout_ms > 0 ? request.total_timeout_ms : INT64_MAX;
+    const int64_t elapsed = duration_cast<milliseconds>(now - started).count();
+    if (elapsed >= total_limit) {
+      response.outcome = HttpResponse::Outcome::kTotalTimeout;
+      break;
+    }
     curl_waitfd wake{cancel.wake_fd(), CURL_WAIT_POLLIN, 0};
-    const int wait_ms = static_cast<int>(std::min<int64_t>(idle_limit - idle, 1000));
+    const int wait_ms =
+        static_cast<int>(std::min<int64_t>(std::min(limit - idle, total_limit - elapsed), 1000));
     curl_multi_poll(multi, &wake, 1, std::max(wait_ms, 1), nullptr);
   }
   if (!t.decided) {  // no body byte arrived: classify the head alone
@@ -188,6 +221,16 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
     }
   }
   return response;
+}
+
+const std::string& UserAgent() {
+  static const std::string agent = [] {
+    utsname u{};
+    if (::uname(&u) != 0) return std::string("agentexec/" AGENTEXEC_VERSION);
+    return fmt::format("agentexec/{} ({} {}; {})", AGENTEXEC_VERSION, u.sysname, u.release,
+                       u.machine);
+  }();
+  return agent;
 }
 
 std::string StatusText(long status) {

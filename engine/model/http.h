@@ -1,12 +1,15 @@
 // HttpClient: one streamed HTTP POST at a time over libcurl (HTTP/1.1, or HTTP/2 over TLS as
 // libcurl negotiates; proxies from the usual environment variables). The response body of a
 // 2xx event stream goes to a sink as it arrives; anything else is collected for the error
-// message. Timeouts are real: a connect timeout, and an idle timeout that aborts the transfer
-// when no byte arrived for that long. A CancelToken aborts it at once: the wait polls the
+// message. Timeouts are real: a connect timeout; a bound on the wait for the response head;
+// an idle timeout on the body that counts the sink's progress (complete events), not bytes,
+// so SSE comments or a byte a second cannot keep a dead stream open; and a bound on the whole
+// request. A CancelToken aborts it at once: the wait polls the
 // token's wake fd next to libcurl's sockets.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,7 +23,10 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
   int64_t connect_timeout_ms = 30000;
-  int64_t idle_timeout_ms = 300000;  // no byte received for this long aborts; <= 0: never
+  int64_t idle_timeout_ms = 300000;    // no body progress for this long aborts; <= 0: never
+  int64_t header_timeout_ms = 600000;  // no response head this long after the start; <= 0: never
+  int64_t total_timeout_ms = 0;        // the whole request, head and body; <= 0: never
+  std::string user_agent;              // "" = UserAgent()
 };
 
 class HttpBodySink {
@@ -28,20 +34,28 @@ class HttpBodySink {
   virtual ~HttpBodySink() = default;
   // Body bytes of a 2xx text/event-stream response. Return false to abort the transfer.
   virtual bool OnBody(std::string_view bytes) = 0;
+  // A counter that grows when the body made progress (for an event stream: a complete event
+  // was dispatched). The idle timeout restarts only when it changes.
+  virtual uint64_t progress() const = 0;
 };
 
 struct HttpResponse {
   enum class Outcome {
     kDone,            // the server finished the response (any status)
     kTransportError,  // connect failure, reset, truncated body...; see `error`
-    kIdleTimeout,     // nothing arrived for idle_timeout_ms
+    kIdleTimeout,     // no progress for idle_timeout_ms (or no head for header_timeout_ms)
+    kTotalTimeout,    // the request took longer than total_timeout_ms
     kCancelled,       // the CancelToken fired
     kAbortedBySink,   // OnBody returned false
   };
   Outcome outcome = Outcome::kTransportError;
-  long status = 0;            // 0 when no response head arrived
-  std::string content_type;   // of the final response head
-  std::string retry_after;    // Retry-After header value, if any
+  long status = 0;             // 0 when no response head arrived
+  std::string content_type;    // of the final response head
+  std::string retry_after;     // Retry-After header value, if any
+  bool head_received = false;  // a final response head arrived
+  // Headers of the final response head that classify errors: lower-case name -> value
+  // (retry-after-ms, x-ratelimit-reset-*, x-request-id, ...).
+  std::map<std::string, std::string> headers;
   bool event_stream = false;  // 2xx with a text/event-stream (or no) content type
   std::string error_body;     // body of a non-stream response, capped at 64 KiB
   std::string error;          // libcurl's description of a transport error
@@ -62,6 +76,9 @@ class HttpClient {
   void* multi_;  // CURLM*; kept across requests so connections are reused
   void* easy_;   // CURL*
 };
+
+// "agentexec/<version> (<os> <release>; <arch>)", from uname(2).
+const std::string& UserAgent();
 
 // "503 Service Unavailable": the status code and its standard reason phrase.
 std::string StatusText(long status);

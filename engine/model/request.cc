@@ -205,11 +205,53 @@ size_t CountChatTools(const rapidjson::Value& tools) {
 
 }  // namespace
 
+std::vector<bool> ReplayableItems(const std::vector<std::string>& input) {
+  const size_t n = input.size();
+  std::vector<bool> keep(n, true);
+  std::vector<bool> reasoning(n, false);
+  // The type of item i ("input_message" for a message not from the assistant).
+  auto parse = [&](size_t i, bool* encrypted) {
+    *encrypted = false;
+    rapidjson::Document doc;
+    doc.Parse(input[i].data(), input[i].size());
+    if (doc.HasParseError() || !doc.IsObject()) return std::string();
+    std::string type = StringMember(doc, "type");
+    if (type.empty() && doc.HasMember("role")) type = "message";
+    if (type == "reasoning") {
+      *encrypted = !StringMember(doc, "encrypted_content").empty();
+    } else if (type == "message" && StringMember(doc, "role") != "assistant") {
+      type = "input_message";
+    }
+    return type;
+  };
+  auto is_output = [](const std::string& type) {
+    return type == "message" || type == "function_call" || type == "custom_tool_call" ||
+           type == "web_search_call" || type == "local_shell_call";
+  };
+  // Only items holding `"type":"reasoning"` outside a string are parsed (inside a JSON string
+  // the quotes are escaped), and their successors: the usual history costs one substring
+  // search an item. Backwards, so a reasoning item sees the decision made for the next one.
+  for (size_t i = n; i-- > 0;) {
+    if (input[i].find("\"type\":\"reasoning\"") == std::string::npos) continue;
+    bool encrypted = false;
+    if (parse(i, &encrypted) != "reasoning") continue;
+    reasoning[i] = true;
+    bool followed = false;
+    if (i + 1 < n) {
+      bool unused = false;
+      followed = reasoning[i + 1] ? keep[i + 1] : is_output(parse(i + 1, &unused));
+    }
+    keep[i] = encrypted && followed;
+  }
+  return keep;
+}
+
 std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt) {
   rapidjson::StringBuffer buf;
   size_t reserve = 512 + prompt.tools_json.size();
   for (const auto& item : prompt.input) reserve += item.size() + 1;
   buf.Reserve(reserve);
+  const std::vector<bool> keep = ReplayableItems(prompt.input);
   Writer w(buf);
   w.StartObject();
   Key(w, "model");
@@ -218,7 +260,9 @@ std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& pro
   w.Bool(true);
   Key(w, "input");
   w.StartArray();
-  for (const auto& item : prompt.input) Raw(w, item, rapidjson::kObjectType);
+  for (size_t i = 0; i < prompt.input.size(); ++i) {
+    if (keep[i]) Raw(w, prompt.input[i], rapidjson::kObjectType);
+  }
   w.EndArray();
   Key(w, "tools");
   Raw(w, prompt.tools_json.empty() ? std::string_view("[]") : std::string_view(prompt.tools_json),
@@ -227,8 +271,8 @@ std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& pro
   Str(w, "auto");
   Key(w, "parallel_tool_calls");
   w.Bool(options.parallel_tool_calls);
-  const bool reasoning = !options.reasoning_effort.empty() || !options.reasoning_summary.empty();
-  if (reasoning) {
+  const bool reasoning = options.reasoning;
+  if (reasoning && (!options.reasoning_effort.empty() || !options.reasoning_summary.empty())) {
     Key(w, "reasoning");
     w.StartObject();
     if (!options.reasoning_effort.empty()) {
@@ -243,6 +287,8 @@ std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& pro
   }
   Key(w, "store");
   w.Bool(false);
+  // store is false, so the reasoning items come back only with their encrypted content;
+  // without it a later request could not replay them (the service looks an id up and 404s).
   if (reasoning) {
     Key(w, "include");
     w.StartArray();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/model/client.h"
@@ -12,6 +13,11 @@ namespace ae {
 
 // The name codex gives the --output-schema format.
 inline constexpr const char* kOutputSchemaName = "codex_output_schema";
+
+// Which history items may be replayed with `store: false` (CONTRACT §10): a reasoning item
+// only with its encrypted_content and followed by the item it belongs to (the service answers
+// 404 for the first and 400 for the second). Everything else is kept.
+std::vector<bool> ReplayableItems(const std::vector<std::string>& input);
 
 // POST {base_url}/responses. Key order as codex: model, stream, input, tools, tool_choice,
 // parallel_tool_calls, reasoning, store, include, prompt_cache_key, text.

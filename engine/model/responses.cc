@@ -82,6 +82,9 @@ class ResponsesDecoder : public StreamDecoder {
           code == "invalid_prompt") {
         *fatal = true;
       }
+      if (code == "context_length_exceeded") {
+        return MakeError(fmt::format("{} ({})", kContextWindowExceeded, message));
+      }
       return MakeError(message);
     } else if (type == "response.incomplete") {
       std::string reason = StringAt(
@@ -114,7 +117,8 @@ class ResponsesClient : public ModelClient {
   Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
                                CancelToken& cancel) override {
     HttpRequest req =
-        MakeHttpRequest(provider_, key_, "/responses", BuildResponsesRequest(options_, prompt));
+        MakeHttpRequest(provider_, key_, "/responses", BuildResponsesRequest(options_, prompt),
+                        prompt.prompt_cache_key);
     return StreamWithRetries(
         http_, req, provider_, [&observer] { return MakeResponsesDecoder(observer); }, observer,
         cancel);

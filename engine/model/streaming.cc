@@ -25,18 +25,29 @@ std::string UrlEscape(const std::string& s) {
   return out;
 }
 
+// The string member `name` of `v`, or "".
+std::string StringIn(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject() || !v.HasMember(name) || !v[name].IsString()) return {};
+  return v[name].GetString();
+}
+
+// error.code (or error.type) of a JSON error body, or "".
+std::string ErrorCodeOf(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse(body.c_str(), body.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
+  std::string code = StringIn(doc["error"], "code");
+  return code.empty() ? StringIn(doc["error"], "type") : code;
+}
+
 // error.message of a JSON error body, or "".
 std::string ErrorMessageOf(const std::string& body) {
   rapidjson::Document doc;
   doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return {};
-  auto err = doc.FindMember("error");
-  if (err == doc.MemberEnd()) return {};
-  if (err->value.IsString()) return err->value.GetString();
-  if (!err->value.IsObject()) return {};
-  auto msg = err->value.FindMember("message");
-  if (msg == err->value.MemberEnd() || !msg->value.IsString()) return {};
-  return msg->value.GetString();
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
+  const rapidjson::Value& err = doc["error"];
+  if (err.IsString()) return err.GetString();
+  return StringIn(err, "message");
 }
 
 std::string Excerpt(std::string s) {
@@ -54,20 +65,80 @@ std::string UnexpectedStatus(const HttpResponse& r, const std::string& url) {
   return fmt::format("unexpected status {}: {}, url: {}", StatusText(r.status), detail, url);
 }
 
-// Retry-After in milliseconds (delta-seconds form), or -1.
-int64_t RetryAfterMs(const std::string& value) {
+constexpr double kMaxHintMs = 600000;  // a longer hint is not waited for: back off instead
+
+// A number of `unit` milliseconds in `value` (the whole string), or -1.
+int64_t NumberMs(const std::string& value, double unit) {
   if (value.empty()) return -1;
   char* end = nullptr;
-  double secs = std::strtod(value.c_str(), &end);
-  if (end == value.c_str() || *end != '\0' || !(secs >= 0) || secs > 600) return -1;
-  return static_cast<int64_t>(std::llround(secs * 1000));
+  double n = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(n >= 0) || n * unit > kMaxHintMs) return -1;
+  return static_cast<int64_t>(std::llround(n * unit));
+}
+
+// x-ratelimit-reset-* values: Go-style durations ("1s", "6m0s", "250ms", "1h2m3.5s").
+int64_t DurationMs(const std::string& value) {
+  if (value.empty()) return -1;
+  double total = 0;
+  const char* p = value.c_str();
+  while (*p) {
+    char* end = nullptr;
+    double n = std::strtod(p, &end);
+    if (end == p || !(n >= 0)) return -1;
+    p = end;
+    double unit = 0;
+    if (p[0] == 'm' && p[1] == 's') {
+      unit = 1, p += 2;
+    } else if (p[0] == 'h') {
+      unit = 3600000, p += 1;
+    } else if (p[0] == 'm') {
+      unit = 60000, p += 1;
+    } else if (p[0] == 's') {
+      unit = 1000, p += 1;
+    } else {
+      return -1;
+    }
+    total += n * unit;
+  }
+  return total > kMaxHintMs ? -1 : static_cast<int64_t>(std::llround(total));
+}
+
+// The delay the server asked for before a retry, or -1: retry-after-ms, then Retry-After
+// (delta-seconds), then the later of the x-ratelimit-reset-requests/-tokens hints.
+int64_t HintedDelayMs(const HttpResponse& r) {
+  auto header = [&](const char* name) {
+    auto it = r.headers.find(name);
+    return it == r.headers.end() ? std::string() : it->second;
+  };
+  if (int64_t ms = NumberMs(header("retry-after-ms"), 1); ms >= 0) return ms;
+  if (int64_t ms = NumberMs(r.retry_after, 1000); ms >= 0) return ms;
+  return std::max(DurationMs(header("x-ratelimit-reset-requests")),
+                  DurationMs(header("x-ratelimit-reset-tokens")));
+}
+
+// 429 codes that retrying cannot fix: the account, not the moment.
+bool QuotaCode(const std::string& code) {
+  return code == "insufficient_quota" || code == "billing_hard_limit_reached" ||
+         code == "billing_not_active" || code == "account_deactivated" ||
+         code == "access_terminated";
+}
+
+// "cannot reach HOST (libcurl's reason)" for a request that got no answer at all.
+std::string CannotReach(const std::string& url, const std::string& error) {
+  std::string host = url;
+  if (size_t scheme = host.find("://"); scheme != std::string::npos) host.erase(0, scheme + 3);
+  host = host.substr(0, host.find_first_of("/?#"));
+  return fmt::format("cannot reach {} ({})", host, error);
 }
 
 class DecoderSink : public HttpBodySink {
  public:
   explicit DecoderSink(StreamDecoder& decoder) : decoder_(decoder) {}
+  // Complete events only: comments and partial lines do not count as a live stream.
+  uint64_t progress() const override { return events_; }
   bool OnBody(std::string_view bytes) override {
     Status fed = parser_.Feed(bytes, [this](SseEvent& ev) {
+      ++events_;
       if (!error_.empty()) return;
       Status s = decoder_.OnEvent(ev, &fatal_);
       if (!s) error_ = s.message();
@@ -83,6 +154,7 @@ class DecoderSink : public HttpBodySink {
   SseParser parser_;
   std::string error_;
   bool fatal_ = false;
+  uint64_t events_ = 0;
 };
 
 // The outcome of one outer attempt.
@@ -114,7 +186,15 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       return a;
     }
     if (r.outcome == O::kIdleTimeout) {
-      a.reason = std::string(kStreamDisconnected) + "idle timeout waiting for SSE";
+      a.reason = std::string(kStreamDisconnected) + (r.head_received
+                                                         ? "idle timeout waiting for SSE"
+                                                         : "timeout waiting for response headers");
+      a.retryable = true;
+      return a;
+    }
+    if (r.outcome == O::kTotalTimeout) {
+      a.reason = std::string(kStreamDisconnected) +
+                 fmt::format("the response took longer than {} ms", request.total_timeout_ms);
       a.retryable = true;
       return a;
     }
@@ -127,7 +207,7 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
     const bool server_error = r.status >= 500 && !r.event_stream;
     if ((no_answer && r.outcome == O::kTransportError) || server_error) {
       if (inner < provider.request_max_retries) {
-        int64_t delay = RetryAfterMs(r.retry_after);
+        int64_t delay = HintedDelayMs(r);
         if (!SleepUnlessCancelled(delay >= 0 ? delay : BackoffMs(inner), cancel)) {
           a.cancelled = true;
           a.reason = kCancelledMessage;
@@ -137,13 +217,13 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       }
       a.retryable = true;
       if (no_answer) {
-        a.reason = fmt::format("error sending request for url ({}): {}", request.url, r.error);
+        a.reason = CannotReach(request.url, r.error);
       } else if (r.status == 500) {
         a.reason = kHighDemand;
       } else {
         a.reason = UnexpectedStatus(r, request.url);
       }
-      a.delay_ms = RetryAfterMs(r.retry_after);
+      a.delay_ms = HintedDelayMs(r);
       return a;
     }
     if (r.event_stream) {  // a stream that ended (or broke) before it completed
@@ -151,10 +231,34 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       a.retryable = true;
       return a;
     }
+    const std::string code = ErrorCodeOf(r.error_body);
+    if (r.status == 429 && QuotaCode(code)) {
+      std::string detail = ErrorMessageOf(r.error_body);
+      a.reason = fmt::format(
+          "Quota exceeded ({}): {} Check your plan and billing details, or use another key; "
+          "retrying cannot help.",
+          code, detail.empty() ? std::string("429 Too Many Requests.") : detail);
+      return a;
+    }
     if (r.status == 429) {
       a.reason = "exceeded retry limit, last status: 429 Too Many Requests";
       a.retryable = true;
-      a.delay_ms = RetryAfterMs(r.retry_after);
+      a.delay_ms = HintedDelayMs(r);
+      return a;
+    }
+    if (code == "context_length_exceeded") {
+      std::string detail = ErrorMessageOf(r.error_body);
+      a.reason = detail.empty() ? std::string(kContextWindowExceeded)
+                                : fmt::format("{} ({})", kContextWindowExceeded, detail);
+      return a;
+    }
+    if (r.status == 401 || r.status == 403) {
+      a.reason = UnexpectedStatus(r, request.url);
+      a.reason +=
+          provider.key_variable.empty()
+              ? fmt::format(" (no API key was sent: set model_providers.{}.env_key)", provider.id)
+              : fmt::format(" (the API key came from the environment variable `{}`)",
+                            provider.key_variable);
       return a;
     }
     if (r.status == 400) {
@@ -173,7 +277,7 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       return a;
     }
     if (r.outcome == O::kTransportError && r.status == 0) {
-      a.reason = fmt::format("error sending request for url ({}): {}", request.url, r.error);
+      a.reason = CannotReach(request.url, r.error);
       return a;
     }
     a.reason = UnexpectedStatus(r, request.url);
@@ -204,8 +308,17 @@ bool SleepUnlessCancelled(int64_t ms, CancelToken& cancel) {
   return false;
 }
 
+std::string NewRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t hi = rng(), lo = rng();
+  // A random (version 4) UUID.
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
+                     hi & 0xfff, 0x8000 | ((lo >> 48) & 0x3fff), lo & 0xffffffffffffULL);
+}
+
 HttpRequest MakeHttpRequest(const ProviderInfo& provider, const std::string& api_key,
-                            const std::string& path, std::string body) {
+                            const std::string& path, std::string body,
+                            const std::string& thread_id) {
   HttpRequest req;
   std::string base = provider.base_url.empty() ? "https://api.openai.com/v1" : provider.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
@@ -218,6 +331,11 @@ HttpRequest MakeHttpRequest(const ProviderInfo& provider, const std::string& api
   }
   req.headers.push_back("accept: text/event-stream");
   req.headers.push_back("content-type: application/json");
+  // Who is calling and for which thread, as codex identifies itself: originator, the thread
+  // as session_id, and an id for this one request.
+  req.headers.push_back(std::string("originator: ") + kOriginator);
+  if (!thread_id.empty()) req.headers.push_back("session_id: " + thread_id);
+  req.headers.push_back("x-client-request-id: " + NewRequestId());
   if (!api_key.empty()) req.headers.push_back("authorization: Bearer " + api_key);
   for (const auto& [name, value] : provider.http_headers)
     req.headers.push_back(name + ": " + value);
@@ -228,6 +346,15 @@ HttpRequest MakeHttpRequest(const ProviderInfo& provider, const std::string& api
   req.body = std::move(body);
   req.connect_timeout_ms = provider.connect_timeout_ms;
   req.idle_timeout_ms = provider.stream_idle_timeout_ms;
+  // A slow first byte under load is not a dead stream: the head gets twice the idle bound;
+  // the whole response ten times.
+  if (provider.stream_idle_timeout_ms > 0) {
+    req.header_timeout_ms = 2 * provider.stream_idle_timeout_ms;
+    req.total_timeout_ms = 10 * provider.stream_idle_timeout_ms;
+  } else {
+    req.header_timeout_ms = 0;
+    req.total_timeout_ms = 0;
+  }
   return req;
 }
 

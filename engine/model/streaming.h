@@ -5,6 +5,11 @@
 //    stream broke, ended early, reported a failure, stayed idle past stream_idle_timeout_ms,
 //    or the inner layer gave up (5xx, 429); each retry is announced through
 //    StreamObserver::OnRetry so the engine can print `Reconnecting... n/N (reason)`.
+//  - 429 rate limits are retried by the outer layer after the delay the server hints
+//    (retry-after-ms, Retry-After, x-ratelimit-reset-*), else with back-off; 429 quota codes
+//    (insufficient_quota, ...) fail at once and say what to do;
+//  - 401/403 fail at once naming the variable the key came from; 400
+//    context_length_exceeded fails with kContextWindowExceeded;
 //  - 400 and other 4xx fail at once with the server's message; so does a non-SSE answer.
 // A wire plugs in a StreamDecoder that turns the events of one attempt into a response.
 #pragma once
@@ -40,9 +45,17 @@ class StreamDecoder {
 // The prefix codex puts on every broken-stream reason.
 inline constexpr const char* kStreamDisconnected = "stream disconnected before completion: ";
 
-// URL (base_url + path + query_params) and headers (bearer key, provider headers) of a wire.
+// The `originator` header: which client sends the request.
+inline constexpr const char* kOriginator = "agentexec";
+
+// URL (base_url + path + query_params) and headers (bearer key, provider headers, originator,
+// session_id = the thread id, a fresh x-client-request-id) of a wire, and its time bounds.
 HttpRequest MakeHttpRequest(const ProviderInfo& provider, const std::string& api_key,
-                            const std::string& path, std::string body);
+                            const std::string& path, std::string body,
+                            const std::string& thread_id = {});
+
+// A fresh random UUID for x-client-request-id.
+std::string NewRequestId();
 
 // Runs `request` with the retry policy above; `make_decoder` gives a fresh decoder per
 // attempt. The error of the result is the reason the turn fails with.

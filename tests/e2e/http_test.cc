@@ -4,7 +4,9 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "tests/e2e/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
@@ -203,7 +205,10 @@ TEST_F(HttpTest, HumanModeShowsRetriesAndPrintsNothingOnStdoutOnFailure) {
   RunOutput out = Run({"hi"});
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(out.out, "");
-  EXPECT_NE(out.err.find("ERROR: Reconnecting... 1/2 (We"), std::string::npos) << out.err;
+  // Retries read as retry notices; only the final failure is an ERROR.
+  EXPECT_NE(out.err.find("retry: Reconnecting... 1/2 (We"), std::string::npos) << out.err;
+  EXPECT_EQ(out.err.find("ERROR: Reconnecting"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("ERROR: We"), std::string::npos) << out.err;
 }
 
 TEST_F(HttpTest, TimeoutStopsAStalledModelWithExit4) {
@@ -223,6 +228,149 @@ TEST_F(HttpTest, SigtermEndsTheTurnWithExit143) {
   EXPECT_EQ(out.exit_code, 143) << out.err;
   EXPECT_EQ(out.lines().back(),
             R"({"type":"turn.failed","error":{"message":"terminated by SIGTERM"}})");
+}
+
+// The defect of issue 10: a reasoning model thinks, calls a tool, thinks again and answers;
+// with store:false the second request must replay the reasoning with its encrypted content.
+// The strict server refuses anything else (404 for a reasoning item replayed by id alone).
+// Then `resume` continues the thread with another tool call, replaying the stored items.
+TEST_F(HttpTest, ReasoningToolReasoningAnswerThenResumeWithAnotherToolCall) {
+  Serve(R"({"turns":[
+    {"items":[{"type":"reasoning","summary":["Looking"]},
+              {"type":"function_call","name":"exec_command","arguments":{"cmd":"echo one"},"call_id":"call_1"}]},
+    {"items":[{"type":"reasoning","summary":["Got it"]},{"type":"message","text":"First done."}]},
+    {"items":[{"type":"reasoning","summary":["Again"]},
+              {"type":"function_call","name":"exec_command","arguments":{"cmd":"echo two"},"call_id":"call_2"}]},
+    {"items":[{"type":"message","text":"Second done."}]}]})");
+  RunOutput first = Run({"--json", "-s", "workspace-write", "go"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_EQ(
+      first.lines()[6],
+      R"({"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"First done."}})");
+  std::string thread = first.lines()[0].substr(38, 36);
+  RunOutput second = Run({"--json", "-s", "workspace-write", "resume", thread, "again"});
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_EQ(
+      second.lines()[5],
+      R"({"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Second done."}})");
+
+  std::vector<LoggedRequest> requests = server_.Requests();
+  ASSERT_EQ(requests.size(), 4u);
+  for (const LoggedRequest& r : requests) {
+    rapidjson::Document body;
+    body.Parse(r.body_json.c_str());
+    EXPECT_FALSE(body["store"].GetBool());
+    ASSERT_TRUE(body["include"].IsArray());
+    EXPECT_STREQ(body["include"][0].GetString(), "reasoning.encrypted_content");
+    EXPECT_STREQ(body["prompt_cache_key"].GetString(), thread.c_str());
+    EXPECT_EQ(r.headers.at("session_id"), thread);
+    EXPECT_EQ(r.headers.at("originator"), "agentexec");
+    EXPECT_STREQ(body["reasoning"]["effort"].GetString(), "medium");  // gpt-5.5's default
+    EXPECT_STREQ(body["reasoning"]["summary"].GetString(), "auto");
+    EXPECT_STREQ(body["text"]["verbosity"].GetString(), "low");
+  }
+  // Every reasoning item the last request replays carries the content the server issued.
+  rapidjson::Document last;
+  last.Parse(requests[3].body_json.c_str());
+  int reasoning = 0;
+  for (const auto& item : last["input"].GetArray()) {
+    if (std::string(item["type"].GetString()) != "reasoning") continue;
+    ++reasoning;
+    EXPECT_TRUE(item.HasMember("encrypted_content"));
+  }
+  EXPECT_EQ(reasoning, 3);
+  // The session file keeps the encrypted content (resume replays it from there).
+  std::string session;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(ws_.home() + "/sessions")) {
+    if (e.path().extension() == ".jsonl") {
+      std::ifstream in(e.path());
+      session.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  }
+  size_t stored = 0;
+  for (size_t at = session.find("\"encrypted_content\":\"gAAAAB"); at != std::string::npos;
+       at = session.find("\"encrypted_content\":\"gAAAAB", at + 1)) {
+    ++stored;
+  }
+  EXPECT_EQ(stored, 3u) << session;
+}
+
+TEST_F(HttpTest, ASessionFileWithoutEncryptedReasoningStillResumes) {
+  // A session written before the fix holds reasoning by id only: it is dropped on replay.
+  Serve(kAnswer);
+  ws_.WriteFile(
+      "agentexec-home/sessions/2026/01/01/rollout-2026-01-01T00-00-00-"
+      "01a2012f-70ea-7213-b1a9-6556316d14f8.jsonl",
+      R"({"type":"session_meta","payload":{"thread_id":"01a2012f-70ea-7213-b1a9-6556316d14f8","cwd":")" +
+          ws_.repo() +
+          R"(","created_at":"2026-01-01T00:00:00Z","model":"gpt-5.5","provider":"mock","sandbox":"read-only"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]}}
+{"type":"response_item","payload":{"type":"reasoning","id":"rs_old","summary":[]}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"old answer"}]}}
+)");
+  RunOutput out = Run({"--json", "resume", "01a2012f-70ea-7213-b1a9-6556316d14f8", "more"});
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  rapidjson::Document body;
+  body.Parse(server_.Requests()[0].body_json.c_str());
+  EXPECT_EQ(body["input"].Size(), 3u);  // old prompt, old answer, new prompt
+}
+
+TEST_F(HttpTest, UnknownModelGetsCodexsWarningBeforeTurnStarted) {
+  Serve(kAnswer);
+  RunOutput out = Run({"--json", "-m", "mystery-model-1", "hi"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(
+      out.lines()[1],
+      R"({"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `mystery-model-1` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."}})");
+  EXPECT_EQ(out.lines()[2], R"({"type":"turn.started"})");
+  rapidjson::Document body;
+  body.Parse(server_.Requests()[0].body_json.c_str());
+  // Codex's fallback: summaries asked for, no effort, no verbosity.
+  EXPECT_STREQ(body["reasoning"]["summary"].GetString(), "auto");
+  EXPECT_FALSE(body["reasoning"].HasMember("effort"));
+  EXPECT_FALSE(body.HasMember("text"));
+}
+
+TEST_F(HttpTest, CommentKeepAliveAndByteDribbleEndAndAreRetried) {
+  for (const std::string fault : {"comment_keepalive=40:requests=1", "dribble=40:requests=1"}) {
+    TestModelServer server;
+    Serve(server, kAnswer, {fault});
+    ws_.WriteFile("agentexec-home/config.toml",
+                  "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"" +
+                      server.base_url() +
+                      "\"\nenv_key = \"MOCK_KEY\"\nrequest_max_retries = 0\n"
+                      "stream_max_retries = 1\nstream_idle_timeout_ms = 3000\n");
+    RunOutput out = Run({"--json", "hi"});
+    ASSERT_EQ(out.exit_code, 0) << fault << out.out << out.err;
+    EXPECT_EQ(
+        out.lines()[2],
+        R"x({"type":"error","message":"Reconnecting... 1/1 (stream disconnected before completion: idle timeout waiting for SSE)"})x")
+        << fault;
+    EXPECT_EQ(server.RequestCount(), 2) << fault;
+  }
+}
+
+TEST_F(HttpTest, AnUnusableBaseUrlIsAConfigurationError) {
+  ws_.WriteFile(
+      "agentexec-home/config.toml",
+      "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"localhost:8080/v1\"\n");
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.out, "");
+  EXPECT_EQ(out.err,
+            "error: model_providers.mock.base_url (from " + ws_.home() +
+                "/config.toml:3) `localhost:8080/v1` is not a usable URL: it has no scheme "
+                "(expected http:// or https://)\n");
+}
+
+TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
+  Serve(kAnswer, {"status=429:code=insufficient_quota:message=You exceeded your current quota."});
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_EQ(
+      out.lines().back(),
+      R"({"type":"turn.failed","error":{"message":"Quota exceeded (insufficient_quota): You exceeded your current quota. Check your plan and billing details, or use another key; retrying cannot help."}})");
+  EXPECT_EQ(server_.RequestCount(), 1);
 }
 
 }  // namespace

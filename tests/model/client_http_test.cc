@@ -11,8 +11,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "engine/model/client.h"
+#include "engine/model/http.h"
 #include "engine/model/request.h"
 #include "tests/model/test_util.h"
 #include "tests/support/test_model_server.h"
@@ -47,6 +50,27 @@ const char kOneTurn[] = R"({"turns":[
             {"type":"function_call","name":"exec_command","arguments":{"cmd":"true"}}],
    "usage":{"input_tokens":10,"cached_input_tokens":2,"output_tokens":3,"reasoning_output_tokens":1}}
 ]})";
+
+// The real service refuses an empty model (the strict server too).
+ModelOptions TestOptions() {
+  ModelOptions options;
+  options.model = "test-model";
+  return options;
+}
+
+// An item without the fields only the service adds (its id, the encrypted reasoning content),
+// so items from the scripted wire and the responses wire compare equal.
+std::string WithoutServiceFields(const std::string& json) {
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError() || !doc.IsObject()) return json;
+  doc.EraseMember("id");  // keeps the order of the other members (RemoveMember would not)
+  doc.EraseMember("encrypted_content");
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  doc.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
 
 class ModelHttpTest : public ::testing::Test {
  protected:
@@ -120,7 +144,7 @@ TEST_F(ModelHttpTest, ResponsesTurnItemsUsageDeltasAndRequest) {
   EXPECT_EQ(r->items[1].kind, OutputItem::Kind::kFunctionCall);
   EXPECT_EQ(
       r->items[1].raw_json,
-      R"({"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"true\"}","call_id":"call_1_1"})");
+      R"({"id":"fc_1_1","type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"true\"}","call_id":"call_1_1"})");
   EXPECT_EQ(r->usage.input_tokens, 10);
   EXPECT_EQ(r->usage.cached_input_tokens, 2);
   EXPECT_EQ(r->usage.output_tokens, 3);
@@ -174,7 +198,8 @@ void ExpectSameItems(const std::vector<OutputItem>& a, const std::vector<OutputI
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].kind, b[i].kind) << what << " item " << i;
-    EXPECT_EQ(a[i].raw_json, b[i].raw_json) << what << " item " << i;
+    EXPECT_EQ(WithoutServiceFields(a[i].raw_json), WithoutServiceFields(b[i].raw_json))
+        << what << " item " << i;
     EXPECT_EQ(a[i].text, b[i].text) << what << " item " << i;
     EXPECT_EQ(a[i].phase, b[i].phase) << what << " item " << i;
     EXPECT_EQ(a[i].call_id, b[i].call_id) << what << " item " << i;
@@ -319,7 +344,7 @@ TEST_F(ModelHttpTest, UnknownWireIsAnError) {
   ProviderInfo p;
   p.id = "mock";
   p.wire_api = "grpc";
-  auto client = MakeModelClient(p, ModelOptions{});
+  auto client = MakeModelClient(p, TestOptions());
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(
       client.message(),
@@ -404,7 +429,9 @@ TEST_F(ModelHttpTest, OtherClientErrorsFailAtOnce) {
   auto r = Run(Provider("responses"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.message(), "unexpected status 401 Unauthorized: Incorrect API key provided, url: " +
-                             Url("/responses"));
+                             Url("/responses") +
+                             " (the API key came from the environment variable "
+                             "`AE_TEST_MODEL_KEY`)");
   EXPECT_TRUE(observer_.retries.empty());
   EXPECT_EQ(server_.RequestCount(), 1);
 }
@@ -446,10 +473,11 @@ TEST_F(ModelHttpTest, ConnectionRefusedIsRetriedThenFails) {
   p.stream_max_retries = 1;
   auto r = Run(p);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.message(), StartsWith("error sending request for url (" + p.base_url +
-                                      "/responses): Failed to connect to 127.0.0.1 port"));
+  const std::string host = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  EXPECT_THAT(r.message(),
+              StartsWith("cannot reach " + host + " (Failed to connect to 127.0.0.1 port"));
   ASSERT_EQ(observer_.retries.size(), 1u);
-  EXPECT_THAT(observer_.retries[0], StartsWith("Reconnecting... 1/1 (error sending request"));
+  EXPECT_THAT(observer_.retries[0], StartsWith("Reconnecting... 1/1 (cannot reach " + host));
 }
 
 // --- stream faults --------------------------------------------------------------------------
@@ -463,7 +491,7 @@ TEST_F(ModelHttpTest, DroppedStreamIsRetriedAndItemsAreNotDuplicated) {
     ProviderInfo p = Provider(wire);
     p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, ModelOptions{});
+    auto client = MakeModelClient(p, TestOptions());
     ASSERT_TRUE(client.ok());
     auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
@@ -498,7 +526,7 @@ TEST_F(ModelHttpTest, ResponseFailedIsRetried) {
     ProviderInfo p = Provider(wire);
     p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, ModelOptions{});
+    auto client = MakeModelClient(p, TestOptions());
     ASSERT_TRUE(client.ok());
     auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
@@ -527,7 +555,7 @@ TEST_F(ModelHttpTest, MalformedEventFailsTheAttemptNeverHalfParsed) {
     ProviderInfo p = Provider(wire);
     p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, ModelOptions{});
+    auto client = MakeModelClient(p, TestOptions());
     ASSERT_TRUE(client.ok());
     auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
@@ -550,17 +578,108 @@ TEST_F(ModelHttpTest, IdleStreamTimesOutAndIsRetried) {
     p.stream_idle_timeout_ms = 500;
     p.stream_max_retries = 4;  // room for a slow machine to idle out once more
     RecordingObserver obs;
-    auto client = MakeModelClient(p, ModelOptions{});
+    auto client = MakeModelClient(p, TestOptions());
     ASSERT_TRUE(client.ok());
     auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
     ASSERT_TRUE(r.ok()) << fault << ": " << r.message();
     EXPECT_EQ(r->items.size(), 2u);
     ASSERT_FALSE(obs.retries.empty()) << fault;
+    // Before the head the (longer) header bound applies: twice the idle timeout.
+    const std::string why = fault.rfind("stall_before", 0) == 0
+                                ? "timeout waiting for response headers"
+                                : "idle timeout waiting for SSE";
     EXPECT_EQ(obs.retries[0],
-              "Reconnecting... 1/4 (stream disconnected before completion: idle timeout waiting "
-              "for SSE)")
+              "Reconnecting... 1/4 (stream disconnected before completion: " + why + ")")
         << fault;
   }
+}
+
+TEST_F(ModelHttpTest, CommentKeepAliveAndByteDribbleDoNotKeepAStreamAlive) {
+  // The idle timeout counts complete events: an SSE comment every second, or one byte a
+  // second, is not progress. Without that both faults would hold the request for 30 s.
+  for (const std::string fault : {"comment_keepalive=30:requests=1", "dribble=30:requests=1"}) {
+    TestModelServer server;
+    ASSERT_TRUE(server.Start(WriteTempFile("t.json", kOneTurn), {fault}, 60).ok());
+    ProviderInfo p = Provider("responses");
+    p.base_url = server.base_url();
+    p.stream_idle_timeout_ms = 2500;
+    p.stream_max_retries = 2;
+    RecordingObserver obs;
+    auto client = MakeModelClient(p, TestOptions());
+    ASSERT_TRUE(client.ok());
+    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    ASSERT_TRUE(r.ok()) << fault << ": " << r.message();
+    EXPECT_EQ(r->items.size(), 2u) << fault;
+    EXPECT_EQ(obs.retries,
+              std::vector<std::string>{"Reconnecting... 1/2 (stream disconnected before "
+                                       "completion: idle timeout waiting for SSE)"})
+        << fault;
+    EXPECT_EQ(server.RequestCount(), 2) << fault;
+  }
+}
+
+TEST_F(ModelHttpTest, InsufficientQuotaFailsAtOnceAndSaysWhatToDo) {
+  Serve(kOneTurn, {"status=429:code=insufficient_quota:message=You exceeded your current quota."});
+  auto r = Run(Provider("responses"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(),
+            "Quota exceeded (insufficient_quota): You exceeded your current quota. Check your "
+            "plan and billing details, or use another key; retrying cannot help.");
+  EXPECT_TRUE(observer_.retries.empty());
+  EXPECT_EQ(server_.RequestCount(), 1);
+}
+
+TEST_F(ModelHttpTest, RateLimitHintsAreHonoured) {
+  // retry-after-ms, then the x-ratelimit-reset-* headers: each is a floor on the wait.
+  for (const std::string hint :
+       {"retry_after_ms=1200", "reset_requests=1s200ms", "reset_tokens=1.2s"}) {
+    TestModelServer server;
+    ASSERT_TRUE(server
+                    .Start(WriteTempFile("t.json", kOneTurn),
+                           {"status=429:count=1:code=rate_limit_exceeded:" + hint}, 60)
+                    .ok());
+    ProviderInfo p = Provider("responses");
+    p.base_url = server.base_url();
+    RecordingObserver obs;
+    auto client = MakeModelClient(p, TestOptions());
+    ASSERT_TRUE(client.ok());
+    const auto start = std::chrono::steady_clock::now();
+    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(r.ok()) << hint << ": " << r.message();
+    EXPECT_EQ(obs.retries.size(), 1u) << hint;
+    EXPECT_GE(waited, std::chrono::milliseconds(1200)) << hint;
+  }
+}
+
+TEST_F(ModelHttpTest, ContextLengthExceededIsRecognisable) {
+  Serve(kOneTurn, {"status=400:code=context_length_exceeded:message=Too long."});
+  auto r = Run(Provider("responses"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(), std::string(kContextWindowExceeded) + " (Too long.)");
+  EXPECT_TRUE(IsContextWindowExceeded(r.message()));
+  EXPECT_TRUE(observer_.retries.empty());
+}
+
+TEST_F(ModelHttpTest, RequestsIdentifyTheClientAndTheThread) {
+  Serve(kOneTurn);
+  Prompt prompt = UserPrompt();
+  prompt.prompt_cache_key = "01a2012f-70ea-7213-b1a9-6556316d14f8";
+  auto r = Run(Provider("responses"), prompt);
+  ASSERT_TRUE(r.ok()) << r.message();
+  r = Run(Provider("responses"), prompt);  // no turn left: only the headers matter
+  auto log = server_.Requests();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].headers["originator"], "agentexec");
+  EXPECT_EQ(log[0].headers["session_id"], prompt.prompt_cache_key);
+  EXPECT_EQ(log[0].headers["x-client-request-id"].size(), 36u);
+  EXPECT_NE(log[0].headers["x-client-request-id"], log[1].headers["x-client-request-id"]);
+  EXPECT_EQ(log[0].headers["user-agent"], UserAgent());
+  EXPECT_THAT(UserAgent(),
+              testing::MatchesRegex(R"(agentexec/[0-9.]+ \(Linux [^;]+; [a-z0-9_]+\))"));
+  rapidjson::Document body;
+  body.Parse(log[0].body_json.c_str());
+  EXPECT_STREQ(body["prompt_cache_key"].GetString(), prompt.prompt_cache_key.c_str());
 }
 
 TEST_F(ModelHttpTest, ShortStallWithinTheIdleTimeoutIsFine) {

@@ -73,7 +73,10 @@ TEST(ResponsesDecoder, FailuresAndWhichAreFinal) {
       *d,
       R"({"type":"response.failed","response":{"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window."}}})",
       &fatal);
-  EXPECT_EQ(s.message(), "Your input exceeds the context window.");
+  EXPECT_EQ(s.message(),
+            "Your input exceeds the context window of this model. Please adjust your input and "
+            "try again. (Your input exceeds the context window.)");
+  EXPECT_TRUE(IsContextWindowExceeded(s.message()));
   EXPECT_TRUE(fatal);
 
   d = MakeResponsesDecoder(obs);

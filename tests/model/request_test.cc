@@ -1,4 +1,5 @@
 #include "engine/model/request.h"
+#include "engine/model/model_table.h"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +36,8 @@ TEST(ResponsesRequest, MinimalBody) {
   EXPECT_EQ(
       BuildResponsesRequest(o, p),
       R"({"model":"gpt-5.5","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}],)"
-      R"("tools":[],"tool_choice":"auto","parallel_tool_calls":true,"store":false})");
+      R"("tools":[],"tool_choice":"auto","parallel_tool_calls":true,"store":false,)"
+      R"("include":["reasoning.encrypted_content"]})");
 }
 
 TEST(ResponsesRequest, FullBodyAsCodexOrdersIt) {
@@ -131,6 +133,73 @@ TEST(ChatRequest, MalformedHistoryItemIsAnError) {
   EXPECT_EQ(body.message(),
             "history item 0 is not valid JSON (offset 17: Missing a comma or '}' after an object "
             "member.)");
+}
+
+}  // namespace
+}  // namespace ae
+
+namespace ae {
+namespace {
+
+constexpr const char* kUser =
+    R"({"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]})";
+constexpr const char* kAnswerItem =
+    R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]})";
+constexpr const char* kCall =
+    R"({"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c1"})";
+
+TEST(ReplayableItems, ReasoningNeedsEncryptedContentAndAFollowingOutputItem) {
+  const std::string enc =
+      R"({"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"e"})";
+  const std::string by_id = R"({"type":"reasoning","id":"rs_2","summary":[]})";
+  // A user text that merely mentions the type is not a reasoning item.
+  const std::string mention =
+      R"({"type":"message","role":"user","content":[{"type":"input_text","text":"\"type\":\"reasoning\""}]})";
+  std::vector<std::string> input = {kUser, enc,     kCall, by_id, kAnswerItem, enc,
+                                    kUser, mention, enc,   enc,   kAnswerItem, enc};
+  EXPECT_EQ(ReplayableItems(input), (std::vector<bool>{true, true, true, false, true, false, true,
+                                                       true, true, true, true, false}));
+}
+
+TEST(ResponsesRequest, DropsReasoningThatCannotBeReplayed) {
+  ModelOptions o;
+  o.model = "gpt-5.5";
+  Prompt p;
+  p.input = {kUser, R"({"type":"reasoning","id":"rs_2","summary":[]})", kAnswerItem};
+  EXPECT_EQ(BuildResponsesRequest(o, p).find("rs_2"), std::string::npos);
+}
+
+TEST(ResponsesRequest, NonReasoningModelsGetNeitherReasoningNorInclude) {
+  ModelOptions o;
+  o.model = "gpt-4.1";
+  o.reasoning = false;
+  Prompt p;
+  p.input = {kUser};
+  const std::string body = BuildResponsesRequest(o, p);
+  EXPECT_EQ(body.find("include"), std::string::npos) << body;
+  EXPECT_EQ(body.find("reasoning"), std::string::npos) << body;
+}
+
+TEST(ModelTable, FamiliesPrefixesAndFallback) {
+  ModelInfo m = LookupModel("gpt-5.5");
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.context_window, 272000);
+  EXPECT_EQ(m.auto_compact_token_limit, 244800);
+  EXPECT_EQ(m.default_reasoning_effort, "medium");
+  EXPECT_EQ(m.default_reasoning_summary, "auto");
+  EXPECT_EQ(m.default_verbosity, "low");
+  ModelInfo codex = LookupModel("openai/gpt-5.1-codex-max");
+  EXPECT_EQ(codex.slug, "gpt-5.1-codex");
+  EXPECT_FALSE(codex.supports_verbosity);
+  EXPECT_FALSE(LookupModel("gpt-4o-mini").reasoning);
+  ModelInfo unknown = LookupModel("mystery");
+  EXPECT_FALSE(unknown.known);
+  EXPECT_TRUE(unknown.reasoning);
+  EXPECT_EQ(unknown.default_reasoning_summary, "auto");
+  EXPECT_EQ(unknown.default_reasoning_effort, "");
+  EXPECT_EQ(UnknownModelWarning("mystery"),
+            "Model metadata for `mystery` not found. Defaulting to fallback metadata; this can "
+            "degrade performance and cause issues.");
 }
 
 }  // namespace

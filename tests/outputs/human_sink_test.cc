@@ -79,7 +79,7 @@ TEST(HumanSinkTest, PlanMarksDoneCurrentAndPending) {
 TEST(HumanSinkTest, ErrorsAndWarnings) {
   EXPECT_EQ(Render({ItemCompleted{Item{"item_0", ErrorItem{"unknown key 'x'"}}},
                     StreamError{"Reconnecting... 1/5 (timeout)"}, TurnFailed{"timeout"}}),
-            "warning: unknown key 'x'\nERROR: Reconnecting... 1/5 (timeout)\n");
+            "warning: unknown key 'x'\nretry: Reconnecting... 1/5 (timeout)\n");
 }
 
 TEST(HumanSinkTest, ColourOnlyWhenAsked) {

@@ -17,8 +17,10 @@ assert.match(thread.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}
 assert.equal(first.finalResponse, "All done.");
 assert.deepEqual(
   first.items.map((i) => [i.type, i.status ?? null]),
-  [["reasoning", null], ["command_execution", "completed"], ["agent_message", null]],
+  [["reasoning", null], ["command_execution", "completed"], ["reasoning", null],
+   ["agent_message", null]],
 );
+assert.equal(first.items[2].text, "It worked");
 const command = first.items[1];
 assert.equal(command.command, "/bin/bash -lc 'echo hi from the sandbox'");
 assert.equal(command.aggregated_output, "hi from the sandbox\n");
@@ -29,13 +31,19 @@ assert.deepEqual(first.usage, {
 });
 
 // A second turn on the same thread: the SDK passes `resume <thread id>`.
+// It replays the first turn's reasoning (with its encrypted content) and calls a tool again.
 const { events } = await thread.runStreamed("again");
 const seen = [];
-for await (const e of events) seen.push(e.type);
-assert.deepEqual(seen, ["thread.started", "turn.started", "item.completed", "turn.completed"]);
+for await (const e of events) seen.push(e.type === "item.completed" || e.type === "item.started"
+  ? `${e.type}:${e.item.type}` : e.type);
+assert.deepEqual(seen, [
+  "thread.started", "turn.started", "item.completed:reasoning",
+  "item.started:command_execution", "item.completed:command_execution",
+  "item.completed:agent_message", "turn.completed",
+]);
 assert.equal(thread.id.length, 36);
 
 // A failing turn surfaces as the SDK's error with our message.
 const failing = codex.startThread({ workingDirectory: repo, sandboxMode: "read-only" });
 await assert.rejects(failing.run("fail please"), /simulated outage/);
-console.log("sdk-compat: 3 turns driven by @openai/codex-sdk, all assertions held");
+console.log("sdk-compat: 3 turns (reasoning, tools, resume) driven by @openai/codex-sdk, all assertions held");

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# ctest driver: install the pinned SDK (npm registry), start the loopback test model server,
-# and let the SDK drive the real binary. Exit 77 (skipped) where npm or node is unavailable.
+# ctest driver: install the pinned SDK (npm registry), start the loopback test model server
+# (strict: it refuses any request the real Responses API would refuse, e.g. reasoning replayed
+# without its encrypted content), and let the SDK drive the real binary through a multi-turn
+# thread with reasoning and tool calls. Exit 77 (skipped) where npm or node is unavailable.
 set -euo pipefail
 bin=$1 src=$2 work=$3
 command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm not installed"; exit 77; }
@@ -17,8 +19,12 @@ cat >"$tmp/turns.json" <<'JSON'
  {"items":[{"type":"reasoning","summary":["Checking the tree"]},
            {"type":"function_call","name":"exec_command","arguments":{"cmd":"echo hi from the sandbox"}}],
   "usage":{"input_tokens":100,"cached_input_tokens":10,"output_tokens":5}},
- {"items":[{"type":"message","text":"All done."}],"usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":6}},
- {"items":[{"type":"message","text":"Second turn."}],"usage":{"input_tokens":200,"cached_input_tokens":30,"output_tokens":7}},
+ {"items":[{"type":"reasoning","summary":["It worked"]},{"type":"message","text":"All done."}],
+  "usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":6}},
+ {"items":[{"type":"reasoning","summary":["Once more"]},
+           {"type":"function_call","name":"exec_command","arguments":{"cmd":"echo again"}}],
+  "usage":{"input_tokens":200,"cached_input_tokens":30,"output_tokens":7}},
+ {"items":[{"type":"message","text":"Second turn."}],"usage":{"input_tokens":210,"cached_input_tokens":40,"output_tokens":8}},
  {"fail":"simulated outage"}
 ]}
 JSON

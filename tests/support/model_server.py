@@ -8,7 +8,17 @@ Serves scripted model turns over the two HTTP wires agentexec speaks:
 
 Usage:
   model_server.py --script TURNS.json [--port 0] --port-file FILE [--log-dir DIR]
-                  [--fault SPEC]... [--max-seconds 120]
+                  [--fault SPEC]... [--max-seconds 120] [--lenient]
+
+Strict by default: every request is checked against the real services' rules
+(tests/support/wire_rules.py: unknown parameters, tool names, structured-output schemas, roles
+and content parts, call/output pairing, reasoning replay with store: false, ...) and a request
+the real service would refuse gets its status and error object
+{"error": {"message", "type", "param", "code"}} instead of a turn (the turn is not consumed).
+On the responses wire the server then behaves as the service does: output items carry ids
+(rs_/msg_/fc_/ctc_/ws_), and a reasoning item carries an `encrypted_content` (one this server
+can verify when it is replayed) only when the request's `include` asked for
+"reasoning.encrypted_content". --lenient accepts anything and serves items as scripted.
 
 It binds 127.0.0.1 only, and writes the chosen port (a decimal number and a newline) to
 --port-file once it is listening (atomically: the file appears complete). It exits by itself
@@ -44,7 +54,11 @@ Faults (--fault SPEC, repeatable; the first spec that selects a request applies 
   kinds      status=CODE           answer HTTP CODE with a JSON error body
                                    {"error": {"message": M, "type": "test_error"}};
                                    options: message=M (default "injected status CODE"),
-                                   retry_after=S (adds a Retry-After: S header)
+                                   code=C (error.code, e.g. insufficient_quota),
+                                   retry_after=S (adds a Retry-After: S header),
+                                   retry_after_ms=MS (a retry-after-ms header),
+                                   reset_requests=D / reset_tokens=D (x-ratelimit-reset-requests
+                                   / -tokens headers, e.g. "1s", "250ms")
              drop_after_items=N    stream the turn, then close the connection in the middle
                                    of the body after N output items
              failed=MESSAGE        responses: response.failed with error.message MESSAGE;
@@ -55,7 +69,11 @@ Faults (--fault SPEC, repeatable; the first spec that selects a request applies 
                                    not JSON before the turn
              content_type=TYPE     answer 200 with that content type and a JSON body
                                    {"error": {"message": "not a stream"}} instead of a stream
-  For the stall kinds: if the client is still connected after the wait, the turn is served
+             comment_keepalive=S   send the 200 head, then an SSE comment line (":" LF) every
+                                   second for S seconds, and no event
+             dribble=S             send the 200 head, then one byte of the first event every
+                                   second for S seconds (no event completes)
+  For the stall, keep-alive and dribble kinds: if the client is still connected after the wait, the turn is served
   in full (and consumed); if it gave up, nothing more happens.
   Values are percent-decoded, so a message may hold ':' as %3A.
 Examples:
@@ -78,8 +96,12 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import wire_rules
+
 FAULT_KINDS = {"status", "drop_after_items", "failed", "stall_before_headers",
-               "stall_after_headers", "garbage", "content_type"}
+               "stall_after_headers", "garbage", "content_type", "comment_keepalive", "dribble"}
+# Faults that only slow the answer down: the turn is still served (and consumed) after them.
+DELAY_KINDS = {"stall_before_headers", "stall_after_headers", "comment_keepalive", "dribble"}
 
 
 def dumps(value):
@@ -114,21 +136,40 @@ class FaultSpec:
                         self.requests.add(int(piece))
             elif key == "count":
                 self.requests = set(range(1, int(val) + 1))
-            elif key in ("retry_after", "message"):
+            elif key in ("retry_after", "message", "code", "retry_after_ms", "reset_requests",
+                         "reset_tokens"):
                 self.options[key] = val
             else:
                 raise ValueError(f"unknown fault option `{key}` in `{spec}`")
         if kind in ("status", "drop_after_items") and not self.value.isdigit():
             raise ValueError(f"fault `{spec}`: {kind} needs a number")
-        if kind in ("stall_before_headers", "stall_after_headers"):
+        if kind in DELAY_KINDS:
             float(self.value)
 
     def selects(self, n):
         return self.requests is None or n in self.requests
 
 
-def item_json(item, turn, index):
-    """One scripted item as Responses-API output item JSON (as engine/model/scripted.cc)."""
+def item_json(item, turn, index, served=None, encrypted=False):
+    """One scripted item as Responses-API output item JSON (as engine/model/scripted.cc).
+
+    served (strict mode, responses wire): a prefix that makes item ids unique per request; the
+    items then carry ids as the service's do, and reasoning items get an encrypted_content only
+    when `encrypted` (the request asked for it)."""
+    out = _item_json(item, turn, index)
+    if served is None:
+        return out
+    prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc",
+              "custom_tool_call": "ctc", "web_search_call": "ws"}[out["type"]]
+    out = {"id": f"{prefix}_{served}_{index}", **out}
+    if out["type"] == "reasoning":
+        out.pop("encrypted_content", None)
+        if encrypted:
+            out["encrypted_content"] = wire_rules.encrypted_content_for(out["id"])
+    return out
+
+
+def _item_json(item, turn, index):
     t = item.get("type")
 
     def call_id():
@@ -169,7 +210,8 @@ class Disconnected(Exception):
 
 
 class State:
-    def __init__(self, turns, faults, log_dir):
+    def __init__(self, turns, faults, log_dir, strict=True):
+        self.strict = strict
         self.turns = turns
         self.faults = faults
         self.log_dir = log_dir
@@ -261,13 +303,35 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404, {"error": {"message": f"no such endpoint: POST {path}"}})
             return
         chat = path == "/v1/chat/completions"
+        body = None
+        if state.strict:
+            try:
+                body = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                self.send_json(400, {"error": {
+                    "message": f"We could not parse the JSON body of your request. ({e})",
+                    "type": "invalid_request_error", "param": None, "code": None}})
+                return
+            refused = (wire_rules.check_chat if chat else wire_rules.check_responses)(body)
+            if refused:
+                status, err = refused
+                self.log_rejection(n, err)
+                self.send_json(status, {"error": err})
+                return
         if fault and fault.kind == "status":
             code = int(fault.value)
             msg = fault.options.get("message", f"injected status {code}")
             headers = []
-            if "retry_after" in fault.options:
-                headers.append(("Retry-After", fault.options["retry_after"]))
-            self.send_json(code, {"error": {"message": msg, "type": "test_error"}}, headers)
+            for opt, header in (("retry_after", "Retry-After"), ("retry_after_ms", "retry-after-ms"),
+                                ("reset_requests", "x-ratelimit-reset-requests"),
+                                ("reset_tokens", "x-ratelimit-reset-tokens")):
+                if opt in fault.options:
+                    headers.append((header, fault.options[opt]))
+            err = {"message": msg, "type": "test_error"}
+            if "code" in fault.options:
+                err = {"message": msg, "type": "invalid_request_error", "param": None,
+                       "code": fault.options["code"]}
+            self.send_json(code, {"error": err}, headers)
             return
         if fault and fault.kind == "content_type":
             body = dumps({"error": {"message": "not a stream"}}).encode()
@@ -295,7 +359,11 @@ class Handler(BaseHTTPRequestHandler):
                 if self.peer_closed():
                     self.close_connection = True
                     return
-            completed = self.serve_turn(chat, turn, turn_index + 1, n, fault)
+            if fault and fault.kind in ("comment_keepalive", "dribble"):
+                if not self.slow_start(fault, chat):
+                    self.close_connection = True
+                    return
+            completed = self.serve_turn(chat, turn, turn_index + 1, n, fault, body)
         except Disconnected:
             self.close_connection = True
             return
@@ -303,6 +371,46 @@ class Handler(BaseHTTPRequestHandler):
             with state.lock:
                 if state.consumed == turn_index:
                     state.consumed += 1
+
+    def slow_start(self, fault, chat):
+        """comment_keepalive / dribble: S seconds of bytes that complete no event. Returns False
+        when the client gave up."""
+        state = self.server.state
+        first = (b"data: " if chat else b"event: response.in_progress\ndata: ") + \
+            b'{"type":"response.in_progress"}'
+        deadline = time.monotonic() + float(fault.value)
+        sent = 0
+        while time.monotonic() < deadline:
+            if fault.kind == "comment_keepalive":
+                piece = b":\n"
+            else:
+                piece = first[sent % len(first):sent % len(first) + 1]
+                sent += 1
+            try:
+                self.write_chunk(piece)
+            except Disconnected:
+                return False
+            if state.stop.wait(1.0) or self.peer_closed():
+                return False
+        if fault.kind == "dribble":
+            self.write_chunk(b"\n\n")  # ends the dribbled (partial) event, if any
+        return not self.peer_closed()
+
+    def log_rejection(self, n, err):
+        state = self.server.state
+        if not state.log_dir:
+            return
+        final = os.path.join(state.log_dir, "request-%03d.json" % n)
+        try:
+            with open(final, encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return
+        record["rejected"] = err
+        tmp = final + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps(record))
+        os.replace(tmp, final)
 
     def log_request_file(self, n, raw, turn_no, fault):
         state = self.server.state
@@ -327,11 +435,14 @@ class Handler(BaseHTTPRequestHandler):
         os.replace(tmp, final)
 
     # -- the two wires ----------------------------------------------------------------------
-    def serve_turn(self, chat, turn, turn_no, n, fault):
+    def serve_turn(self, chat, turn, turn_no, n, fault, body=None):
         """Streams one turn; returns True when it was served in full without a fault."""
         drop_after = int(fault.value) if fault and fault.kind == "drop_after_items" else None
         failed = fault.value if fault and fault.kind == "failed" else turn.get("fail")
-        items = [item_json(it, turn_no, i) for i, it in enumerate(turn.get("items", []))]
+        strict = self.server.state.strict and not chat
+        encrypted = strict and "reasoning.encrypted_content" in (body or {}).get("include", [])
+        items = [item_json(it, turn_no, i, n if strict else None, encrypted)
+                 for i, it in enumerate(turn.get("items", []))]
         usage = turn.get("usage", {})
         send = self.send_chat_event if chat else self.send_sse_event
         resp_id = f"resp_{n}"
@@ -398,7 +509,7 @@ class Handler(BaseHTTPRequestHandler):
                     "total_tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0)}}})
         self.end_chunks()
         # A faulted answer never consumes its turn, even if the client read it all.
-        return fault is None or fault.kind.startswith("stall_")
+        return fault is None or fault.kind in DELAY_KINDS
 
     def send_sse_event(self, obj):
         self.write_chunk(f"event: {obj.get('type', 'message')}\ndata: {dumps(obj)}\n\n")
@@ -459,6 +570,8 @@ def main():
     parser.add_argument("--fault", action="append", default=[], help="fault SPEC (repeatable)")
     parser.add_argument("--max-seconds", type=float, default=120,
                         help="exit after this many seconds (default 120)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="accept any request (no wire rules); serve items as scripted")
     args = parser.parse_args()
 
     try:
@@ -485,7 +598,7 @@ def main():
     timer.start()
 
     server = Server(("127.0.0.1", args.port), Handler)
-    server.state = State(turns, faults, args.log_dir)
+    server.state = State(turns, faults, args.log_dir, strict=not args.lenient)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(f"{server.server_address[1]}\n")
