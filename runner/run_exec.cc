@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
+
+#include "base/write_all.h"
 
 #include "engine/rollout.h"
 #include "engine/session.h"
@@ -25,15 +28,30 @@ int Fail(ExitCode code, const std::string& message) {
   return ToInt(code);
 }
 
-void WriteAll(int fd, const std::string& text) {
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
+// The top-level boundary: no exception ends the process through std::terminate. Whatever
+// escapes the session becomes `error` + `turn.failed` (the JSON stream stays well formed) and
+// exit 1.
+SessionResult RunSessionGuarded(const SessionConfig& session, const std::string& prompt,
+                                const std::vector<EventSink*>& sinks, CancelToken& cancel) {
+  std::string what;
+  try {
+    return RunSession(session, prompt, sinks, cancel);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
   }
+  SessionResult failed;
+  failed.outcome = SessionOutcome::kFailed;
+  failed.error = "internal error: " + what;
+  try {
+    for (EventSink* sink : sinks) {
+      sink->Emit(StreamError{failed.error});
+      sink->Emit(TurnFailed{failed.error});
+    }
+  } catch (...) {
+  }
+  return failed;
 }
 
 // resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
@@ -58,7 +76,8 @@ int RunExec(const CliArgs& args) {
   if (!loaded.ok()) return Fail(ExitCode::kUsage, loaded.message());
   LoadedRun& run = *loaded;
   if (run.print_config) {
-    WriteAll(STDOUT_FILENO, FormatConfig(run.config));
+    Status printed = WriteAll(STDOUT_FILENO, FormatConfig(run.config));
+    if (!printed.ok()) return Fail(ExitCode::kOutputFailed, "stdout: " + printed.message());
     return ToInt(ExitCode::kOk);
   }
 
@@ -91,8 +110,9 @@ int RunExec(const CliArgs& args) {
   Watchdog watchdog(cancel, run.timeout_ms);
 
   LastMessageSink last;
-  JsonlSink jsonl(STDOUT_FILENO);
+  JsonlSink jsonl(STDOUT_FILENO, &cancel);
   HumanSinkOptions human_options;
+  human_options.cancel = &cancel;
   human_options.color = UseColor(run.color);
   human_options.version = AGENTEXEC_VERSION;
   human_options.prompt = *prompt;
@@ -100,15 +120,31 @@ int RunExec(const CliArgs& args) {
   std::vector<EventSink*> sinks{&last};
   sinks.push_back(run.json ? static_cast<EventSink*>(&jsonl) : &human);
 
-  SessionResult result = RunSession(session, *prompt, sinks, cancel);
+  SessionResult result = RunSessionGuarded(session, *prompt, sinks, cancel);
   const bool completed = result.outcome == SessionOutcome::kCompleted;
+  ExitCode code = ExitCodeFor(result.outcome);
 
   if (run.json && !completed && !result.error.empty()) {
     std::fprintf(stderr, "error: %s\n", result.error.c_str());
   }
+  // stdout lost lines (its reader went away, a full disk): the run could not report itself.
+  if (jsonl.failed()) {
+    std::fprintf(stderr, "error: %s\n", jsonl.error().c_str());
+    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+  }
+  // The session file could not be written (not --ephemeral): the run cannot be resumed. The
+  // warning item already told the event stream (and, in human mode, stderr).
+  if (!result.session_error.empty()) {
+    if (run.json) std::fprintf(stderr, "warning: %s\n", result.session_error.c_str());
+    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+  }
   if (!run.json && completed && last.has_message()) {
-    std::string text = last.text();
-    WriteAll(STDOUT_FILENO, text + "\n");
+    Status written = WriteAll(STDOUT_FILENO, last.text() + "\n");
+    if (!written.ok()) {
+      std::fprintf(stderr, "error: cannot write the final message to stdout: %s\n",
+                   written.message().c_str());
+      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+    }
   }
   if (run.output_last_message) {
     // As codex: the last message without a trailing newline; an empty file when the turn
@@ -116,10 +152,10 @@ int RunExec(const CliArgs& args) {
     Status written = WriteOutputFile(*run.output_last_message, completed ? last.text() : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
-      if (completed) return ToInt(ExitCode::kOutputFailed);
+      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
     }
   }
-  return ToInt(ExitCodeFor(result.outcome));
+  return ToInt(code);
 }
 
 }  // namespace ae

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
+
+#include "base/json.h"
 
 #include "engine/model/http.h"
 #include "engine/model/items.h"
@@ -34,13 +35,11 @@ class ResponsesDecoder : public StreamDecoder {
   Status OnEvent(SseEvent& event, bool* fatal) override {
     if (complete_ || event.data == "[DONE]") return {};
     rapidjson::Document doc;
-    doc.ParseInsitu(event.data.data());
-    if (doc.HasParseError() || !doc.IsObject()) {
-      return MakeError(
-          fmt::format("malformed JSON in server-sent event{} (offset {}: {})",
-                      event.event.empty() ? "" : " `" + event.event + "`", doc.GetErrorOffset(),
-                      doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
-                                          : "not an object"));
+    std::optional<JsonParseError> bad = ParseJsonInto(event.data, &doc);
+    if (bad || !doc.IsObject()) {
+      return MakeError(fmt::format("malformed JSON in server-sent event{} (offset {}: {})",
+                                   event.event.empty() ? "" : " `" + event.event + "`",
+                                   bad ? bad->offset : 0, bad ? bad->reason : "not an object"));
     }
     std::string type = StringAt(&doc, "type");
     if (type.empty()) type = event.event;

@@ -7,20 +7,11 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
+#include "base/json.h"
 #include "engine/model/items.h"
 
 namespace ae {
 namespace {
-
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Str(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
 
 const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
   if (!v.IsObject()) return nullptr;
@@ -96,11 +87,10 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
   const rapidjson::Value* type_v = Member(item, "type");
   if (!type_v || !type_v->IsString()) return MakeError("an item needs a string \"type\"");
   std::string type = type_v->GetString();
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  JsonWriter w;
   w.StartObject();
   w.Key("type");
-  Str(w, type);
+  w.String(type);
   if (type == "message") {
     auto text = RequiredString(item, "text", type);
     if (!text) return text.error();
@@ -112,12 +102,12 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
     w.Key("type");
     w.String("output_text");
     w.Key("text");
-    Str(w, *text);
+    w.String(*text);
     w.EndObject();
     w.EndArray();
     if (const rapidjson::Value* phase = Member(item, "phase"); phase && phase->IsString()) {
       w.Key("phase");
-      Str(w, phase->GetString());
+      w.String(phase->GetString());
     }
   } else if (type == "reasoning") {
     const rapidjson::Value* summary = Member(item, "summary");
@@ -139,13 +129,13 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
       w.Key("type");
       w.String("summary_text");
       w.Key("text");
-      Str(w, p);
+      w.String(p);
       w.EndObject();
     }
     w.EndArray();
     if (const rapidjson::Value* enc = Member(item, "encrypted_content"); enc && enc->IsString()) {
       w.Key("encrypted_content");
-      Str(w, enc->GetString());
+      w.String(enc->GetString());
     }
   } else if (type == "function_call") {
     auto name = RequiredString(item, "name", type);
@@ -158,22 +148,22 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
       arguments = ToJson(*args);
     }
     w.Key("name");
-    Str(w, *name);
+    w.String(*name);
     w.Key("arguments");
-    Str(w, arguments);
+    w.String(arguments);
     w.Key("call_id");
-    Str(w, CallId(item, turn, index));
+    w.String(CallId(item, turn, index));
   } else if (type == "custom_tool_call") {
     auto name = RequiredString(item, "name", type);
     if (!name) return name.error();
     auto input = RequiredString(item, "input", type);
     if (!input) return input.error();
     w.Key("call_id");
-    Str(w, CallId(item, turn, index));
+    w.String(CallId(item, turn, index));
     w.Key("name");
-    Str(w, *name);
+    w.String(*name);
     w.Key("input");
-    Str(w, *input);
+    w.String(*input);
   } else if (type == "web_search_call") {
     auto query = RequiredString(item, "query", type);
     if (!query) return query.error();
@@ -184,7 +174,7 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
     w.Key("type");
     w.String("search");
     w.Key("query");
-    Str(w, *query);
+    w.String(*query);
     w.EndObject();
   } else {
     return MakeError(
@@ -193,7 +183,7 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
                     type));
   }
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  return w.Take();
 }
 
 Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& provider) {
@@ -212,11 +202,9 @@ Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& prov
   ss << in.rdbuf();
   std::string text = ss.str();
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError()) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(text, &doc)) {
     return MakeError(fmt::format("scripted provider: cannot parse {}: offset {}: {}", path,
-                                 doc.GetErrorOffset(),
-                                 rapidjson::GetParseError_En(doc.GetParseError())));
+                                 bad->offset, bad->reason));
   }
   const rapidjson::Value* turns = Member(doc, "turns");
   if (!turns || !turns->IsArray()) {

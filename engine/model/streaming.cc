@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
+#include "base/json.h"
+
 namespace ae {
 namespace {
 
@@ -28,8 +30,7 @@ std::string UrlEscape(const std::string& s) {
 // error.message of a JSON error body, or "".
 std::string ErrorMessageOf(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return {};
+  if (ParseJsonInto(body, &doc) || !doc.IsObject()) return {};
   auto err = doc.FindMember("error");
   if (err == doc.MemberEnd()) return {};
   if (err->value.IsString()) return err->value.GetString();
