@@ -28,9 +28,23 @@ int Fail(ExitCode code, const std::string& message) {
   return ToInt(code);
 }
 
-// The top-level boundary: no exception ends the process through std::terminate. Whatever
-// escapes the session becomes `error` + `turn.failed` (the JSON stream stays well formed) and
-// exit 1.
+// resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
+Result<LoadedRollout> FindResume(const LoadedRun& run) {
+  Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
+                                              : FindRolloutById(run.home, run.resume->session_id);
+  if (!path.ok()) return path.error();
+  return LoadRollout(*path);
+}
+
+bool UseColor(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  return ::isatty(STDERR_FILENO) && (no_color == nullptr || *no_color == '\0');
+}
+
+}  // namespace
+
 SessionResult RunSessionGuarded(const SessionConfig& session, const std::string& prompt,
                                 const std::vector<EventSink*>& sinks, CancelToken& cancel) {
   std::string what;
@@ -53,23 +67,6 @@ SessionResult RunSessionGuarded(const SessionConfig& session, const std::string&
   }
   return failed;
 }
-
-// resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
-Result<LoadedRollout> FindResume(const LoadedRun& run) {
-  Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
-                                              : FindRolloutById(run.home, run.resume->session_id);
-  if (!path.ok()) return path.error();
-  return LoadRollout(*path);
-}
-
-bool UseColor(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char* no_color = std::getenv("NO_COLOR");
-  return ::isatty(STDERR_FILENO) && (no_color == nullptr || *no_color == '\0');
-}
-
-}  // namespace
 
 int RunExec(const CliArgs& args) {
   Result<LoadedRun> loaded = LoadRun(args, Environment::FromProcess());
