@@ -156,6 +156,12 @@ Result<std::string> NormalizeJson(std::string_view text, std::string_view what) 
   return ToJson(*doc);
 }
 
+const rapidjson::Value* FindJsonMember(const rapidjson::Value& obj, const char* name) {
+  if (!obj.IsObject()) return nullptr;
+  auto it = obj.FindMember(name);
+  return it == obj.MemberEnd() ? nullptr : &it->value;
+}
+
 std::string StringMember(const rapidjson::Value& obj, const char* name) {
   if (!obj.IsObject()) return {};
   auto it = obj.FindMember(name);

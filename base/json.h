@@ -50,6 +50,9 @@ std::string ToJson(const rapidjson::Value& value);
 // `text` re-serialised through JsonWriter when it parses, else nullopt-like empty Result.
 Result<std::string> NormalizeJson(std::string_view text, std::string_view what = "JSON");
 
+// The member `name` of `obj`; nullptr when `obj` is not an object or has no such member.
+const rapidjson::Value* FindJsonMember(const rapidjson::Value& obj, const char* name);
+
 // The member `name` of `obj` as a string; empty when absent or not a string.
 std::string StringMember(const rapidjson::Value& obj, const char* name);
 
