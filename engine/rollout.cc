@@ -183,8 +183,9 @@ Result<std::string> FindLatestRollout(const std::string& home, const std::string
     if (!std::getline(in, first)) continue;
     Result<rapidjson::Document> d = ParseJsonObject(first);
     if (!d.ok()) continue;
-    auto payload = d->FindMember("payload");
-    if (payload != d->MemberEnd() && payload->value.IsObject() &&
+    const rapidjson::Document& doc = *d;  // const iterators: no ambiguous != under clang
+    auto payload = doc.FindMember("payload");
+    if (payload != doc.MemberEnd() && payload->value.IsObject() &&
         StringMember(payload->value, "cwd") == cwd) {
       return p.string();
     }
