@@ -9,7 +9,8 @@
 
 namespace ae {
 
-enum class CancelReason : int { kNone = 0, kSigint, kSigterm, kTimeout, kLimit };
+// kOutputFailed: stdout (the event stream) cannot be written, e.g. its reader is gone.
+enum class CancelReason : int { kNone = 0, kSigint, kSigterm, kTimeout, kLimit, kOutputFailed };
 
 class CancelToken {
  public:

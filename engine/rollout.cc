@@ -1,9 +1,7 @@
 #include "engine/rollout.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,15 +10,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/json.h"
+#include "base/write_all.h"
+
 namespace ae {
 namespace {
 
 namespace fs = std::filesystem;
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
 std::string MetaLine(const SessionMeta& m) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  JsonWriter w;
   w.StartObject();
   w.Key("type"), w.String("session_meta");
   w.Key("payload");
@@ -33,12 +31,7 @@ std::string MetaLine(const SessionMeta& m) {
   w.Key("sandbox"), w.String(m.sandbox);
   w.EndObject();
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
-}
-
-std::string GetString(const rapidjson::Value& obj, const char* key) {
-  auto it = obj.FindMember(key);
-  return it != obj.MemberEnd() && it->value.IsString() ? it->value.GetString() : std::string();
+  return std::string(w.view());
 }
 
 int64_t GetInt(const rapidjson::Value& obj, const char* key) {
@@ -66,9 +59,7 @@ std::vector<fs::path> AllRollouts(const std::string& home) {
 
 }  // namespace
 
-RolloutWriter::~RolloutWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-}
+RolloutWriter::~RolloutWriter() = default;
 
 Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& home,
                                                              const SessionMeta& meta) {
@@ -86,32 +77,43 @@ Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& 
         fmt::format("cannot create session directory '{}': {}", dir.string(), ec.message()));
   }
   std::string path = (dir / fmt::format("rollout-{}-{}.jsonl", stamp, meta.thread_id)).string();
-  std::FILE* f = std::fopen(path.c_str(), "wxe");
-  if (f == nullptr) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
+  if (!fd) {
     return MakeError(
         fmt::format("cannot create session file '{}': {}", path, std::strerror(errno)));
   }
-  std::unique_ptr<RolloutWriter> w(new RolloutWriter(f, path));
+  std::unique_ptr<RolloutWriter> w(new RolloutWriter(std::move(fd), path));
   w->WriteLine(MetaLine(meta));
   return w;
 }
 
 Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Append(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "ae");
-  if (f == nullptr) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (!fd) {
     return MakeError(fmt::format("cannot open session file '{}': {}", path, std::strerror(errno)));
   }
-  return std::unique_ptr<RolloutWriter>(new RolloutWriter(f, path));
+  return std::unique_ptr<RolloutWriter>(new RolloutWriter(std::move(fd), path));
 }
 
-void RolloutWriter::WriteLine(const std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+void RolloutWriter::WriteLine(std::string line) {
+  if (failed()) return;
+  line.push_back('\n');
+  Status written = WriteAll(fd_.get(), line);
+  if (written.ok()) return;
+  error_ = fmt::format("cannot write session file '{}': {}; this run cannot be resumed", path_,
+                       written.message());
+  if (on_error_) on_error_(error_);
 }
 
 void RolloutWriter::AddItem(const std::string& item_json) {
-  WriteLine(R"({"type":"response_item","payload":)" + item_json + "}");
+  // The item is embedded checked (base/json.h): a line that is not JSON would make the whole
+  // session unloadable.
+  JsonWriter w;
+  w.StartObject();
+  w.Key("type"), w.String("response_item");
+  w.Key("payload"), w.Raw(item_json);
+  w.EndObject();
+  WriteLine(std::string(w.view()));
 }
 
 void RolloutWriter::AddUsage(const Usage& u) {
@@ -134,25 +136,23 @@ Result<LoadedRollout> LoadRollout(const std::string& path) {
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    rapidjson::Document d;
-    if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) {
+    Result<rapidjson::Document> parsed = ParseJsonObject(line);
+    if (!parsed.ok()) {
       // A torn last line (crash mid-write) is dropped; anything else is corruption.
       if (in.peek() == EOF) break;
       return MakeError(fmt::format("{}:{}: not a JSON object", path, number));
     }
-    std::string type = GetString(d, "type");
+    const rapidjson::Document& d = *parsed;
+    std::string type = StringMember(d, "type");
     auto payload = d.FindMember("payload");
     if (payload == d.MemberEnd()) continue;
     const rapidjson::Value& p = payload->value;
     if (type == "session_meta" && p.IsObject()) {
-      out.meta = SessionMeta{GetString(p, "thread_id"),  GetString(p, "cwd"),
-                             GetString(p, "created_at"), GetString(p, "model"),
-                             GetString(p, "provider"),   GetString(p, "sandbox")};
+      out.meta = SessionMeta{StringMember(p, "thread_id"),  StringMember(p, "cwd"),
+                             StringMember(p, "created_at"), StringMember(p, "model"),
+                             StringMember(p, "provider"),   StringMember(p, "sandbox")};
     } else if (type == "response_item") {
-      rapidjson::StringBuffer buf;
-      Writer w(buf);
-      p.Accept(w);
-      out.items.emplace_back(buf.GetString(), buf.GetSize());
+      out.items.push_back(ToJson(p));
     } else if (type == "usage" && p.IsObject()) {
       out.usage += Usage{GetInt(p, "input_tokens"), GetInt(p, "cached_input_tokens"),
                          GetInt(p, "cache_write_input_tokens"), GetInt(p, "output_tokens"),
@@ -181,11 +181,12 @@ Result<std::string> FindLatestRollout(const std::string& home, const std::string
     std::ifstream in(p);
     std::string first;
     if (!std::getline(in, first)) continue;
-    rapidjson::Document d;
-    if (d.Parse(first.data(), first.size()).HasParseError() || !d.IsObject()) continue;
-    auto payload = d.FindMember("payload");
-    if (payload != d.MemberEnd() && payload->value.IsObject() &&
-        GetString(payload->value, "cwd") == cwd) {
+    Result<rapidjson::Document> d = ParseJsonObject(first);
+    if (!d.ok()) continue;
+    const rapidjson::Document& doc = *d;  // const iterators: no ambiguous != under clang
+    auto payload = doc.FindMember("payload");
+    if (payload != doc.MemberEnd() && payload->value.IsObject() &&
+        StringMember(payload->value, "cwd") == cwd) {
       return p.string();
     }
   }

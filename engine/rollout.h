@@ -8,12 +8,13 @@
 //   {"type":"usage","payload":{"input_tokens":…,…}}          (after each model request)
 #pragma once
 
-#include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/result.h"
 #include "engine/events.h"
 
@@ -37,16 +38,26 @@ class RolloutWriter {
   // Appends to an existing session file.
   static Result<std::unique_ptr<RolloutWriter>> Append(const std::string& path);
 
+  // Each line is written whole (base/write_all.h). The first write that fails (a full disk)
+  // stops all further writes, so the file ends at most in one torn line, which LoadRollout
+  // drops, and is reported once through the error handler; failed() stays true.
   void AddItem(const std::string& item_json);
   void AddUsage(const Usage& usage);
   const std::string& path() const { return path_; }
 
- private:
-  RolloutWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
-  void WriteLine(const std::string& line);
+  // Called once, with a message naming the file and the error, when writing first fails.
+  void OnError(std::function<void(const std::string&)> handler) { on_error_ = std::move(handler); }
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
 
-  std::FILE* file_;
+ private:
+  RolloutWriter(Fd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  void WriteLine(std::string line);
+
+  Fd fd_;
   std::string path_;
+  std::string error_;
+  std::function<void(const std::string&)> on_error_;
 };
 
 struct LoadedRollout {

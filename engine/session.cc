@@ -66,8 +66,20 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   result.thread_id = config.resume ? config.resume->meta.thread_id : NewUuidV7();
   Emitter emitter(sinks);
 
+  // A sandbox that cannot be enforced ends the run before any work, framed like every other
+  // failure: thread.started, turn.started, error, turn.failed (README "Exit codes").
   auto fail_before_turn = [&](SessionOutcome outcome, std::string message) {
+    SessionInfo info;
+    info.cwd = config.cwd;
+    info.model = config.model.model;
+    info.provider = config.provider.id;
+    info.approval = ApprovalPolicyName(config.approval);
+    info.sandbox = sandbox::ModeName(config.sandbox.mode);
+    info.reasoning_effort = config.model.reasoning_effort;
+    emitter.Emit(ThreadStarted{result.thread_id, info});
+    emitter.Emit(TurnStarted{});
     emitter.Emit(StreamError{message});
+    emitter.Emit(TurnFailed{message});
     result.outcome = outcome;
     result.error = std::move(message);
     return result;
@@ -144,11 +156,17 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                                            config.model.model, config.provider.id, info.sandbox});
     if (opened.ok()) {
       rollout = std::move(opened.value());
+      // A write that fails later (a full disk) is reported once, as the open failure is.
+      rollout->OnError([&emitter](const std::string& why) { emitter.CompleteNew(ErrorItem{why}); });
     } else {
       // Losing the session file must not lose the run; say so and go on.
       emitter.CompleteNew(ErrorItem{opened.message() + "; this run cannot be resumed"});
+      result.session_error = opened.message();
     }
   }
+  auto session_saved = [&] {
+    if (rollout && rollout->failed()) result.session_error = rollout->error();
+  };
   std::vector<std::string> history =
       config.resume ? config.resume->items : std::vector<std::string>{};
   for (std::string& item : initial) {
@@ -165,6 +183,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     emitter.Emit(TurnFailed{*failure});
     result.outcome = SessionOutcome::kFailed;
     result.error = *failure;
+    session_saved();
     return result;
   }
   Orchestrator orchestrator(turn, prepared.get());
@@ -186,6 +205,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   result.error = turn_result.error;
   result.final_message = turn_result.final_message;
   result.usage = turn_result.usage;
+  session_saved();
   return result;
 }
 

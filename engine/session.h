@@ -50,6 +50,7 @@ enum class SessionOutcome {
   kFailed,              // exit 1: model/API error, missing key, broken stream
   kSandboxUnavailable,  // exit 3
   kLimitReached,        // exit 4: --max-turns, --timeout
+  kOutputFailed,        // exit 5: stdout (the event stream) cannot be written
   kInterrupted,         // exit 130
   kTerminated,          // exit 143
 };
@@ -59,6 +60,7 @@ struct SessionResult {
   std::string thread_id;
   std::string final_message;  // last agent_message text; empty if none
   std::string error;          // why it failed, when it did
+  std::string session_error;  // why the session file was not (fully) saved; empty if it was
   Usage usage;
 };
 

@@ -36,6 +36,10 @@ TurnResult Cancelled(CancelReason reason) {
       r.outcome = SessionOutcome::kLimitReached;
       r.error = "the run exceeded its --timeout";
       break;
+    case CancelReason::kOutputFailed:
+      r.outcome = SessionOutcome::kOutputFailed;
+      r.error = "stdout cannot be written (its reader is gone)";
+      break;
     case CancelReason::kLimit:
     case CancelReason::kNone:
       r.outcome = SessionOutcome::kLimitReached;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/utf8.h"
+#include "base/write_all.h"
 #include "outputs/review_render.h"
 
 namespace ae {
@@ -42,7 +43,35 @@ std::string FirstLines(const std::string& text, int max_lines) {
   return out;
 }
 
+// Short name: every piece of text from the model, a command or a tool goes through it.
+std::string N(std::string_view text) {
+  return NeutralizeForTerminal(text);
+}
+
 }  // namespace
+
+std::string NeutralizeForTerminal(std::string_view text) {
+  std::string clean = SanitizeUtf8(text);
+  std::string out;
+  out.reserve(clean.size());
+  for (size_t i = 0; i < clean.size(); ++i) {
+    const auto c = static_cast<unsigned char>(clean[i]);
+    if (c == '\n' || c == '\t') {
+      out.push_back(static_cast<char>(c));
+    } else if (c == '\r' && i + 1 < clean.size() && clean[i + 1] == '\n') {
+      // CRLF line ends print as line ends.
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xC2 && i + 1 < clean.size() &&
+               static_cast<unsigned char>(clean[i + 1]) < 0xA0) {
+      // U+0080..U+009F (C1: CSI, OSC, ST as single characters), valid UTF-8 after Sanitize.
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(clean[++i]));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
 
 std::string WithThousands(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
@@ -55,18 +84,10 @@ std::string WithThousands(int64_t n) {
 }
 
 void HumanSink::Write(const std::string& text) {
-  std::string clean = SanitizeUtf8(text);
-  const char* p = clean.data();
-  size_t left = clean.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  if (failed_) return;
+  // A terminal or pipe that fails (or stops reading after a cancel) loses the view, not the
+  // run: stdout's final message and the exit code still tell the outcome.
+  if (!WriteAll(fd_, text, opt_.cancel).ok()) failed_ = true;
 }
 
 std::string HumanSink::Style(const char* ansi, const std::string& text) const {
@@ -82,14 +103,14 @@ void HumanSink::Emit(const Event& event) {
           const SessionInfo& i = e.info;
           std::string h = fmt::format("agentexec v{}\n--------\n", opt_.version);
           h += fmt::format("workdir: {}\nmodel: {}\nprovider: {}\napproval: {}\nsandbox: {}\n",
-                           i.cwd, i.model, i.provider, i.approval, i.sandbox);
+                           N(i.cwd), N(i.model), N(i.provider), N(i.approval), N(i.sandbox));
           if (!i.reasoning_effort.empty()) {
-            h += fmt::format("reasoning effort: {}\n", i.reasoning_effort);
+            h += fmt::format("reasoning effort: {}\n", N(i.reasoning_effort));
           }
-          h += fmt::format("session id: {}\n--------\n", e.thread_id);
+          h += fmt::format("session id: {}\n--------\n", N(e.thread_id));
           Write(h);
           if (!opt_.prompt.empty()) {
-            std::string p = opt_.prompt;
+            std::string p = N(opt_.prompt);
             if (p.back() != '\n') p.push_back('\n');
             Write(Style(kBold, "user") + "\n" + p);
           }
@@ -108,9 +129,9 @@ void HumanSink::Emit(const Event& event) {
         } else if constexpr (std::is_same_v<T, StreamError>) {
           // A retry notice is not a failure: it reads as one, dimmed, without "ERROR:".
           if (e.message.rfind("Reconnecting... ", 0) == 0) {
-            Write(Style(kDim, "retry: " + e.message) + "\n");
+            Write(Style(kDim, "retry: " + N(e.message)) + "\n");
           } else {
-            Write(Style(kRed, "ERROR: " + e.message) + "\n");
+            Write(Style(kRed, "ERROR: " + N(e.message)) + "\n");
           }
         }
       },
@@ -120,7 +141,7 @@ void HumanSink::Emit(const Event& event) {
 void HumanSink::OnItemStarted(const Item& item) {
   started_[item.id] = std::chrono::steady_clock::now();
   if (const auto* c = std::get_if<CommandExecutionItem>(&item.details)) {
-    Write(Style(kMagenta, "exec") + "\n" + Style(kBold, c->command) + "\n");
+    Write(Style(kMagenta, "exec") + "\n" + Style(kBold, N(c->command)) + "\n");
     last_shown_ = item.id;
   } else if (std::holds_alternative<TodoListItem>(item.details)) {
     ShowPlan(item);
@@ -139,15 +160,15 @@ void HumanSink::OnItemCompleted(const Item& item) {
       [&](const auto& d) {
         using T = std::decay_t<decltype(d)>;
         if constexpr (std::is_same_v<T, AgentMessageItem>) {
-          std::string text = d.text;
+          std::string text = N(d.text);
           if (text.empty() || text.back() != '\n') text.push_back('\n');
           Write(Style(kMagenta, "agent") + "\n" + text);
         } else if constexpr (std::is_same_v<T, ReasoningItem>) {
-          Write(Style(kItalic, d.text) + "\n");
+          Write(Style(kItalic, N(d.text)) + "\n");
         } else if constexpr (std::is_same_v<T, CommandExecutionItem>) {
           // Parallel commands: say again which command this result belongs to.
           if (last_shown_ != item.id) {
-            Write(Style(kMagenta, "exec") + "\n" + Style(kBold, d.command) + "\n");
+            Write(Style(kMagenta, "exec") + "\n" + Style(kBold, N(d.command)) + "\n");
           }
           std::string status =
               d.exit_code == 0
@@ -155,16 +176,16 @@ void HumanSink::OnItemCompleted(const Item& item) {
                   : Style(kRed, fmt::format(" exited {} in {}ms:", d.exit_code.value_or(-1),
                                             elapsed_ms()));
           Write(status + "\n" +
-                Style(kDim, FirstLines(d.aggregated_output, opt_.command_output_lines)) + "\n");
+                Style(kDim, FirstLines(N(d.aggregated_output), opt_.command_output_lines)) + "\n");
         } else if constexpr (std::is_same_v<T, FileChangeItem>) {
           std::string out = Style(kMagenta, "apply patch") + "\n";
           out += d.status == ItemStatus::kCompleted ? Style(kGreen, "patch: completed")
                                                     : Style(kRed, "patch: failed");
           out += "\n";
           for (const FileChange& c : d.changes) {
-            out += Style(kBold, c.path) + "\n";
+            out += Style(kBold, N(c.path)) + "\n";
             if (!c.diff.empty()) {
-              out += c.diff;
+              out += N(c.diff);
               if (c.diff.back() != '\n') out += "\n";
             }
           }
@@ -172,16 +193,16 @@ void HumanSink::OnItemCompleted(const Item& item) {
         } else if constexpr (std::is_same_v<T, McpToolCallItem>) {
           std::string status = d.status == ItemStatus::kCompleted ? Style(kGreen, "completed")
                                                                   : Style(kRed, "failed");
-          std::string out = Style(kMagenta, "tool") + " " + d.server + "." + d.tool + " " + status +
-                            fmt::format(" in {}ms", elapsed_ms()) + "\n";
-          if (d.error_message) out += Style(kRed, *d.error_message) + "\n";
+          std::string out = Style(kMagenta, "tool") + " " + N(d.server) + "." + N(d.tool) + " " +
+                            status + fmt::format(" in {}ms", elapsed_ms()) + "\n";
+          if (d.error_message) out += Style(kRed, N(*d.error_message)) + "\n";
           Write(out);
         } else if constexpr (std::is_same_v<T, WebSearchItem>) {
-          Write(Style(kMagenta, "web search") + ": " + d.query + "\n");
+          Write(Style(kMagenta, "web search") + ": " + N(d.query) + "\n");
         } else if constexpr (std::is_same_v<T, ErrorItem>) {
-          Write(Style(kRed, "warning: ") + d.message + "\n");
+          Write(Style(kRed, "warning: ") + N(d.message) + "\n");
         } else if constexpr (std::is_same_v<T, ReviewItem>) {
-          Write(Style(kMagenta, "review") + "\n" + ReviewMarkdown(d, opt_.repo_root, {}) + "\n");
+          Write(Style(kMagenta, "review") + "\n" + N(ReviewMarkdown(d, opt_.repo_root, {})) + "\n");
         } else if constexpr (std::is_same_v<T, TodoListItem>) {
           // Shown as it was started and updated; nothing new at completion.
         }
@@ -204,7 +225,8 @@ void HumanSink::ShowPlan(const Item& item) {
       mark = "→";  // the first open step is the one in progress
       current_marked = true;
     }
-    out += fmt::format("  {} {}\n", e.completed ? Style(kGreen, mark) : Style(kCyan, mark), e.text);
+    out +=
+        fmt::format("  {} {}\n", e.completed ? Style(kGreen, mark) : Style(kCyan, mark), N(e.text));
   }
   Write(out);
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "base/cancel.h"
 #include "engine/event_sink.h"
 
 namespace ae {
@@ -17,7 +18,15 @@ struct HumanSinkOptions {
   std::string prompt;             // echoed under "user"
   int command_output_lines = 10;  // lines of command output shown
   std::string repo_root;          // review findings show paths relative to it
+  // The run's token: once cancelled, a terminal that does not take output is given up on
+  // (base/write_all.h), so a paused reader cannot hold the run past SIGTERM.
+  const CancelToken* cancel = nullptr;
 };
+
+// `text` made safe to print on a terminal: valid UTF-8, and every control character except
+// \n and \t (C0, DEL, C1; so ESC sequences such as CSI colours, OSC title and clipboard
+// writes) shown visibly as \xNN instead of being interpreted.
+std::string NeutralizeForTerminal(std::string_view text);
 
 class HumanSink : public EventSink {
  public:
@@ -25,6 +34,8 @@ class HumanSink : public EventSink {
   void Emit(const Event& event) override;
 
  private:
+  // Writes our own text (with our styling); everything from the model or a command in it has
+  // been through NeutralizeForTerminal.
   void Write(const std::string& text);
   std::string Style(const char* ansi, const std::string& text) const;
   void OnItemStarted(const Item& item);
@@ -33,6 +44,7 @@ class HumanSink : public EventSink {
 
   int fd_;
   HumanSinkOptions opt_;
+  bool failed_ = false;  // a write failed: stop writing, the run goes on
   std::map<std::string, std::chrono::steady_clock::time_point> started_;
   std::string last_shown_;  // id of the item whose lines were written last
 };

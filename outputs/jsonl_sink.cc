@@ -1,90 +1,66 @@
 #include "outputs/jsonl_sink.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <type_traits>
 
-#include "base/utf8.h"
+#include "base/json.h"
+#include "base/write_all.h"
 #include "outputs/review_render.h"
 
 namespace ae {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Str(Writer& w, std::string_view s) {
-  if (IsValidUtf8(s)) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-  } else {
-    std::string clean = SanitizeUtf8(s);
-    w.String(clean.data(), static_cast<rapidjson::SizeType>(clean.size()));
-  }
-}
-
-void Key(Writer& w, const char* k) {
-  w.Key(k);
-}
-
-// Raw JSON from tools (MCP arguments, results) is written as-is when it parses, else as a
-// string so the line stays valid.
-void RawOrString(Writer& w, const std::string& json) {
-  rapidjson::Document d;
-  if (!json.empty() && !d.Parse(json.data(), json.size()).HasParseError()) {
-    d.Accept(w);
-  } else {
-    Str(w, json);
-  }
-}
+using Writer = JsonWriter;
 
 void WriteDetails(Writer& w, const AgentMessageItem& m) {
-  Key(w, "type"), w.String("agent_message");
-  Key(w, "text"), Str(w, m.text);
+  w.Key("type"), w.String("agent_message");
+  w.Key("text"), w.String(m.text);
 }
 void WriteDetails(Writer& w, const ReasoningItem& r) {
-  Key(w, "type"), w.String("reasoning");
-  Key(w, "text"), Str(w, r.text);
+  w.Key("type"), w.String("reasoning");
+  w.Key("text"), w.String(r.text);
 }
 void WriteDetails(Writer& w, const CommandExecutionItem& c) {
-  Key(w, "type"), w.String("command_execution");
-  Key(w, "command"), Str(w, c.command);
-  Key(w, "aggregated_output"), Str(w, c.aggregated_output);
-  Key(w, "exit_code");
+  w.Key("type"), w.String("command_execution");
+  w.Key("command"), w.String(c.command);
+  w.Key("aggregated_output"), w.String(c.aggregated_output);
+  w.Key("exit_code");
   if (c.exit_code) {
     w.Int(*c.exit_code);
   } else {
     w.Null();
   }
-  Key(w, "status"), w.String(ItemStatusName(c.status));
+  w.Key("status"), w.String(ItemStatusName(c.status));
 }
 void WriteDetails(Writer& w, const FileChangeItem& f) {
-  Key(w, "type"), w.String("file_change");
-  Key(w, "changes");
+  w.Key("type"), w.String("file_change");
+  w.Key("changes");
   w.StartArray();
   for (const FileChange& c : f.changes) {
     w.StartObject();
-    Key(w, "path"), Str(w, c.path);
-    Key(w, "kind"), w.String(FileChangeKindName(c.kind));
+    w.Key("path"), w.String(c.path);
+    w.Key("kind"), w.String(FileChangeKindName(c.kind));
     w.EndObject();
   }
   w.EndArray();
-  Key(w, "status"), w.String(ItemStatusName(f.status));
+  w.Key("status"), w.String(ItemStatusName(f.status));
 }
+// Raw JSON from tools (MCP arguments, results) is JSON when it parses (compact, valid UTF-8,
+// finite numbers), else a string: the line stays one valid JSON object.
 void WriteDetails(Writer& w, const McpToolCallItem& m) {
-  Key(w, "type"), w.String("mcp_tool_call");
-  Key(w, "server"), Str(w, m.server);
-  Key(w, "tool"), Str(w, m.tool);
-  Key(w, "arguments"), RawOrString(w, m.arguments_json.empty() ? "{}" : m.arguments_json);
-  Key(w, "result");
+  w.Key("type"), w.String("mcp_tool_call");
+  w.Key("server"), w.String(m.server);
+  w.Key("tool"), w.String(m.tool);
+  w.Key("arguments"), w.Raw(m.arguments_json.empty() ? "{}" : m.arguments_json);
+  w.Key("result");
   if (m.result_content_json) {
     w.StartObject();
-    Key(w, "content"), RawOrString(w, *m.result_content_json);
-    Key(w, "structured_content");
+    w.Key("content"), w.Raw(*m.result_content_json);
+    w.Key("structured_content");
     if (m.result_structured_json) {
-      RawOrString(w, *m.result_structured_json);
+      w.Raw(*m.result_structured_json);
     } else {
       w.Null();
     }
@@ -92,48 +68,48 @@ void WriteDetails(Writer& w, const McpToolCallItem& m) {
   } else {
     w.Null();
   }
-  Key(w, "error");
+  w.Key("error");
   if (m.error_message) {
     w.StartObject();
-    Key(w, "message"), Str(w, *m.error_message);
+    w.Key("message"), w.String(*m.error_message);
     w.EndObject();
   } else {
     w.Null();
   }
-  Key(w, "status"), w.String(ItemStatusName(m.status));
+  w.Key("status"), w.String(ItemStatusName(m.status));
 }
 void WriteDetails(Writer& w, const TodoListItem& t) {
-  Key(w, "type"), w.String("todo_list");
-  Key(w, "items");
+  w.Key("type"), w.String("todo_list");
+  w.Key("items");
   w.StartArray();
   for (const TodoEntry& e : t.items) {
     w.StartObject();
-    Key(w, "text"), Str(w, e.text);
-    Key(w, "completed"), w.Bool(e.completed);
+    w.Key("text"), w.String(e.text);
+    w.Key("completed"), w.Bool(e.completed);
     w.EndObject();
   }
   w.EndArray();
 }
 void WriteDetails(Writer& w, const WebSearchItem& s) {
-  Key(w, "type"), w.String("web_search");
-  Key(w, "query"), Str(w, s.query);
+  w.Key("type"), w.String("web_search");
+  w.Key("query"), w.String(s.query);
 }
 void WriteDetails(Writer& w, const ErrorItem& e) {
-  Key(w, "type"), w.String("error");
-  Key(w, "message"), Str(w, e.message);
+  w.Key("type"), w.String("error");
+  w.Key("message"), w.String(e.message);
 }
 
 void WriteDetails(Writer& w, const ReviewItem& r) {
-  Key(w, "type"), w.String("review");
+  w.Key("type"), w.String("review");
   WriteReviewFields(w, r);
 }
 
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {
   w.StartObject();
-  Key(w, "type"), w.String(type);
-  Key(w, "item");
+  w.Key("type"), w.String(type);
+  w.Key("item");
   w.StartObject();
-  Key(w, "id"), Str(w, item.id);
+  w.Key("id"), w.String(item.id);
   std::visit([&](const auto& d) { WriteDetails(w, d); }, item.details);
   w.EndObject();
   w.EndObject();
@@ -141,32 +117,31 @@ void WriteItemEvent(Writer& w, const char* type, const Item& item) {
 
 void WriteUsage(Writer& w, const Usage& u) {
   w.StartObject();
-  Key(w, "input_tokens"), w.Int64(u.input_tokens);
-  Key(w, "cached_input_tokens"), w.Int64(u.cached_input_tokens);
-  Key(w, "cache_write_input_tokens"), w.Int64(u.cache_write_input_tokens);
-  Key(w, "output_tokens"), w.Int64(u.output_tokens);
-  Key(w, "reasoning_output_tokens"), w.Int64(u.reasoning_output_tokens);
+  w.Key("input_tokens"), w.Int64(u.input_tokens);
+  w.Key("cached_input_tokens"), w.Int64(u.cached_input_tokens);
+  w.Key("cache_write_input_tokens"), w.Int64(u.cache_write_input_tokens);
+  w.Key("output_tokens"), w.Int64(u.output_tokens);
+  w.Key("reasoning_output_tokens"), w.Int64(u.reasoning_output_tokens);
   w.EndObject();
 }
 
 }  // namespace
 
 std::string EventToJson(const Event& event) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  Writer w;
   bool wrote = true;
   std::visit(
       [&](const auto& e) {
         using T = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<T, ThreadStarted>) {
           w.StartObject();
-          Key(w, "type"), w.String("thread.started");
-          Key(w, "thread_id"), Str(w, e.thread_id);
-          Key(w, "schema_version"), w.Int(kSchemaVersion);
+          w.Key("type"), w.String("thread.started");
+          w.Key("thread_id"), w.String(e.thread_id);
+          w.Key("schema_version"), w.Int(kSchemaVersion);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, TurnStarted>) {
           w.StartObject();
-          Key(w, "type"), w.String("turn.started");
+          w.Key("type"), w.String("turn.started");
           w.EndObject();
         } else if constexpr (std::is_same_v<T, ItemStarted>) {
           WriteItemEvent(w, "item.started", e.item);
@@ -176,46 +151,46 @@ std::string EventToJson(const Event& event) {
           WriteItemEvent(w, "item.completed", e.item);
         } else if constexpr (std::is_same_v<T, TurnCompleted>) {
           w.StartObject();
-          Key(w, "type"), w.String("turn.completed");
-          Key(w, "usage"), WriteUsage(w, e.usage);
+          w.Key("type"), w.String("turn.completed");
+          w.Key("usage"), WriteUsage(w, e.usage);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, TurnFailed>) {
           w.StartObject();
-          Key(w, "type"), w.String("turn.failed");
-          Key(w, "error");
+          w.Key("type"), w.String("turn.failed");
+          w.Key("error");
           w.StartObject();
-          Key(w, "message"), Str(w, e.message);
+          w.Key("message"), w.String(e.message);
           w.EndObject();
           w.EndObject();
         } else if constexpr (std::is_same_v<T, StreamError>) {
           w.StartObject();
-          Key(w, "type"), w.String("error");
-          Key(w, "message"), Str(w, e.message);
+          w.Key("type"), w.String("error");
+          w.Key("message"), w.String(e.message);
           w.EndObject();
         } else {
           wrote = false;  // deltas are for humans only
         }
       },
       event);
-  return wrote ? std::string(buf.GetString(), buf.GetSize()) : std::string();
+  if (!wrote) return std::string();
+  Result<std::string> line = w.Take();
+  return line.ok() ? std::move(*line) : std::string();
 }
 
 void JsonlSink::Emit(const Event& event) {
-  if (broken_) return;
+  if (failed_) return;
   std::string line = EventToJson(event);
   if (line.empty()) return;
   line.push_back('\n');
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      broken_ = true;  // EPIPE etc.: the consumer is gone; the run's outcome still stands
-      return;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  int err = 0;
+  Status written = WriteAll(fd_, line, cancel_, &err);
+  if (!written.ok()) {
+    // The consumer is gone (EPIPE), the disk is full, or it stopped reading after a cancel:
+    // nobody will see the rest, so stop writing and end the run (exit 5) instead of running
+    // the whole turn for no one.
+    failed_ = true;
+    error_ = fmt::format("cannot write events to stdout: {}", written.message());
+    if (cancel_ != nullptr && err != ETIMEDOUT) cancel_->Cancel(CancelReason::kOutputFailed);
   }
 }
 

@@ -1,21 +1,31 @@
 // JsonlSink: CONTRACT §3. One compact JSON object per line, field order fixed, strings
-// always valid UTF-8, one write(2) per line so a reader never sees half a line.
+// always valid UTF-8 (base/json.h writes every line).
 #pragma once
 
 #include <string>
 
+#include "base/cancel.h"
 #include "engine/event_sink.h"
 
 namespace ae {
 
 class JsonlSink : public EventSink {
  public:
-  explicit JsonlSink(int fd) : fd_(fd) {}
+  // `cancel` (optional) is the run's token: a write that fails ends the run with
+  // CancelReason::kOutputFailed, and once the run is cancelled a reader that does not take a
+  // line within kWriteGraceAfterCancelMs is given up on (base/write_all.h).
+  explicit JsonlSink(int fd, CancelToken* cancel = nullptr) : fd_(fd), cancel_(cancel) {}
   void Emit(const Event& event) override;
+
+  // True once a line could not be written; error() says why.
+  bool failed() const { return failed_; }
+  const std::string& error() const { return error_; }
 
  private:
   int fd_;
-  bool broken_ = false;  // the reader went away (EPIPE): stop writing, keep running
+  CancelToken* cancel_;
+  bool failed_ = false;
+  std::string error_;
 };
 
 // The line for one event, without the newline; empty for events JSONL does not carry.

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "base/fd.h"
+#include "base/write_all.h"
 
 namespace ae {
 
@@ -78,18 +79,10 @@ Status WriteOutputFile(const std::string& path, const std::string& text) {
   if (!fd) {
     return MakeError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
   }
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return MakeError(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  Status written = WriteAll(fd.get(), text);
+  if (!written.ok()) {
+    ::unlink(tmp.c_str());
+    return MakeError(fmt::format("cannot write '{}': {}", path, written.message()));
   }
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -9,13 +9,6 @@
 namespace ae {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Str(Writer& w, const std::string& s) {
-  std::string clean = IsValidUtf8(s) ? s : SanitizeUtf8(s);
-  w.String(clean.data(), static_cast<rapidjson::SizeType>(clean.size()));
-}
-
 std::string RelativePath(const std::string& path, const std::string& root) {
   if (!root.empty() && path.size() > root.size() + 1 && path.starts_with(root) &&
       path[root.size()] == '/') {
@@ -40,18 +33,18 @@ std::string OneLine(std::string text) {
 
 }  // namespace
 
-void WriteReviewFields(Writer& w, const ReviewItem& review) {
+void WriteReviewFields(JsonWriter& w, const ReviewItem& review) {
   w.Key("findings");
   w.StartArray();
   for (const ReviewFinding& f : review.findings) {
     w.StartObject();
-    w.Key("title"), Str(w, f.title);
-    w.Key("body"), Str(w, f.body);
+    w.Key("title"), w.String(f.title);
+    w.Key("body"), w.String(f.body);
     w.Key("confidence_score"), w.Double(f.confidence_score);
     w.Key("priority"), w.Int(f.priority);
     w.Key("code_location");
     w.StartObject();
-    w.Key("absolute_file_path"), Str(w, f.absolute_file_path);
+    w.Key("absolute_file_path"), w.String(f.absolute_file_path);
     w.Key("line_range");
     w.StartObject();
     w.Key("start"), w.Int64(f.line_start);
@@ -61,18 +54,17 @@ void WriteReviewFields(Writer& w, const ReviewItem& review) {
     w.EndObject();
   }
   w.EndArray();
-  w.Key("overall_correctness"), Str(w, review.overall_correctness);
-  w.Key("overall_explanation"), Str(w, review.overall_explanation);
+  w.Key("overall_correctness"), w.String(review.overall_correctness);
+  w.Key("overall_explanation"), w.String(review.overall_explanation);
   w.Key("overall_confidence_score"), w.Double(review.overall_confidence_score);
 }
 
 std::string ReviewJson(const ReviewItem& review) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  JsonWriter w;
   w.StartObject();
   WriteReviewFields(w, review);
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  return std::string(w.view());
 }
 
 std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_root,

@@ -7,15 +7,13 @@
 #include <optional>
 #include <string>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
+#include "base/json.h"
 #include "engine/events.h"
 
 namespace ae {
 
 // The result's members, in schema order, into an object the caller has started.
-void WriteReviewFields(rapidjson::Writer<rapidjson::StringBuffer>& w, const ReviewItem& review);
+void WriteReviewFields(JsonWriter& w, const ReviewItem& review);
 
 // The result as one compact JSON object (codex's ReviewOutputEvent shape).
 std::string ReviewJson(const ReviewItem& review);

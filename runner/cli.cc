@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runner/config_duration.h"
+#include "base/duration.h"
 
 namespace ae {
 namespace {

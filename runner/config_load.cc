@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "base/duration.h"
 #include "runner/config.h"
-#include "runner/config_duration.h"
 #include "runner/config_io.h"
 #include "runner/config_keys.h"
 
@@ -320,7 +320,7 @@ class Loader {
       case KeyType::kDuration: {
         if (node.is_integer() && *node.value<int64_t>() >= 0 &&
             *node.value<int64_t>() < INT64_MAX / 1000) {
-          return ConfigValue(*node.value<int64_t>() * 1000);
+          return ConfigValue(ClampDurationMs(*node.value<int64_t>() * 1000));
         }
         if (!node.is_string()) return type_error();
         Result<int64_t> ms = ParseDurationMs(*node.value<std::string>());

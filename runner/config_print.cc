@@ -5,8 +5,8 @@
 #include <cctype>
 #include <map>
 
+#include "base/duration.h"
 #include "runner/config.h"
-#include "runner/config_duration.h"
 #include "runner/config_keys.h"
 
 namespace ae {

@@ -12,6 +12,8 @@ ExitCode ExitCodeFor(SessionOutcome outcome) {
       return ExitCode::kSandboxUnavailable;
     case SessionOutcome::kLimitReached:
       return ExitCode::kLimitReached;
+    case SessionOutcome::kOutputFailed:
+      return ExitCode::kOutputFailed;
     case SessionOutcome::kInterrupted:
       return ExitCode::kInterrupted;
     case SessionOutcome::kTerminated:

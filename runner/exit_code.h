@@ -11,12 +11,16 @@ enum class ExitCode : int {
   kUsage = 2,               // bad flag or config, bad --output-schema, no prompt, not a repo
   kSandboxUnavailable = 3,  // the chosen sandbox cannot be enforced here
   kLimitReached = 4,        // --max-turns, --timeout
-  kOutputFailed = 5,        // -o FILE cannot be written
+  kOutputFailed = 5,        // an output could not be written: -o FILE, stdout (EPIPE: the
+                            // reader is gone, a full disk), or the session file (not saved,
+                            // not --ephemeral) when the turn itself completed
   kInterrupted = 130,       // SIGINT
   kTerminated = 143,        // SIGTERM
 };
 
 ExitCode ExitCodeFor(SessionOutcome outcome);
-inline int ToInt(ExitCode code) { return static_cast<int>(code); }
+inline int ToInt(ExitCode code) {
+  return static_cast<int>(code);
+}
 
 }  // namespace ae

@@ -1,6 +1,7 @@
 // agentexec: parse -> run -> exit code. Nothing else lives here.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "runner/cli.h"
@@ -8,7 +9,9 @@
 #include "runner/run_exec.h"
 #include "runner/sandbox_command.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   // `agentexec sandbox ...` (also after `exec`) has its own small command line.
   int first = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
   if (argc > first && std::strcmp(argv[first], "sandbox") == 0) {
@@ -31,4 +34,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   return ae::RunExec(*args);
+}
+
+}  // namespace
+
+// The outermost boundary: nothing ends the process through std::terminate. The session has its
+// own (RunSessionGuarded: turn.failed on stdout); this catches the rest, e.g. during setup.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "error: internal error: unknown exception\n");
+  }
+  return ae::ToInt(ae::ExitCode::kTurnFailed);
 }

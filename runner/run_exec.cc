@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
+
+#include "base/write_all.h"
 
 #include "engine/rollout.h"
 #include "engine/session.h"
@@ -26,17 +29,6 @@ int Fail(ExitCode code, const std::string& message) {
   return ToInt(code);
 }
 
-void WriteAll(int fd, const std::string& text) {
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
-
 // resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
 Result<LoadedRollout> FindResume(const LoadedRun& run) {
   Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
@@ -54,12 +46,36 @@ bool UseColor(const std::string& mode) {
 
 }  // namespace
 
+SessionResult RunSessionGuarded(const SessionConfig& session, const std::string& prompt,
+                                const std::vector<EventSink*>& sinks, CancelToken& cancel) {
+  std::string what;
+  try {
+    return RunSession(session, prompt, sinks, cancel);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
+  }
+  SessionResult failed;
+  failed.outcome = SessionOutcome::kFailed;
+  failed.error = "internal error: " + what;
+  try {
+    for (EventSink* sink : sinks) {
+      sink->Emit(StreamError{failed.error});
+      sink->Emit(TurnFailed{failed.error});
+    }
+  } catch (...) {
+  }
+  return failed;
+}
+
 int RunExec(const CliArgs& args) {
   Result<LoadedRun> loaded = LoadRun(args, Environment::FromProcess());
   if (!loaded.ok()) return Fail(ExitCode::kUsage, loaded.message());
   LoadedRun& run = *loaded;
   if (run.print_config) {
-    WriteAll(STDOUT_FILENO, FormatConfig(run.config));
+    Status printed = WriteAll(STDOUT_FILENO, FormatConfig(run.config));
+    if (!printed.ok()) return Fail(ExitCode::kOutputFailed, "stdout: " + printed.message());
     return ToInt(ExitCode::kOk);
   }
 
@@ -103,8 +119,9 @@ int RunExec(const CliArgs& args) {
   Watchdog watchdog(cancel, run.timeout_ms);
 
   LastMessageSink last;
-  JsonlSink jsonl(STDOUT_FILENO);
+  JsonlSink jsonl(STDOUT_FILENO, &cancel);
   HumanSinkOptions human_options;
+  human_options.cancel = &cancel;
   human_options.color = UseColor(run.color);
   human_options.version = AGENTEXEC_VERSION;
   human_options.prompt = review ? review->summary : *prompt;
@@ -115,8 +132,9 @@ int RunExec(const CliArgs& args) {
   ReviewSink review_sink;
   if (review) sinks.push_back(&review_sink);
 
-  SessionResult result = RunSession(session, *prompt, sinks, cancel);
+  SessionResult result = RunSessionGuarded(session, *prompt, sinks, cancel);
   const bool completed = result.outcome == SessionOutcome::kCompleted;
+  ExitCode code = ExitCodeFor(result.outcome);
 
   if (run.json && !completed && !result.error.empty()) {
     std::fprintf(stderr, "error: %s\n", result.error.c_str());
@@ -126,17 +144,35 @@ int RunExec(const CliArgs& args) {
   const bool has_final = review ? reviewed.has_value() : last.has_message();
   const std::string final_text =
       review ? (reviewed ? FormatReview(*review, *reviewed) : "") : last.text();
-  if (!run.json && completed && has_final) WriteAll(STDOUT_FILENO, final_text + "\n");
+  // stdout lost lines (its reader went away, a full disk): the run could not report itself.
+  if (jsonl.failed()) {
+    std::fprintf(stderr, "error: %s\n", jsonl.error().c_str());
+    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+  }
+  // The session file could not be written (not --ephemeral): the run cannot be resumed. The
+  // warning item already told the event stream (and, in human mode, stderr).
+  if (!result.session_error.empty()) {
+    if (run.json) std::fprintf(stderr, "warning: %s\n", result.session_error.c_str());
+    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+  }
+  if (!run.json && completed && has_final) {
+    Status written = WriteAll(STDOUT_FILENO, final_text + "\n");
+    if (!written.ok()) {
+      std::fprintf(stderr, "error: cannot write the final message to stdout: %s\n",
+                   written.message().c_str());
+      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+    }
+  }
   if (run.output_last_message) {
     // As codex: the last message without a trailing newline; an empty file when the turn
     // failed, so a stale answer from an earlier run is never mistaken for this one's.
     Status written = WriteOutputFile(*run.output_last_message, completed ? final_text : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
-      if (completed) return ToInt(ExitCode::kOutputFailed);
+      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
     }
   }
-  return ToInt(ExitCodeFor(result.outcome));
+  return ToInt(code);
 }
 
 }  // namespace ae

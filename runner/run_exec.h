@@ -3,10 +3,17 @@
 // turn exits with its own code and a message on stderr.
 #pragma once
 
+#include "engine/session.h"
 #include "runner/cli.h"
 
 namespace ae {
 
 int RunExec(const CliArgs& args);
+
+// RunSession behind the top-level exception boundary: an exception that escapes the session
+// becomes `error` + `turn.failed` on every sink and a kFailed outcome (exit 1), never
+// std::terminate.
+SessionResult RunSessionGuarded(const SessionConfig& session, const std::string& prompt,
+                                const std::vector<EventSink*>& sinks, CancelToken& cancel);
 
 }  // namespace ae

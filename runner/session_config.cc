@@ -4,9 +4,6 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +13,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runner/config_duration.h"
+#include "base/duration.h"
+#include "base/json.h"
 #include "runner/config_io.h"
 #include "runner/git_check.h"
 
@@ -125,7 +123,7 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
   info.query_params = p.query_params;
   info.request_max_retries = static_cast<int>(std::min<int64_t>(p.request_max_retries, 100));
   info.stream_max_retries = static_cast<int>(std::min<int64_t>(p.stream_max_retries, 100));
-  info.stream_idle_timeout_ms = p.stream_idle_timeout_ms;
+  info.stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms);
   info.script = p.script;
   while (info.base_url.size() > 1 && info.base_url.back() == '/') info.base_url.pop_back();
   if (p.wire_api == "scripted") {
@@ -156,18 +154,13 @@ Result<std::string> ReadOutputSchema(const std::string& given, const std::string
     return MakeError(fmt::format("--output-schema {}: cannot read: {}", given, text.message()));
   }
   rapidjson::Document doc;
-  doc.Parse(text->data(), text->size());
-  if (doc.HasParseError()) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(*text, &doc)) {
     return MakeError(fmt::format("--output-schema {}: not a JSON object ({} at byte offset {})",
-                                 given, rapidjson::GetParseError_En(doc.GetParseError()),
-                                 doc.GetErrorOffset()));
+                                 given, bad->reason, bad->offset));
   }
   if (!doc.IsObject())
     return MakeError(fmt::format("--output-schema {}: not a JSON object", given));
-  rapidjson::StringBuffer compact;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(compact);
-  doc.Accept(writer);
-  return std::string(compact.GetString(), compact.GetSize());
+  return ToJson(doc);
 }
 
 Result<std::string> ReadImage(const std::string& given, const std::string& path) {
@@ -254,8 +247,8 @@ void AddMcpServers(const Config& config, SessionConfig& session) {
     spec.env = s.env;
     spec.env_vars = s.env_vars;
     spec.cwd = s.cwd;
-    spec.startup_timeout_ms = s.startup_timeout_ms;
-    spec.tool_timeout_ms = s.tool_timeout_ms;
+    spec.startup_timeout_ms = ClampDurationMs(s.startup_timeout_ms);
+    spec.tool_timeout_ms = ClampDurationMs(s.tool_timeout_ms);
     if (s.enabled_tools_set) spec.enabled_tools = s.enabled_tools;
     spec.disabled_tools = s.disabled_tools;
     spec.required = s.required;
@@ -316,7 +309,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   env.set = config.shell_env_set;
   env.include_only = config.shell_env_include_only;
 
-  session.command_timeout_ms = config.command_timeout_ms;
+  session.command_timeout_ms = ClampDurationMs(config.command_timeout_ms);
   session.max_turns = static_cast<int>(std::min<int64_t>(config.max_turns, INT_MAX));
   session.project_doc_max_bytes = static_cast<size_t>(config.project_doc_max_bytes);
   session.developer_instructions = config.developer_instructions;
@@ -439,7 +432,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   run.json = args.json;
   run.color = args.color;
   run.ephemeral = args.ephemeral;
-  run.timeout_ms = run.config.timeout_ms;
+  run.timeout_ms = ClampDurationMs(run.config.timeout_ms);
   if (args.output_last_message) {
     run.output_last_message = Absolute(*args.output_last_message, env.cwd);
   }

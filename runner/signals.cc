@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/duration.h"
+
 namespace ae {
 namespace {
 
@@ -39,6 +41,7 @@ struct Watchdog::State {
 };
 
 Watchdog::Watchdog(CancelToken& token, int64_t timeout_ms) : state_(std::make_unique<State>()) {
+  timeout_ms = ClampDurationMs(timeout_ms);  // wait_for(9999999h) would overflow and fire now
   if (timeout_ms <= 0) return;
   State* s = state_.get();
   s->thread = std::thread([s, &token, timeout_ms] {

@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <chrono>
 #include <cstring>
 #include <set>
+
+#include "base/json.h"
 
 #ifndef AGENTEXEC_VERSION
 #define AGENTEXEC_VERSION "0.0.0"
@@ -21,18 +21,10 @@ namespace ae {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
 constexpr int64_t kNotifyTimeoutMs = 1000;
 constexpr int kMaxToolPages = 1000;
 constexpr size_t kGarbageExcerpt = 120;
-
-std::string Compact(const rapidjson::Value& v) {
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
-  v.Accept(w);
-  return std::string(sb.GetString(), sb.GetSize());
-}
 
 std::string Excerpt(const std::string& s) {
   if (s.size() <= kGarbageExcerpt) return s;
@@ -103,7 +95,7 @@ void McpClient::OnClose(std::string why) {
 
 void McpClient::OnLine(std::string line) {
   rapidjson::Document d;
-  if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) {
+  if (ParseJsonInto(line, &d) || !d.IsObject()) {
     // The spec allows only MCP messages on stdout. Failing at once beats waiting out a
     // timeout and blaming the wrong thing.
     std::lock_guard lock(mu_);
@@ -128,13 +120,13 @@ void McpClient::OnLine(std::string line) {
     const rapidjson::Value& e = d["error"];
     std::string message = e.IsObject() && e.HasMember("message") && e["message"].IsString()
                               ? e["message"].GetString()
-                              : Compact(e);
+                              : ToJson(e);
     if (e.IsObject() && e.HasMember("code") && e["code"].IsInt64()) {
       message += fmt::format(" (JSON-RPC error {})", e["code"].GetInt64());
     }
     p->error = std::move(message);
   } else if (d.HasMember("result")) {
-    p->result = Compact(d["result"]);
+    p->result = ToJson(d["result"]);
   } else {
     p->error = "the server answered with neither a result nor an error";
   }
@@ -146,12 +138,13 @@ void McpClient::OnLine(std::string line) {
 // We offer no client capabilities, so the only request worth answering is ping.
 void McpClient::Answer(const std::string& line) {
   rapidjson::Document d;
-  d.Parse(line.data(), line.size());
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
+  if (ParseJsonInto(line, &d) || !d.IsObject() || !d.HasMember("id") || !d.HasMember("method")) {
+    return;
+  }
+  JsonWriter w;
   w.StartObject();
   w.Key("jsonrpc"), w.String("2.0");
-  w.Key("id"), d["id"].Accept(w);
+  w.Key("id"), w.Value(d["id"]);
   std::string method = d["method"].IsString() ? d["method"].GetString() : "";
   if (method == "ping") {
     w.Key("result"), w.StartObject(), w.EndObject();
@@ -162,20 +155,19 @@ void McpClient::Answer(const std::string& line) {
     w.EndObject();
   }
   w.EndObject();
-  (void)transport_->WriteLine(std::string(sb.GetString(), sb.GetSize()), kNotifyTimeoutMs);
+  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs);
 }
 
 void McpClient::Notify(const std::string& method, const std::string& params_json) {
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
+  JsonWriter w;
   w.StartObject();
   w.Key("jsonrpc"), w.String("2.0");
   w.Key("method"), w.String(method.c_str());
   if (!params_json.empty()) {
-    w.Key("params"), w.RawValue(params_json.data(), params_json.size(), rapidjson::kObjectType);
+    w.Key("params"), w.Raw(params_json);
   }
   w.EndObject();
-  (void)transport_->WriteLine(std::string(sb.GetString(), sb.GetSize()), kNotifyTimeoutMs);
+  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs);
 }
 
 Result<std::string> McpClient::Request(const std::string& method, const std::string& params_json,
@@ -192,17 +184,16 @@ Result<std::string> McpClient::Request(const std::string& method, const std::str
   }
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
 
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
+  JsonWriter w;
   w.StartObject();
   w.Key("jsonrpc"), w.String("2.0");
   w.Key("id"), w.Int64(id);
   w.Key("method"), w.String(method.c_str());
   if (!params_json.empty()) {
-    w.Key("params"), w.RawValue(params_json.data(), params_json.size(), rapidjson::kObjectType);
+    w.Key("params"), w.Raw(params_json);
   }
   w.EndObject();
-  Status sent = transport_->WriteLine(std::string(sb.GetString(), sb.GetSize()), timeout_ms);
+  Status sent = transport_->WriteLine(std::string(w.view()), timeout_ms);
   if (!sent.ok()) {
     // A dead server usually shows as a broken pipe first; its exit is the better story.
     struct pollfd pf {
@@ -241,8 +232,7 @@ Result<std::string> McpClient::Request(const std::string& method, const std::str
 }
 
 Status McpClient::Initialize(int64_t timeout_ms, CancelToken* cancel) {
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
+  JsonWriter w;
   w.StartObject();
   w.Key("protocolVersion"), w.String(kMcpProtocolVersion);
   w.Key("capabilities"), w.StartObject(), w.EndObject();
@@ -251,11 +241,10 @@ Status McpClient::Initialize(int64_t timeout_ms, CancelToken* cancel) {
   w.Key("version"), w.String(AGENTEXEC_VERSION);
   w.EndObject();
   w.EndObject();
-  Result<std::string> r =
-      Request("initialize", std::string(sb.GetString(), sb.GetSize()), timeout_ms, cancel);
+  Result<std::string> r = Request("initialize", std::string(w.view()), timeout_ms, cancel);
   if (!r.ok()) return r.error();
   rapidjson::Document d;
-  if (d.Parse(r->data(), r->size()).HasParseError() || !d.IsObject()) {
+  if (ParseJsonInto(*r, &d) || !d.IsObject()) {
     return MakeError("initialize answered with a result that is not an object");
   }
   Notify("notifications/initialized", "");
@@ -270,12 +259,11 @@ Result<std::vector<McpTool>> McpClient::ListTools(int64_t timeout_ms, CancelToke
   for (int page = 0; page < kMaxToolPages; ++page) {
     std::string params;
     if (!cursor.empty()) {
-      rapidjson::StringBuffer sb;
-      Writer w(sb);
+      JsonWriter w;
       w.StartObject();
       w.Key("cursor"), w.String(cursor.c_str());
       w.EndObject();
-      params.assign(sb.GetString(), sb.GetSize());
+      params = std::string(w.view());
     }
     int64_t left = std::max<int64_t>(
         1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
@@ -289,8 +277,7 @@ Result<std::vector<McpTool>> McpClient::ListTools(int64_t timeout_ms, CancelToke
       return r.error();
     }
     rapidjson::Document d;
-    if (d.Parse(r->data(), r->size()).HasParseError() || !d.IsObject() || !d.HasMember("tools") ||
-        !d["tools"].IsArray()) {
+    if (ParseJsonInto(*r, &d) || !d.IsObject() || !d.HasMember("tools") || !d["tools"].IsArray()) {
       return MakeError("tools/list answered without a `tools` array");
     }
     for (const rapidjson::Value& t : d["tools"].GetArray()) {
@@ -301,7 +288,7 @@ Result<std::vector<McpTool>> McpClient::ListTools(int64_t timeout_ms, CancelToke
         tool.description = t["description"].GetString();
       }
       if (t.HasMember("inputSchema") && t["inputSchema"].IsObject()) {
-        tool.input_schema_json = Compact(t["inputSchema"]);
+        tool.input_schema_json = ToJson(t["inputSchema"]);
       } else {
         tool.input_schema_json = R"({"type":"object","properties":{}})";
       }
@@ -322,31 +309,29 @@ Result<std::vector<McpTool>> McpClient::ListTools(int64_t timeout_ms, CancelToke
 Result<McpCallResult> McpClient::CallTool(const std::string& tool,
                                           const std::string& arguments_json, int64_t timeout_ms,
                                           CancelToken* cancel) {
-  rapidjson::StringBuffer sb;
-  Writer w(sb);
+  JsonWriter w;
   w.StartObject();
   w.Key("name"), w.String(tool.c_str());
   if (!arguments_json.empty()) {
     w.Key("arguments");
-    w.RawValue(arguments_json.data(), arguments_json.size(), rapidjson::kObjectType);
+    w.Raw(arguments_json);
   }
   w.EndObject();
-  Result<std::string> r =
-      Request("tools/call", std::string(sb.GetString(), sb.GetSize()), timeout_ms, cancel);
+  Result<std::string> r = Request("tools/call", std::string(w.view()), timeout_ms, cancel);
   if (!r.ok()) return r.error();
   rapidjson::Document d;
-  if (d.Parse(r->data(), r->size()).HasParseError() || !d.IsObject()) {
+  if (ParseJsonInto(*r, &d) || !d.IsObject()) {
     return MakeError("tools/call answered with a result that is not an object");
   }
   McpCallResult out;
   if (d.HasMember("content")) {
     if (!d["content"].IsArray()) return MakeError("tools/call answered with a non-array `content`");
-    out.content_json = Compact(d["content"]);
+    out.content_json = ToJson(d["content"]);
   } else {
     out.content_json = "[]";
   }
   if (d.HasMember("structuredContent") && !d["structuredContent"].IsNull()) {
-    out.structured_json = Compact(d["structuredContent"]);
+    out.structured_json = ToJson(d["structuredContent"]);
   }
   out.is_error = d.HasMember("isError") && d["isError"].IsBool() && d["isError"].GetBool();
   return out;

@@ -2,23 +2,14 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
+#include "base/json.h"
 #include "engine/mcp/sha1.h"
 
 namespace ae {
 namespace {
 
 constexpr size_t kMaxToolNameLength = 64;
-
-std::string Compact(const rapidjson::Value& v) {
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  v.Accept(w);
-  return std::string(sb.GetString(), sb.GetSize());
-}
 
 const char* JsonTypeName(const rapidjson::Value& v) {
   if (v.IsArray()) return "an array";
@@ -33,16 +24,16 @@ const char* JsonTypeName(const rapidjson::Value& v) {
 Result<std::string> ParseArguments(const std::string& input) {
   if (input.find_first_not_of(" \t\r\n") == std::string::npos) return std::string();
   rapidjson::Document d;
-  if (d.Parse(input.data(), input.size()).HasParseError()) {
-    std::string what = rapidjson::GetParseError_En(d.GetParseError());
+  if (std::optional<JsonParseError> bad = ParseJsonInto(input, &d)) {
+    std::string what = bad->reason;
     if (!what.empty() && what.back() == '.') what.pop_back();
     return MakeError(
-        fmt::format("arguments are not valid JSON: {} at offset {}", what, d.GetErrorOffset()));
+        fmt::format("arguments are not valid JSON: {} at offset {}", what, bad->offset));
   }
   if (!d.IsObject()) {
     return MakeError(fmt::format("arguments must be a JSON object, not {}", JsonTypeName(d)));
   }
-  return Compact(d);
+  return ToJson(d);
 }
 
 }  // namespace
@@ -65,8 +56,7 @@ std::string QualifiedToolName(const std::string& server, const std::string& tool
 std::string McpModelOutput(const McpCallResult& result) {
   if (result.structured_json) return *result.structured_json;
   rapidjson::Document d;
-  if (d.Parse(result.content_json.data(), result.content_json.size()).HasParseError() ||
-      !d.IsArray()) {
+  if (ParseJsonInto(result.content_json, &d) || !d.IsArray()) {
     return result.content_json;
   }
   std::string out;
@@ -84,7 +74,7 @@ std::string McpModelOutput(const McpCallResult& result) {
                              : "unknown type";
       out += fmt::format("[{} content ({}) not shown]", type, mime);
     } else {
-      out += Compact(block);
+      out += ToJson(block);
     }
   }
   return out;
@@ -99,8 +89,7 @@ McpToolHandler::McpToolHandler(std::shared_ptr<McpClient> client, McpTool tool,
 
 std::string McpToolHandler::spec_json() const {
   rapidjson::Document schema;
-  schema.Parse(tool_.input_schema_json.data(), tool_.input_schema_json.size());
-  if (schema.HasParseError() || !schema.IsObject()) schema.SetObject();
+  if (ParseJsonInto(tool_.input_schema_json, &schema) || !schema.IsObject()) schema.SetObject();
   auto& a = schema.GetAllocator();
   // The Responses API rejects an object schema without properties.
   if (!schema.HasMember("type")) schema.AddMember("type", "object", a);
@@ -109,16 +98,15 @@ std::string McpToolHandler::spec_json() const {
     schema.AddMember("properties", rapidjson::Value(rapidjson::kObjectType), a);
   }
 
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  JsonWriter w;
   w.StartObject();
   w.Key("type"), w.String("function");
   w.Key("name"), w.String(qualified_name_.c_str());
   w.Key("description"), w.String(tool_.description.c_str());
   w.Key("strict"), w.Bool(false);
-  w.Key("parameters"), schema.Accept(w);
+  w.Key("parameters"), w.Value(schema);
   w.EndObject();
-  return std::string(sb.GetString(), sb.GetSize());
+  return std::string(w.view());
 }
 
 ToolResult McpToolHandler::Handle(const ToolCall& call, ToolEnv& env) {

@@ -211,7 +211,11 @@ StdioTransport::~StdioTransport() {
 void StdioTransport::StartReader(LineHandler on_line, CloseHandler on_close) {
   reader_ =
       std::thread([this, on_line = std::move(on_line), on_close = std::move(on_close)]() mutable {
-        ReadLoop(std::move(on_line), std::move(on_close));
+        // A thread entry point: an escaping exception would be std::terminate.
+        try {
+          ReadLoop(std::move(on_line), std::move(on_close));
+        } catch (...) {
+        }
       });
 }
 

@@ -4,9 +4,8 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
+
+#include "base/json.h"
 
 #include "engine/model/http.h"
 #include "engine/model/items.h"
@@ -14,8 +13,6 @@
 
 namespace ae {
 namespace {
-
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
 const rapidjson::Value* Member(const rapidjson::Value* v, const char* name) {
   if (!v || !v->IsObject()) return nullptr;
@@ -31,10 +28,6 @@ std::string StringAt(const rapidjson::Value* v, const char* name) {
 int64_t IntAt(const rapidjson::Value* v, const char* name) {
   const rapidjson::Value* m = Member(v, name);
   return m && m->IsInt64() ? m->GetInt64() : 0;
-}
-
-void Str(Writer& w, const std::string& s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
 OutputItem MakeItem(const std::string& json) {
@@ -53,12 +46,10 @@ class ChatDecoder : public StreamDecoder {
       return {};
     }
     rapidjson::Document doc;
-    doc.ParseInsitu(event.data.data());
-    if (doc.HasParseError() || !doc.IsObject()) {
-      return MakeError(
-          fmt::format("malformed JSON in server-sent event (offset {}: {})", doc.GetErrorOffset(),
-                      doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
-                                          : "not an object"));
+    std::optional<JsonParseError> bad = ParseJsonInto(event.data, &doc);
+    if (bad || !doc.IsObject()) {
+      return MakeError(fmt::format("malformed JSON in server-sent event (offset {}: {})",
+                                   bad ? bad->offset : 0, bad ? bad->reason : "not an object"));
     }
     if (const rapidjson::Value* err = Member(&doc, "error")) {
       std::string message = err->IsString() ? err->GetString() : StringAt(err, "message");
@@ -117,8 +108,7 @@ class ChatDecoder : public StreamDecoder {
     r.id = id_;
     r.usage = usage_;
     if (!reasoning_.empty()) {
-      rapidjson::StringBuffer buf;
-      Writer w(buf);
+      JsonWriter w;
       w.StartObject();
       w.Key("type");
       w.String("reasoning");
@@ -128,15 +118,14 @@ class ChatDecoder : public StreamDecoder {
       w.Key("type");
       w.String("summary_text");
       w.Key("text");
-      Str(w, reasoning_);
+      w.String(reasoning_);
       w.EndObject();
       w.EndArray();
       w.EndObject();
-      r.items.push_back(MakeItem(buf.GetString()));
+      r.items.push_back(MakeItem(std::string(w.view())));
     }
     if (!text_.empty()) {
-      rapidjson::StringBuffer buf;
-      Writer w(buf);
+      JsonWriter w;
       w.StartObject();
       w.Key("type");
       w.String("message");
@@ -148,26 +137,25 @@ class ChatDecoder : public StreamDecoder {
       w.Key("type");
       w.String("output_text");
       w.Key("text");
-      Str(w, text_);
+      w.String(text_);
       w.EndObject();
       w.EndArray();
       w.EndObject();
-      r.items.push_back(MakeItem(buf.GetString()));
+      r.items.push_back(MakeItem(std::string(w.view())));
     }
     for (auto& [index, call] : calls_) {
-      rapidjson::StringBuffer buf;
-      Writer w(buf);
+      JsonWriter w;
       w.StartObject();
       w.Key("type");
       w.String("function_call");
       w.Key("name");
-      Str(w, call.name);
+      w.String(call.name);
       w.Key("arguments");
-      Str(w, call.arguments.empty() ? std::string("{}") : call.arguments);
+      w.String(call.arguments.empty() ? std::string("{}") : call.arguments);
       w.Key("call_id");
-      Str(w, call.id.empty() ? fmt::format("call_{}", index) : call.id);
+      w.String(call.id.empty() ? fmt::format("call_{}", index) : call.id);
       w.EndObject();
-      r.items.push_back(MakeItem(buf.GetString()));
+      r.items.push_back(MakeItem(std::string(w.view())));
     }
     return r;
   }

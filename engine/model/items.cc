@@ -1,18 +1,11 @@
 #include "engine/model/items.h"
 
 #include <fmt/format.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
+
+#include "base/json.h"
 
 namespace ae {
 namespace {
-
-std::string StringMember(const rapidjson::Value& v, const char* name) {
-  auto it = v.FindMember(name);
-  if (it == v.MemberEnd() || !it->value.IsString()) return {};
-  return std::string(it->value.GetString(), it->value.GetStringLength());
-}
 
 // Appends the `text` of every part in `parts` whose type is one of the accepted ones.
 void JoinTexts(const rapidjson::Value& v, const char* array, std::string_view sep,
@@ -31,13 +24,6 @@ void JoinTexts(const rapidjson::Value& v, const char* array, std::string_view se
 }
 
 }  // namespace
-
-std::string ToJson(const rapidjson::Value& value) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  value.Accept(w);
-  return std::string(buf.GetString(), buf.GetSize());
-}
 
 Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
   if (!v.IsObject()) return MakeError("output item is not a JSON object");
@@ -84,14 +70,9 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
 }
 
 Result<OutputItem> ParseOutputItem(std::string_view json) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return MakeError(fmt::format("output item is not valid JSON (offset {}: {})",
-                                 doc.GetErrorOffset(),
-                                 rapidjson::GetParseError_En(doc.GetParseError())));
-  }
-  return ParseOutputItemValue(doc);
+  Result<rapidjson::Document> doc = ParseJson(json, "output item");
+  if (!doc.ok()) return doc.error();
+  return ParseOutputItemValue(*doc);
 }
 
 }  // namespace ae

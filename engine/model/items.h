@@ -7,6 +7,7 @@
 
 #include <rapidjson/document.h>
 
+#include "base/json.h"  // ToJson: the compact, safe serialisation raw_json is made with
 #include "base/result.h"
 #include "engine/model/client.h"
 
@@ -15,8 +16,5 @@ namespace ae {
 // `json` is one item object. raw_json is the item re-serialised compactly.
 Result<OutputItem> ParseOutputItem(std::string_view json);
 Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& item);
-
-// Compact serialisation of a RapidJSON value.
-std::string ToJson(const rapidjson::Value& value);
 
 }  // namespace ae

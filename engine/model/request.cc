@@ -5,38 +5,13 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
+
+#include "base/json.h"
 
 namespace ae {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Key(Writer& w, std::string_view k) {
-  w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-void Str(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-void Raw(Writer& w, std::string_view json, rapidjson::Type type) {
-  w.RawValue(json.data(), json.size(), type);
-}
-
-std::string StringMember(const rapidjson::Value& v, const char* name) {
-  if (!v.IsObject()) return {};
-  auto it = v.FindMember(name);
-  if (it == v.MemberEnd() || !it->value.IsString()) return {};
-  return std::string(it->value.GetString(), it->value.GetStringLength());
-}
-
-std::string Compact(const rapidjson::Value& v) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  v.Accept(w);
-  return std::string(buf.GetString(), buf.GetSize());
-}
+using Writer = JsonWriter;
 
 // Text of a content value: a string, or an array of parts whose text is joined.
 std::string ContentText(const rapidjson::Value& content) {
@@ -66,43 +41,32 @@ struct ChatMessage {
   std::string tool_call_id;
 };
 
-Result<rapidjson::Document> ParseJson(std::string_view json, std::string_view what) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return MakeError(fmt::format("{} is not valid JSON (offset {}: {})", what, doc.GetErrorOffset(),
-                                 rapidjson::GetParseError_En(doc.GetParseError())));
-  }
-  return doc;
-}
-
 std::string ImagePartsJson(const rapidjson::Value& content) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  Writer w;
   w.StartArray();
   for (const auto& part : content.GetArray()) {
     std::string type = StringMember(part, "type");
     if (type == "input_image") {
       w.StartObject();
-      Key(w, "type");
-      Str(w, "image_url");
-      Key(w, "image_url");
+      w.Key("type");
+      w.String("image_url");
+      w.Key("image_url");
       w.StartObject();
-      Key(w, "url");
-      Str(w, StringMember(part, "image_url"));
+      w.Key("url");
+      w.String(StringMember(part, "image_url"));
       w.EndObject();
       w.EndObject();
     } else if (part.IsObject() && part.HasMember("text")) {
       w.StartObject();
-      Key(w, "type");
-      Str(w, "text");
-      Key(w, "text");
-      Str(w, StringMember(part, "text"));
+      w.Key("type");
+      w.String("text");
+      w.Key("text");
+      w.String(StringMember(part, "text"));
       w.EndObject();
     }
   }
   w.EndArray();
-  return std::string(buf.GetString(), buf.GetSize());
+  return std::string(w.view());
 }
 
 Result<std::vector<ChatMessage>> MapHistory(const Prompt& prompt) {
@@ -132,16 +96,15 @@ Result<std::vector<ChatMessage>> MapHistory(const Prompt& prompt) {
         auto args = item.FindMember("arguments");
         if (args != item.MemberEnd()) {
           call.arguments =
-              args->value.IsString() ? StringMember(item, "arguments") : Compact(args->value);
+              args->value.IsString() ? StringMember(item, "arguments") : ToJson(args->value);
         }
       } else {
-        rapidjson::StringBuffer buf;
-        Writer w(buf);
+        Writer w;
         w.StartObject();
-        Key(w, "input");
-        Str(w, StringMember(item, "input"));
+        w.Key("input");
+        w.String(StringMember(item, "input"));
         w.EndObject();
-        call.arguments.assign(buf.GetString(), buf.GetSize());
+        call.arguments = std::string(w.view());
       }
       // Calls join the assistant message right before them, as one chat turn.
       if (out.empty() || out.back().role != "assistant") {
@@ -168,26 +131,25 @@ void WriteChatTools(Writer& w, const rapidjson::Value& tools) {
     std::string type = StringMember(tool, "type");
     if (type != "function" && type != "custom") continue;
     w.StartObject();
-    Key(w, "type");
-    Str(w, "function");
-    Key(w, "function");
+    w.Key("type");
+    w.String("function");
+    w.Key("function");
     w.StartObject();
-    Key(w, "name");
-    Str(w, StringMember(tool, "name"));
+    w.Key("name");
+    w.String(StringMember(tool, "name"));
     if (tool.HasMember("description")) {
-      Key(w, "description");
-      Str(w, StringMember(tool, "description"));
+      w.Key("description");
+      w.String(StringMember(tool, "description"));
     }
-    Key(w, "parameters");
+    w.Key("parameters");
     auto params = tool.FindMember("parameters");
     if (type == "function" && params != tool.MemberEnd()) {
-      params->value.Accept(w);
+      w.Value(params->value);
     } else if (type == "function") {
-      Raw(w, R"({"type":"object","properties":{}})", rapidjson::kObjectType);
+      w.Raw(R"({"type":"object","properties":{}})");
     } else {
-      Raw(w,
-          R"({"type":"object","properties":{"input":{"type":"string","description":"The free-form input of the tool."}},"required":["input"],"additionalProperties":false})",
-          rapidjson::kObjectType);
+      w.Raw(
+          R"({"type":"object","properties":{"input":{"type":"string","description":"The free-form input of the tool."}},"required":["input"],"additionalProperties":false})");
     }
     w.EndObject();
     w.EndObject();
@@ -213,8 +175,7 @@ std::vector<bool> ReplayableItems(const std::vector<std::string>& input) {
   auto parse = [&](size_t i, bool* encrypted) {
     *encrypted = false;
     rapidjson::Document doc;
-    doc.Parse(input[i].data(), input[i].size());
-    if (doc.HasParseError() || !doc.IsObject()) return std::string();
+    if (ParseJsonInto(input[i], &doc) || !doc.IsObject()) return std::string();
     std::string type = StringMember(doc, "type");
     if (type.empty() && doc.HasMember("role")) type = "message";
     if (type == "reasoning") {
@@ -247,82 +208,80 @@ std::vector<bool> ReplayableItems(const std::vector<std::string>& input) {
 }
 
 std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt) {
-  rapidjson::StringBuffer buf;
+  Writer w;
   size_t reserve = 512 + prompt.tools_json.size();
   for (const auto& item : prompt.input) reserve += item.size() + 1;
-  buf.Reserve(reserve);
+  w.Reserve(reserve);
   const std::vector<bool> keep = ReplayableItems(prompt.input);
-  Writer w(buf);
   w.StartObject();
-  Key(w, "model");
-  Str(w, options.model);
-  Key(w, "stream");
+  w.Key("model");
+  w.String(options.model);
+  w.Key("stream");
   w.Bool(true);
-  Key(w, "input");
+  w.Key("input");
   w.StartArray();
   for (size_t i = 0; i < prompt.input.size(); ++i) {
-    if (keep[i]) Raw(w, prompt.input[i], rapidjson::kObjectType);
+    if (keep[i]) w.Raw(prompt.input[i]);
   }
   w.EndArray();
-  Key(w, "tools");
-  Raw(w, prompt.tools_json.empty() ? std::string_view("[]") : std::string_view(prompt.tools_json),
-      rapidjson::kArrayType);
-  Key(w, "tool_choice");
-  Str(w, "auto");
-  Key(w, "parallel_tool_calls");
+  w.Key("tools");
+  w.Raw(prompt.tools_json.empty() ? std::string_view("[]") : std::string_view(prompt.tools_json));
+  w.Key("tool_choice");
+  w.String("auto");
+  w.Key("parallel_tool_calls");
   w.Bool(options.parallel_tool_calls);
   const bool reasoning = options.reasoning;
   if (reasoning && (!options.reasoning_effort.empty() || !options.reasoning_summary.empty())) {
-    Key(w, "reasoning");
+    w.Key("reasoning");
     w.StartObject();
     if (!options.reasoning_effort.empty()) {
-      Key(w, "effort");
-      Str(w, options.reasoning_effort);
+      w.Key("effort");
+      w.String(options.reasoning_effort);
     }
     if (!options.reasoning_summary.empty()) {
-      Key(w, "summary");
-      Str(w, options.reasoning_summary);
+      w.Key("summary");
+      w.String(options.reasoning_summary);
     }
     w.EndObject();
   }
-  Key(w, "store");
+  w.Key("store");
   w.Bool(false);
   // store is false, so the reasoning items come back only with their encrypted content;
   // without it a later request could not replay them (the service looks an id up and 404s).
   if (reasoning) {
-    Key(w, "include");
+    w.Key("include");
     w.StartArray();
-    Str(w, "reasoning.encrypted_content");
+    w.String("reasoning.encrypted_content");
     w.EndArray();
   }
   if (!prompt.prompt_cache_key.empty()) {
-    Key(w, "prompt_cache_key");
-    Str(w, prompt.prompt_cache_key);
+    w.Key("prompt_cache_key");
+    w.String(prompt.prompt_cache_key);
   }
   if (!options.verbosity.empty() || prompt.output_schema_json) {
-    Key(w, "text");
+    w.Key("text");
     w.StartObject();
     if (!options.verbosity.empty()) {
-      Key(w, "verbosity");
-      Str(w, options.verbosity);
+      w.Key("verbosity");
+      w.String(options.verbosity);
     }
     if (prompt.output_schema_json) {
-      Key(w, "format");
+      w.Key("format");
       w.StartObject();
-      Key(w, "type");
-      Str(w, "json_schema");
-      Key(w, "strict");
+      w.Key("type");
+      w.String("json_schema");
+      w.Key("strict");
       w.Bool(true);
-      Key(w, "schema");
-      Raw(w, *prompt.output_schema_json, rapidjson::kObjectType);
-      Key(w, "name");
-      Str(w, kOutputSchemaName);
+      w.Key("schema");
+      w.Raw(*prompt.output_schema_json);
+      w.Key("name");
+      w.String(kOutputSchemaName);
       w.EndObject();
     }
     w.EndObject();
   }
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  return std::string(w.view());
 }
 
 Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& prompt) {
@@ -332,91 +291,90 @@ Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& 
   if (!tools) return tools.error();
   if (!tools->IsArray()) return MakeError("tools is not a JSON array");
 
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  Writer w;
   w.StartObject();
-  Key(w, "model");
-  Str(w, options.model);
-  Key(w, "messages");
+  w.Key("model");
+  w.String(options.model);
+  w.Key("messages");
   w.StartArray();
   for (const ChatMessage& m : *messages) {
     w.StartObject();
-    Key(w, "role");
-    Str(w, m.role);
-    Key(w, "content");
+    w.Key("role");
+    w.String(m.role);
+    w.Key("content");
     if (!m.content_parts_json.empty()) {
-      Raw(w, m.content_parts_json, rapidjson::kArrayType);
+      w.Raw(m.content_parts_json);
     } else if (m.content.empty() && !m.tool_calls.empty()) {
       w.Null();  // an assistant turn that only calls tools
     } else {
-      Str(w, m.content);
+      w.String(m.content);
     }
     if (!m.tool_calls.empty()) {
-      Key(w, "tool_calls");
+      w.Key("tool_calls");
       w.StartArray();
       for (const ChatToolCall& c : m.tool_calls) {
         w.StartObject();
-        Key(w, "id");
-        Str(w, c.id);
-        Key(w, "type");
-        Str(w, "function");
-        Key(w, "function");
+        w.Key("id");
+        w.String(c.id);
+        w.Key("type");
+        w.String("function");
+        w.Key("function");
         w.StartObject();
-        Key(w, "name");
-        Str(w, c.name);
-        Key(w, "arguments");
-        Str(w, c.arguments);
+        w.Key("name");
+        w.String(c.name);
+        w.Key("arguments");
+        w.String(c.arguments);
         w.EndObject();
         w.EndObject();
       }
       w.EndArray();
     }
     if (m.role == "tool") {
-      Key(w, "tool_call_id");
-      Str(w, m.tool_call_id);
+      w.Key("tool_call_id");
+      w.String(m.tool_call_id);
     }
     w.EndObject();
   }
   w.EndArray();
-  Key(w, "stream");
+  w.Key("stream");
   w.Bool(true);
-  Key(w, "stream_options");
+  w.Key("stream_options");
   w.StartObject();
-  Key(w, "include_usage");
+  w.Key("include_usage");
   w.Bool(true);
   w.EndObject();
   if (CountChatTools(*tools) > 0) {
-    Key(w, "tools");
+    w.Key("tools");
     w.StartArray();
     WriteChatTools(w, *tools);
     w.EndArray();
-    Key(w, "tool_choice");
-    Str(w, "auto");
-    Key(w, "parallel_tool_calls");
+    w.Key("tool_choice");
+    w.String("auto");
+    w.Key("parallel_tool_calls");
     w.Bool(options.parallel_tool_calls);
   }
   if (!options.reasoning_effort.empty()) {
-    Key(w, "reasoning_effort");
-    Str(w, options.reasoning_effort);
+    w.Key("reasoning_effort");
+    w.String(options.reasoning_effort);
   }
   if (prompt.output_schema_json) {
-    Key(w, "response_format");
+    w.Key("response_format");
     w.StartObject();
-    Key(w, "type");
-    Str(w, "json_schema");
-    Key(w, "json_schema");
+    w.Key("type");
+    w.String("json_schema");
+    w.Key("json_schema");
     w.StartObject();
-    Key(w, "name");
-    Str(w, kOutputSchemaName);
-    Key(w, "strict");
+    w.Key("name");
+    w.String(kOutputSchemaName);
+    w.Key("strict");
     w.Bool(true);
-    Key(w, "schema");
-    Raw(w, *prompt.output_schema_json, rapidjson::kObjectType);
+    w.Key("schema");
+    w.Raw(*prompt.output_schema_json);
     w.EndObject();
     w.EndObject();
   }
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  return w.Take();
 }
 
 }  // namespace ae

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
+
+#include "base/json.h"
 
 #include "engine/model/http.h"
 #include "engine/model/items.h"
@@ -11,19 +12,13 @@
 namespace ae {
 namespace {
 
-const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
-  if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(name);
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
 std::string StringAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  const rapidjson::Value* m = v ? FindJsonMember(*v, name) : nullptr;
   return m && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : std::string();
 }
 
 int64_t IntAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  const rapidjson::Value* m = v ? FindJsonMember(*v, name) : nullptr;
   return m && m->IsInt64() ? m->GetInt64() : 0;
 }
 
@@ -34,13 +29,11 @@ class ResponsesDecoder : public StreamDecoder {
   Status OnEvent(SseEvent& event, bool* fatal) override {
     if (complete_ || event.data == "[DONE]") return {};
     rapidjson::Document doc;
-    doc.ParseInsitu(event.data.data());
-    if (doc.HasParseError() || !doc.IsObject()) {
-      return MakeError(
-          fmt::format("malformed JSON in server-sent event{} (offset {}: {})",
-                      event.event.empty() ? "" : " `" + event.event + "`", doc.GetErrorOffset(),
-                      doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
-                                          : "not an object"));
+    std::optional<JsonParseError> bad = ParseJsonInto(event.data, &doc);
+    if (bad || !doc.IsObject()) {
+      return MakeError(fmt::format("malformed JSON in server-sent event{} (offset {}: {})",
+                                   event.event.empty() ? "" : " `" + event.event + "`",
+                                   bad ? bad->offset : 0, bad ? bad->reason : "not an object"));
     }
     std::string type = StringAt(&doc, "type");
     if (type.empty()) type = event.event;
@@ -48,31 +41,33 @@ class ResponsesDecoder : public StreamDecoder {
       std::string delta = StringAt(&doc, "delta");
       if (!delta.empty()) observer_.OnTextDelta(delta);
     } else if (type == "response.output_item.done") {
-      const rapidjson::Value* item = Member(doc, "item");
+      const rapidjson::Value* item = FindJsonMember(doc, "item");
       if (!item) return MakeError("response.output_item.done without an item");
       auto parsed = ParseOutputItemValue(*item);
       if (!parsed) return MakeError("response.output_item.done: " + parsed.message());
       response_.items.push_back(std::move(*parsed));
     } else if (type == "response.created") {
-      response_.id = StringAt(Member(doc, "response"), "id");
+      response_.id = StringAt(FindJsonMember(doc, "response"), "id");
     } else if (type == "response.completed") {
-      const rapidjson::Value* resp = Member(doc, "response");
+      const rapidjson::Value* resp = FindJsonMember(doc, "response");
       if (resp) {
         if (std::string id = StringAt(resp, "id"); !id.empty()) response_.id = id;
-        const rapidjson::Value* usage = Member(*resp, "usage");
+        const rapidjson::Value* usage = FindJsonMember(*resp, "usage");
         if (usage) {
           response_.usage.input_tokens = IntAt(usage, "input_tokens");
           response_.usage.cached_input_tokens =
-              IntAt(Member(*usage, "input_tokens_details"), "cached_tokens");
+              IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
           response_.usage.output_tokens = IntAt(usage, "output_tokens");
           response_.usage.reasoning_output_tokens =
-              IntAt(Member(*usage, "output_tokens_details"), "reasoning_tokens");
+              IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
         }
       }
       complete_ = true;
     } else if (type == "response.failed" || type == "error") {
-      const rapidjson::Value* err = Member(doc, "error");
-      if (!err) err = Member(Member(doc, "response") ? *Member(doc, "response") : doc, "error");
+      const rapidjson::Value* err = FindJsonMember(doc, "error");
+      if (!err)
+        err = FindJsonMember(
+            FindJsonMember(doc, "response") ? *FindJsonMember(doc, "response") : doc, "error");
       std::string message = StringAt(err, "message");
       if (message.empty()) message = StringAt(&doc, "message");
       if (message.empty()) message = type;
@@ -88,7 +83,8 @@ class ResponsesDecoder : public StreamDecoder {
       return MakeError(message);
     } else if (type == "response.incomplete") {
       std::string reason = StringAt(
-          Member(Member(doc, "response") ? *Member(doc, "response") : doc, "incomplete_details"),
+          FindJsonMember(FindJsonMember(doc, "response") ? *FindJsonMember(doc, "response") : doc,
+                         "incomplete_details"),
           "reason");
       return MakeError(fmt::format("Incomplete response returned, reason: {}",
                                    reason.empty() ? "unknown" : reason));

@@ -7,30 +7,15 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
+#include "base/json.h"
 #include "engine/model/items.h"
 
 namespace ae {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Str(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
-const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
-  if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(name);
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
 Result<std::string> RequiredString(const rapidjson::Value& item, const char* name,
                                    std::string_view type) {
-  const rapidjson::Value* v = Member(item, name);
+  const rapidjson::Value* v = FindJsonMember(item, name);
   if (!v || !v->IsString()) {
     return MakeError(fmt::format("a {} item needs a string \"{}\"", type, name));
   }
@@ -38,13 +23,13 @@ Result<std::string> RequiredString(const rapidjson::Value& item, const char* nam
 }
 
 std::string CallId(const rapidjson::Value& item, int turn, int index) {
-  const rapidjson::Value* v = Member(item, "call_id");
+  const rapidjson::Value* v = FindJsonMember(item, "call_id");
   if (v && v->IsString()) return v->GetString();
   return fmt::format("call_{}_{}", turn, index);
 }
 
 int64_t IntAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = v ? Member(*v, name) : nullptr;
+  const rapidjson::Value* m = v ? FindJsonMember(*v, name) : nullptr;
   return m && m->IsInt64() ? m->GetInt64() : 0;
 }
 
@@ -93,14 +78,13 @@ class ScriptedClient : public ModelClient {
 
 Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int index) {
   if (!item.IsObject()) return MakeError("an item must be a JSON object");
-  const rapidjson::Value* type_v = Member(item, "type");
+  const rapidjson::Value* type_v = FindJsonMember(item, "type");
   if (!type_v || !type_v->IsString()) return MakeError("an item needs a string \"type\"");
   std::string type = type_v->GetString();
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
+  JsonWriter w;
   w.StartObject();
   w.Key("type");
-  Str(w, type);
+  w.String(type);
   if (type == "message") {
     auto text = RequiredString(item, "text", type);
     if (!text) return text.error();
@@ -112,15 +96,15 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
     w.Key("type");
     w.String("output_text");
     w.Key("text");
-    Str(w, *text);
+    w.String(*text);
     w.EndObject();
     w.EndArray();
-    if (const rapidjson::Value* phase = Member(item, "phase"); phase && phase->IsString()) {
+    if (const rapidjson::Value* phase = FindJsonMember(item, "phase"); phase && phase->IsString()) {
       w.Key("phase");
-      Str(w, phase->GetString());
+      w.String(phase->GetString());
     }
   } else if (type == "reasoning") {
-    const rapidjson::Value* summary = Member(item, "summary");
+    const rapidjson::Value* summary = FindJsonMember(item, "summary");
     std::vector<std::string> parts;
     if (summary && summary->IsString()) {
       parts.emplace_back(summary->GetString(), summary->GetStringLength());
@@ -139,18 +123,19 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
       w.Key("type");
       w.String("summary_text");
       w.Key("text");
-      Str(w, p);
+      w.String(p);
       w.EndObject();
     }
     w.EndArray();
-    if (const rapidjson::Value* enc = Member(item, "encrypted_content"); enc && enc->IsString()) {
+    if (const rapidjson::Value* enc = FindJsonMember(item, "encrypted_content");
+        enc && enc->IsString()) {
       w.Key("encrypted_content");
-      Str(w, enc->GetString());
+      w.String(enc->GetString());
     }
   } else if (type == "function_call") {
     auto name = RequiredString(item, "name", type);
     if (!name) return name.error();
-    const rapidjson::Value* args = Member(item, "arguments");
+    const rapidjson::Value* args = FindJsonMember(item, "arguments");
     std::string arguments = "{}";
     if (args && args->IsString()) {
       arguments.assign(args->GetString(), args->GetStringLength());
@@ -158,22 +143,22 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
       arguments = ToJson(*args);
     }
     w.Key("name");
-    Str(w, *name);
+    w.String(*name);
     w.Key("arguments");
-    Str(w, arguments);
+    w.String(arguments);
     w.Key("call_id");
-    Str(w, CallId(item, turn, index));
+    w.String(CallId(item, turn, index));
   } else if (type == "custom_tool_call") {
     auto name = RequiredString(item, "name", type);
     if (!name) return name.error();
     auto input = RequiredString(item, "input", type);
     if (!input) return input.error();
     w.Key("call_id");
-    Str(w, CallId(item, turn, index));
+    w.String(CallId(item, turn, index));
     w.Key("name");
-    Str(w, *name);
+    w.String(*name);
     w.Key("input");
-    Str(w, *input);
+    w.String(*input);
   } else if (type == "web_search_call") {
     auto query = RequiredString(item, "query", type);
     if (!query) return query.error();
@@ -184,7 +169,7 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
     w.Key("type");
     w.String("search");
     w.Key("query");
-    Str(w, *query);
+    w.String(*query);
     w.EndObject();
   } else {
     return MakeError(
@@ -193,7 +178,7 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
                     type));
   }
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  return w.Take();
 }
 
 Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& provider) {
@@ -212,13 +197,11 @@ Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& prov
   ss << in.rdbuf();
   std::string text = ss.str();
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError()) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(text, &doc)) {
     return MakeError(fmt::format("scripted provider: cannot parse {}: offset {}: {}", path,
-                                 doc.GetErrorOffset(),
-                                 rapidjson::GetParseError_En(doc.GetParseError())));
+                                 bad->offset, bad->reason));
   }
-  const rapidjson::Value* turns = Member(doc, "turns");
+  const rapidjson::Value* turns = FindJsonMember(doc, "turns");
   if (!turns || !turns->IsArray()) {
     return MakeError(
         fmt::format("scripted provider: {}: expected an object with a \"turns\" array", path));
@@ -232,13 +215,13 @@ Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& prov
       return MakeError(fmt::format("scripted provider: {}: turn {}: {}", path, turn_no, why));
     };
     if (!t.IsObject()) return bad("a turn must be a JSON object");
-    if (const rapidjson::Value* fail = Member(t, "fail")) {
+    if (const rapidjson::Value* fail = FindJsonMember(t, "fail")) {
       if (!fail->IsString()) return bad("\"fail\" must be a string");
       turn.fail = fail->GetString();
       out.push_back(std::move(turn));
       continue;
     }
-    const rapidjson::Value* items = Member(t, "items");
+    const rapidjson::Value* items = FindJsonMember(t, "items");
     if (!items || !items->IsArray()) return bad("expected an \"items\" array or \"fail\"");
     int index = 0;
     for (const auto& item : items->GetArray()) {
@@ -249,7 +232,7 @@ Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& prov
       turn.items.push_back(std::move(*parsed));
       ++index;
     }
-    const rapidjson::Value* usage = Member(t, "usage");
+    const rapidjson::Value* usage = FindJsonMember(t, "usage");
     turn.usage.input_tokens = IntAt(usage, "input_tokens");
     turn.usage.cached_input_tokens = IntAt(usage, "cached_input_tokens");
     turn.usage.output_tokens = IntAt(usage, "output_tokens");

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
+#include "base/json.h"
+
 namespace ae {
 namespace {
 
@@ -25,29 +27,29 @@ std::string UrlEscape(const std::string& s) {
   return out;
 }
 
-// The string member `name` of `v`, or "".
-std::string StringIn(const rapidjson::Value& v, const char* name) {
-  if (!v.IsObject() || !v.HasMember(name) || !v[name].IsString()) return {};
-  return v[name].GetString();
+// The `error` member of a JSON error body (an object or a string), or null.
+const rapidjson::Value* ErrorOf(const rapidjson::Document& doc) {
+  return doc.IsObject() ? FindJsonMember(doc, "error") : nullptr;
 }
 
 // error.code (or error.type) of a JSON error body, or "".
 std::string ErrorCodeOf(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
-  std::string code = StringIn(doc["error"], "code");
-  return code.empty() ? StringIn(doc["error"], "type") : code;
+  if (ParseJsonInto(body, &doc)) return {};
+  const rapidjson::Value* err = ErrorOf(doc);
+  if (!err || !err->IsObject()) return {};
+  std::string code = StringMember(*err, "code");
+  return code.empty() ? StringMember(*err, "type") : code;
 }
 
 // error.message of a JSON error body, or "".
 std::string ErrorMessageOf(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("error")) return {};
-  const rapidjson::Value& err = doc["error"];
-  if (err.IsString()) return err.GetString();
-  return StringIn(err, "message");
+  if (ParseJsonInto(body, &doc)) return {};
+  const rapidjson::Value* err = ErrorOf(doc);
+  if (!err) return {};
+  if (err->IsString()) return err->GetString();
+  return err->IsObject() ? StringMember(*err, "message") : std::string();
 }
 
 std::string Excerpt(std::string s) {

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
+
+#include "base/duration.h"
+#include "base/json.h"
 
 #include "engine/orchestrator.h"
 #include "engine/tools/apply_patch/tool.h"
@@ -22,11 +24,9 @@ ToolResult Fail(const ToolCall& call, std::string message) {
 
 Result<rapidjson::Document> ParseArgs(const std::string& input) {
   rapidjson::Document doc;
-  doc.Parse(input.c_str(), input.size());
-  if (doc.HasParseError()) {
-    return MakeError(fmt::format("failed to parse function arguments: {} at offset {}",
-                                 rapidjson::GetParseError_En(doc.GetParseError()),
-                                 doc.GetErrorOffset()));
+  if (std::optional<JsonParseError> bad = ParseJsonInto(input, &doc)) {
+    return MakeError(fmt::format("failed to parse function arguments: {} at offset {}", bad->reason,
+                                 bad->offset));
   }
   if (!doc.IsObject()) {
     return MakeError("failed to parse function arguments: expected a JSON object");
@@ -34,14 +34,29 @@ Result<rapidjson::Document> ParseArgs(const std::string& input) {
   return doc;
 }
 
-// Optional integer field; an error names the field and what was expected.
-Result<std::optional<int64_t>> OptionalInt(const rapidjson::Value& obj, const char* name) {
+// Optional number field, as a double (1e300 must not meet an int64 conversion); an error
+// names the field and what was expected.
+Result<std::optional<double>> OptionalNumber(const rapidjson::Value& obj, const char* name) {
   auto it = obj.FindMember(name);
-  if (it == obj.MemberEnd() || it->value.IsNull()) return std::optional<int64_t>{};
-  if (it->value.IsInt64()) return std::optional<int64_t>{it->value.GetInt64()};
-  if (it->value.IsNumber())
-    return std::optional<int64_t>{static_cast<int64_t>(it->value.GetDouble())};
+  if (it == obj.MemberEnd() || it->value.IsNull()) return std::optional<double>{};
+  if (it->value.IsNumber()) return std::optional<double>{it->value.GetDouble()};
   return MakeError(fmt::format("failed to parse function arguments: `{}` must be a number", name));
+}
+
+// Optional integer field: a number clamped into [0, 2^53] before it becomes an integer.
+Result<std::optional<int64_t>> OptionalInt(const rapidjson::Value& obj, const char* name) {
+  Result<std::optional<double>> n = OptionalNumber(obj, name);
+  if (!n.ok()) return n.error();
+  if (!n->has_value()) return std::optional<int64_t>{};
+  const double v = **n;
+  if (!(v > 0)) return std::optional<int64_t>{0};
+  return std::optional<int64_t>{static_cast<int64_t>(std::min(v, 9007199254740992.0))};
+}
+
+// The model's timeout_ms against the configured one: it may lower it, never raise it above
+// the user's limit or switch it off (base/duration.h).
+int64_t CommandTimeoutMs(const std::optional<double>& requested, int64_t configured) {
+  return requested ? LowerLimitMs(*requested, configured) : ClampDurationMs(configured);
 }
 
 Result<std::string> OptionalString(const rapidjson::Value& obj, const char* name) {
@@ -103,7 +118,7 @@ class ExecCommandTool : public ToolHandler {
     std::string cmd(cmd_it->value.GetString(), cmd_it->value.GetStringLength());
     auto workdir = OptionalString(*doc, "workdir");
     auto shell = OptionalString(*doc, "shell");
-    auto timeout = OptionalInt(*doc, "timeout_ms");
+    auto timeout = OptionalNumber(*doc, "timeout_ms");
     auto max_tokens = OptionalInt(*doc, "max_output_tokens");
     auto yield = OptionalInt(*doc, "yield_time_ms");
     if (!workdir.ok()) return Fail(call, workdir.message());
@@ -130,7 +145,7 @@ class ExecCommandTool : public ToolHandler {
     CommandRequest req;
     req.argv = {shell->empty() ? "/bin/bash" : *shell, login ? "-lc" : "-c", cmd};
     req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
-    req.timeout_ms = timeout->value_or(env.turn.command_timeout_ms);
+    req.timeout_ms = CommandTimeoutMs(*timeout, env.turn.command_timeout_ms);
     req.display = ShellJoin(req.argv);
     size_t budget = env.turn.model_output_max_bytes;
     if (max_tokens->has_value() && **max_tokens > 0) budget = static_cast<size_t>(**max_tokens) * 4;
@@ -175,17 +190,17 @@ class ShellTool : public ToolHandler {
     }
     auto workdir = OptionalString(*doc, "workdir");
     if (!workdir.ok()) return Fail(call, workdir.message());
-    auto timeout = OptionalInt(*doc, "timeout_ms");
+    auto timeout = OptionalNumber(*doc, "timeout_ms");
     if (!timeout.ok()) return Fail(call, timeout.message());
     if (!timeout->has_value()) {
-      timeout = OptionalInt(*doc, "timeout");  // older codex name
+      timeout = OptionalNumber(*doc, "timeout");  // older codex name
       if (!timeout.ok()) return Fail(call, timeout.message());
     }
     req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
     if (auto patch = PatchInArgv(req.argv)) {
       return ApplyPatchText(patch->patch, ResolveWorkdir(req.workdir, patch->cd), call, env);
     }
-    req.timeout_ms = timeout->value_or(env.turn.command_timeout_ms);
+    req.timeout_ms = CommandTimeoutMs(*timeout, env.turn.command_timeout_ms);
     req.display = ShellJoin(req.argv);
 
     auto outcome = env.orchestrator.RunCommand(req, env.emitter, env.cancel);

@@ -5,7 +5,8 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
+
+#include "base/json.h"
 
 namespace ae {
 namespace {
@@ -15,11 +16,9 @@ constexpr char kPlanSpec[] =
 
 Result<std::vector<TodoEntry>> ParsePlan(const std::string& input) {
   rapidjson::Document doc;
-  doc.Parse(input.c_str(), input.size());
-  if (doc.HasParseError()) {
-    return MakeError(fmt::format("failed to parse function arguments: {} at offset {}",
-                                 rapidjson::GetParseError_En(doc.GetParseError()),
-                                 doc.GetErrorOffset()));
+  if (std::optional<JsonParseError> bad = ParseJsonInto(input, &doc)) {
+    return MakeError(fmt::format("failed to parse function arguments: {} at offset {}", bad->reason,
+                                 bad->offset));
   }
   if (!doc.IsObject())
     return MakeError("failed to parse function arguments: expected a JSON object");

@@ -35,7 +35,8 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
       ::pipe2(in_pipe, O_CLOEXEC) != 0) {
     std::abort();
   }
-  std::vector<std::string> argv_s{AGENTEXEC_BIN};
+  std::vector<std::string> argv_s = options.wrapper;
+  argv_s.push_back(AGENTEXEC_BIN);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
@@ -119,7 +120,12 @@ std::string CheckJsonLines(const std::string& out) {
   for (const std::string& line : o.lines()) {
     ++n;
     rapidjson::Document d;
-    if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) {
+    // Strict: valid UTF-8 (kParseValidateEncodingFlag), and iterative so a deep line is a
+    // failure here, not a crash of the test.
+    if (d.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag>(line.data(),
+                                                                                        line.size())
+            .HasParseError() ||
+        !d.IsObject()) {
       return "line " + std::to_string(n) + " is not a JSON object: " + line;
     }
   }

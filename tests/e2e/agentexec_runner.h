@@ -18,6 +18,8 @@ struct RunOptions {
   int timeout_s = 60;
   int signal_after_ms = 0;  // send `signal` this long after start (0: never)
   int signal = 0;
+  // Runs `wrapper... agentexec args...` instead (e.g. a shell pipeline or `unshare -m`).
+  std::vector<std::string> wrapper;
 };
 
 struct RunOutput {

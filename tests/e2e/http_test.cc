@@ -373,5 +373,69 @@ TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
+// --- Issue 12: hostile JSON from the model (model_server.py's hostile-JSON faults) ----------
+
+TEST_F(HttpTest, AMillionDeepEventFailsTheRequestNotTheProcess) {
+  for (const char* wire : {"responses", "chat"}) {
+    SCOPED_TRACE(wire);
+    TestModelServer server;
+    Serve(server, kAnswer, {"deep_event=1000000"}, wire, 0);
+    RunOutput out = Run({"--json", "hi"});
+    EXPECT_EQ(out.exit_code, 1) << out.err;  // not 139 (SIGSEGV)
+    ASSERT_FALSE(out.lines().empty());
+    EXPECT_EQ(out.lines().back().rfind(R"({"type":"turn.failed","error":{"message":")", 0), 0u)
+        << out.lines().back();
+    EXPECT_NE(out.lines().back().find("nested deeper than 512 levels"), std::string::npos)
+        << out.lines().back();
+  }
+}
+
+TEST_F(HttpTest, DeeplyNestedFunctionCallArgumentsAreAClearError) {
+  for (const char* wire : {"responses", "chat"}) {
+    SCOPED_TRACE(wire);
+    TestModelServer server;
+    Serve(server, kAnswer, {"deep_arguments=100000:requests=1"}, wire);
+    RunOutput out = Run({"--json", "hi"});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    EXPECT_EQ(out.lines().back().rfind(R"({"type":"turn.completed")", 0), 0u) << out.out;
+    std::vector<LoggedRequest> requests = server.Requests();
+    ASSERT_EQ(requests.size(), 2u);
+    if (std::string(wire) == "responses") {
+      // The event itself is refused; the retried request gets the answer.
+      EXPECT_NE(out.out.find("nested deeper than 512 levels"), std::string::npos) << out.out;
+    } else {
+      // The call reaches the tool, which says why to the model.
+      EXPECT_NE(requests[1].body_json.find(
+                    "failed to parse function arguments: nested deeper than 512 levels at "
+                    "offset 512"),
+                std::string::npos)
+          << requests[1].body_json.substr(0, 2000);
+    }
+  }
+}
+
+TEST_F(HttpTest, AnOverflowingNumberInAnOutputItemKeepsEverythingValid) {
+  // 1.8e308 parses as inf, which a JSON text cannot hold: stdout, the next request and the
+  // session file must all stay valid, and the session must resume.
+  Serve(R"({"turns":[{"items":[{"type":"message","text":"ok"}]},
+                     {"items":[{"type":"message","text":"again"}]}]})",
+        {"raw_item=%7B%22type%22%3A%22function_call%22%2C%22name%22%3A%22exec_command%22%2C"
+         "%22call_id%22%3A%22c9%22%2C%22arguments%22%3A%7B%22cmd%22%3A%22echo%20hi%22%2C%22n%22"
+         "%3A1.8e308%7D%2C%22extra%22%3A-1.8e308%7D:requests=1"});
+  RunOutput out = Run({"--json", "-s", "danger-full-access", "hi"});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  std::vector<LoggedRequest> requests = server_.Requests();
+  ASSERT_EQ(requests.size(), 2u);
+  // The item is replayed as the model sent it, its unwritable numbers as strings.
+  EXPECT_NE(requests[1].body_json.find(
+                R"({"type":"function_call","name":"exec_command","call_id":"c9",)"
+                R"("arguments":{"cmd":"echo hi","n":"Infinity"},"extra":"-Infinity"})"),
+            std::string::npos)
+      << requests[1].body_json;
+  RunOutput resumed = Run({"resume", "--last", "--json", "more"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(server_.Requests().size(), 3u);
+}
+
 }  // namespace
 }  // namespace ae::e2e

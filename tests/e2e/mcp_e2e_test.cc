@@ -9,14 +9,16 @@ namespace {
 
 class McpE2eTest : public ::testing::Test {
  protected:
-  RunOutput Run(const std::string& server_args, const std::string& extra_toml = "") {
+  RunOutput Run(const std::string& server_args, const std::string& extra_toml = "",
+                const std::string& arguments = R"({"a":2,"b":3})") {
     ws_.WriteFile("agentexec-home/config.toml",
                   "[mcp_servers.calc]\n"
                   "command = \"python3\"\n"
                   "args = [\"" AE_SOURCE_DIR "/tests/support/mcp_server.py\"" +
                       server_args + "]\n" + extra_toml);
     std::string script = ws_.WriteFile("turns.json", R"({"turns":[
-      {"items":[{"type":"function_call","name":"mcp__calc__add","arguments":{"a":2,"b":3},"call_id":"c1"}]},
+      {"items":[{"type":"function_call","name":"mcp__calc__add","arguments":)" +
+                                                         arguments + R"(,"call_id":"c1"}]},
       {"items":[{"type":"message","text":"5"}]}]})");
     RunOutput out = RunAgentexec({"--json", "-c", "model_provider=scripted", "-c",
                                   "model_providers.scripted.script=\"" + script + "\"", "add"},
@@ -59,6 +61,19 @@ TEST_F(McpE2eTest, AServerThatCannotStartIsAWarningUnlessRequired) {
   EXPECT_NE(required.lines().back().find(R"({"type":"turn.failed","error":{"message":")"),
             std::string::npos)
       << required.out;
+}
+
+// Issue 12: arguments the model writes as a string, holding a number that overflows a double
+// and raw invalid UTF-8; stdout stays valid JSON in valid UTF-8 (CheckJsonLines is strict).
+TEST_F(McpE2eTest, HostileArgumentsStayValidJsonOnStdout) {
+  RunOutput out = Run("", "", "\"{\\\"a\\\":1.8e308,\\\"b\\\":\\\"\xff\xfe\\\"}\"");
+  EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
+  std::vector<std::string> lines = out.lines();
+  ASSERT_GE(lines.size(), 3u) << out.out;
+  EXPECT_NE(lines[2].find("\"arguments\":{\"a\":\"Infinity\",\"b\":\"\xEF\xBF\xBD\xEF\xBF\xBD\"}"),
+            std::string::npos)
+      << lines[2];
+  EXPECT_EQ(lines.back().rfind(R"({"type":"turn.)", 0), 0u) << out.out;
 }
 
 }  // namespace

@@ -80,3 +80,26 @@ TEST_F(RolloutTest, ATornLastLineIsDropped) {
 
 }  // namespace
 }  // namespace ae
+
+namespace ae {
+namespace {
+
+// Issue 12: a full disk is reported once, and nothing more is written after a torn line.
+TEST(RolloutWriteErrorTest, AFullDiskIsReportedOnce) {
+  auto w = RolloutWriter::Append("/dev/full");
+  if (!w.ok()) GTEST_SKIP() << "no /dev/full here: " << w.message();
+  std::vector<std::string> reports;
+  (*w)->OnError([&](const std::string& why) { reports.push_back(why); });
+  (*w)->AddItem(R"({"type":"message","role":"user","content":[]})");
+  (*w)->AddUsage(Usage{1, 0, 0, 1, 0});
+  (*w)->AddItem(R"({"type":"message","role":"user","content":[]})");
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0],
+            "cannot write session file '/dev/full': No space left on device; this run cannot be "
+            "resumed");
+  EXPECT_TRUE((*w)->failed());
+  EXPECT_EQ((*w)->error(), reports[0]);
+}
+
+}  // namespace
+}  // namespace ae

@@ -60,9 +60,9 @@ TEST(HumanSinkTest, ParallelCommandResultsNameTheirCommand) {
   CommandExecutionItem b{"/bin/bash -lc true", "", std::nullopt, ItemStatus::kInProgress};
   CommandExecutionItem a_done{"/bin/bash -lc 'sleep 1'", "", 0, ItemStatus::kCompleted};
   CommandExecutionItem b_done{"/bin/bash -lc true", "", 0, ItemStatus::kCompleted};
-  std::string out = Render({ItemStarted{Item{"item_1", a}}, ItemStarted{Item{"item_2", b}},
-                            ItemCompleted{Item{"item_2", b_done}},
-                            ItemCompleted{Item{"item_1", a_done}}});
+  std::string out =
+      Render({ItemStarted{Item{"item_1", a}}, ItemStarted{Item{"item_2", b}},
+              ItemCompleted{Item{"item_2", b_done}}, ItemCompleted{Item{"item_1", a_done}}});
   // b's result follows b's header directly; a's result repeats a's header.
   size_t b_header = out.find("exec\n/bin/bash -lc true\n succeeded");
   size_t a_again = out.rfind("exec\n/bin/bash -lc 'sleep 1'\n succeeded");
@@ -94,6 +94,39 @@ TEST(HumanSinkTest, Thousands) {
   EXPECT_EQ(WithThousands(999), "999");
   EXPECT_EQ(WithThousands(1701), "1,701");
   EXPECT_EQ(WithThousands(1234567), "1,234,567");
+}
+
+}  // namespace
+}  // namespace ae
+
+namespace ae {
+namespace {
+
+// Issue 11 item 4: what a command prints or the model says cannot drive the user's terminal.
+TEST(HumanSinkTest, ControlAndEscapeSequencesAreShownNotInterpreted) {
+  EXPECT_EQ(NeutralizeForTerminal("a\tb\nc"), "a\tb\nc");
+  EXPECT_EQ(NeutralizeForTerminal("\x1b]0;pwned\x07"), "\\x1b]0;pwned\\x07");  // OSC title
+  EXPECT_EQ(NeutralizeForTerminal("\x1b]52;c;ZXZpbA==\x1b\\"), "\\x1b]52;c;ZXZpbA==\\x1b\\");
+  EXPECT_EQ(NeutralizeForTerminal("\x1b[2J\x1b[31mred"), "\\x1b[2J\\x1b[31mred");  // CSI
+  EXPECT_EQ(NeutralizeForTerminal("\xc2\x9b"
+                                  "31m \xc2\x9d"
+                                  "0;t"),
+            "\\x9b31m \\x9d0;t");  // C1
+  EXPECT_EQ(NeutralizeForTerminal("crlf\r\nover\rwrite\x7f\x08"), "crlf\nover\\x0dwrite\\x7f\\x08");
+  EXPECT_EQ(NeutralizeForTerminal("caf\xc3\xa9 \xff"), "caf\xc3\xa9 \xEF\xBF\xBD");
+}
+
+TEST(HumanSinkTest, CommandOutputAndModelTextReachTheTerminalNeutralised) {
+  CommandExecutionItem c{"printf '\x1b]0;t\x07'", "\x1b]52;c;aGk=\x07out\n", 0,
+                         ItemStatus::kCompleted};
+  std::string out = Render({ItemStarted{Item{"item_0", c}}, ItemCompleted{Item{"item_0", c}},
+                            ItemCompleted{Item{"item_1", AgentMessageItem{"done\x1b[8m hidden"}}},
+                            ItemCompleted{Item{"item_2", ReasoningItem{"\x9b"}}}});
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x07'), std::string::npos) << out;
+  EXPECT_NE(out.find("printf '\\x1b]0;t\\x07'\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\\x1b]52;c;aGk=\\x07out\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("agent\ndone\\x1b[8m hidden\n"), std::string::npos) << out;
 }
 
 }  // namespace

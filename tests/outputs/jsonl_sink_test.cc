@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include "base/fd.h"
 #include "outputs/jsonl_sink.h"
 
@@ -118,6 +120,47 @@ TEST(JsonlSinkTest, WritesOneLinePerEventAndSurvivesAClosedReader) {
   signal(SIGPIPE, SIG_IGN);
   sink.Emit(TurnStarted{});  // EPIPE: must neither crash nor throw
   sink.Emit(TurnStarted{});
+}
+
+}  // namespace
+}  // namespace ae
+
+namespace ae {
+namespace {
+
+// Issue 12: numbers a JSON text cannot hold and raw invalid UTF-8 in MCP arguments and
+// results; the line stays one valid object in valid UTF-8.
+TEST(JsonlSinkTest, HostileMcpArgumentsAndResultsStayValidJson) {
+  McpToolCallItem m;
+  m.server = "s";
+  m.tool = "t";
+  m.arguments_json = "{\"big\":1.8e308,\"bad\":\"\xff\xfe\"}";
+  m.result_content_json = R"([{"type":"text","text":"x","n":-1.8e308}])";
+  m.result_structured_json = "{\"a\": 1}";
+  m.status = ItemStatus::kCompleted;
+  EXPECT_EQ(EventToJson(ItemCompleted{Item{"item_0", m}}),
+            "{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"mcp_tool_call\","
+            "\"server\":\"s\",\"tool\":\"t\",\"arguments\":{\"big\":\"Infinity\",\"bad\":"
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\"},\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+            "\"x\",\"n\":\"-Infinity\"}],\"structured_content\":{\"a\":1}},\"error\":null,"
+            "\"status\":\"completed\"}}");
+  m.arguments_json = std::string(100000, '[') + std::string(100000, ']');
+  std::string deep = EventToJson(ItemStarted{Item{"item_1", m}});
+  EXPECT_NE(deep.find("\"arguments\":\"[[[["), std::string::npos);  // kept, as a string
+}
+
+TEST(JsonlSinkTest, AClosedStdoutEndsTheRun) {
+  std::signal(SIGPIPE, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  Fd w(fds[1]);
+  ::close(fds[0]);
+  CancelToken cancel;
+  JsonlSink sink(w.get(), &cancel);
+  sink.Emit(TurnStarted{});
+  EXPECT_TRUE(sink.failed());
+  EXPECT_EQ(sink.error(), "cannot write events to stdout: Broken pipe");
+  EXPECT_EQ(cancel.reason(), CancelReason::kOutputFailed);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/config_duration.h"
+#include "base/duration.h"
 
 namespace ae {
 namespace {

@@ -102,6 +102,9 @@ FAULT_KINDS = {"status", "drop_after_items", "failed", "stall_before_headers",
                "stall_after_headers", "garbage", "content_type", "comment_keepalive", "dribble"}
 # Faults that only slow the answer down: the turn is still served (and consumed) after them.
 DELAY_KINDS = {"stall_before_headers", "stall_after_headers", "comment_keepalive", "dribble"}
+# Hostile-JSON faults (issue 12), served by serve_hostile_json below.
+HOSTILE_JSON_FAULTS = {"deep_event", "deep_arguments", "raw_item"}
+FAULT_KINDS |= HOSTILE_JSON_FAULTS
 
 
 def dumps(value):
@@ -141,7 +144,8 @@ class FaultSpec:
                 self.options[key] = val
             else:
                 raise ValueError(f"unknown fault option `{key}` in `{spec}`")
-        if kind in ("status", "drop_after_items") and not self.value.isdigit():
+        if kind in ("status", "drop_after_items", "deep_event", "deep_arguments") \
+                and not self.value.isdigit():
             raise ValueError(f"fault `{spec}`: {kind} needs a number")
         if kind in DELAY_KINDS:
             float(self.value)
@@ -453,6 +457,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             send({"type": "response.created",
                   "response": {"id": resp_id, "status": "in_progress"}})
+        if fault and fault.kind in HOSTILE_JSON_FAULTS:
+            return self.serve_hostile_json(chat, fault, resp_id, send)
         if fault and fault.kind == "garbage":
             self.write_chunk(": a comment line\n\n")
             self.write_chunk("event: response.unknown_thing\ndata: {\"type\":\"x.unknown\"}\n\n")
@@ -510,6 +516,50 @@ class Handler(BaseHTTPRequestHandler):
         self.end_chunks()
         # A faulted answer never consumes its turn, even if the client read it all.
         return fault is None or fault.kind in DELAY_KINDS
+
+    # -- hostile JSON (issue 12) -------------------------------------------------------------
+    # deep_event=N      one event whose data is N nested arrays, then the stream ends
+    # deep_arguments=N  a function_call (exec_command) whose arguments are N nested arrays: a
+    #                   JSON value on the Responses wire, a string on the chat wire
+    # raw_item=TEXT     (Responses) an output_item.done whose item is TEXT verbatim (percent-
+    #                   decoded to bytes: numbers such as 1.8e308, invalid UTF-8)
+    # Each completes the response (except deep_event) and never consumes a turn.
+    def serve_hostile_json(self, chat, fault, resp_id, send):
+        if fault.kind == "deep_event":
+            n = int(fault.value)
+            data = "[" * n + "]" * n
+            self.write_chunk(f"data: {data}\n\n" if chat else f"event: x\ndata: {data}\n\n")
+            self.end_chunks()
+            return False
+        if fault.kind == "deep_arguments":
+            n = int(fault.value)
+            deep = "[" * n + "]" * n
+            if chat:
+                chunk = ('{"id":"' + resp_id + '","object":"chat.completion.chunk","choices":[{'
+                         '"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_deep",'
+                         '"type":"function","function":{"name":"exec_command","arguments":'
+                         + dumps(deep) + '}}]},"finish_reason":null}]}')
+                self.write_chunk(f"data: {chunk}\n\n")
+            else:
+                item = ('{"type":"function_call","name":"exec_command","call_id":"call_deep",'
+                        '"arguments":' + deep + '}')
+                self.write_chunk('event: response.output_item.done\ndata: '
+                                 '{"type":"response.output_item.done","output_index":0,"item":'
+                                 + item + '}\n\n')
+        else:  # raw_item
+            raw = urllib.parse.unquote_to_bytes(fault.spec.split(":")[0].partition("=")[2])
+            self.write_chunk(b'event: response.output_item.done\ndata: '
+                             b'{"type":"response.output_item.done","output_index":0,"item":'
+                             + raw + b'}\n\n')
+        if chat:
+            send({"id": resp_id, "object": "chat.completion.chunk",
+                  "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+            self.write_chunk("data: [DONE]\n\n")
+        else:
+            send({"type": "response.completed", "response": {"id": resp_id, "status": "completed",
+                                                             "usage": {}}})
+        self.end_chunks()
+        return False
 
     def send_sse_event(self, obj):
         self.write_chunk(f"event: {obj.get('type', 'message')}\ndata: {dumps(obj)}\n\n")

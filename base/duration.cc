@@ -1,7 +1,9 @@
-#include "runner/config_duration.h"
+#include "base/duration.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace ae {
@@ -56,7 +58,21 @@ Result<int64_t> ParseDurationMs(std::string_view text) {
   if (total <= 0) {
     return MakeError(fmt::format("invalid duration '{}': must be greater than zero", text));
   }
-  return total;
+  return ClampDurationMs(total);
+}
+
+int64_t ClampDurationMs(int64_t ms) {
+  if (ms <= 0) return 0;
+  return ms > kMaxDurationMs ? kMaxDurationMs : ms;
+}
+
+int64_t LowerLimitMs(double requested_ms, int64_t configured_ms) {
+  const int64_t configured = ClampDurationMs(configured_ms);
+  if (!(requested_ms > 0)) return configured;  // 0, negative, NaN: keep the user's limit
+  // Compare as doubles first: 1e300 or 9.2e18 must not be converted to int64 (undefined).
+  const double ceiling = static_cast<double>(configured > 0 ? configured : kMaxDurationMs);
+  if (requested_ms >= ceiling) return configured > 0 ? configured : kMaxDurationMs;
+  return std::max<int64_t>(1, static_cast<int64_t>(requested_ms));
 }
 
 std::string FormatDurationMs(int64_t ms) {
