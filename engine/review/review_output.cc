@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include "base/json.h"
+
 namespace ae {
 namespace {
 
@@ -104,11 +106,9 @@ Result<ReviewItem> ParseReviewOutput(std::string_view answer, const std::string&
   std::string_view json = Unfenced(answer);
   if (json.empty()) return MakeError("the model's final answer is empty, not a review");
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(json, &doc)) {
     return MakeError(fmt::format("the model's final answer is not the review JSON: {} at byte {}",
-                                 rapidjson::GetParseError_En(doc.GetParseError()),
-                                 doc.GetErrorOffset()));
+                                 bad->reason, bad->offset));
   }
   rapidjson::SchemaValidator validator(CompiledSchema());
   if (!doc.Accept(validator)) {

@@ -8,6 +8,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/json.h"
 #include "base/utf8.h"
 #include "engine/tools/apply_patch/applier.h"
 #include "engine/tools/apply_patch/parser.h"
@@ -71,12 +72,12 @@ class ApplyPatchTool : public ToolHandler {
   ToolResult Handle(const ToolCall& call, ToolEnv& env) override {
     if (call.custom) return ApplyPatchText(call.input, env.turn.cwd, call, env);
     rapidjson::Document doc;
-    doc.Parse(call.input.c_str(), call.input.size());
-    if (doc.HasParseError() || !doc.IsObject()) {
-      return Failed(
-          call, fmt::format("failed to parse function arguments: {}",
-                            doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
-                                                : "expected a JSON object"));
+    // Bounded, iterative: the arguments are the model's and may nest without end.
+    if (std::optional<JsonParseError> bad = ParseJsonInto(call.input, &doc)) {
+      return Failed(call, fmt::format("failed to parse function arguments: {}", bad->reason));
+    }
+    if (!doc.IsObject()) {
+      return Failed(call, "failed to parse function arguments: expected a JSON object");
     }
     // Through a const view: clang finds rapidjson's mutable-iterator == ambiguous in C++20.
     const rapidjson::Document& args = doc;
