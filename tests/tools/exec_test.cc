@@ -302,5 +302,22 @@ TEST(EnvPolicy, InheritCoreNoneAndNetworkFlag) {
       (std::vector<std::string>{"FOO=1", "HOME=/h", "LANG=C.UTF-8", "LC_ALL=C", "PATH=/bin"}));
 }
 
+// Issue 11: a key whose name says nothing (LLM_CRED) and the header variables never reach
+// commands, not even with the default excludes off; an explicit `set` still applies.
+TEST(EnvPolicy, CredentialVariablesNeverReachCommands) {
+  std::vector<std::string> parent = {"LLM_CRED=k1",       "HDR_VALUE=k2",
+                                     "OPENAI_API_KEY=k3", "AGENTEXEC_API_KEY=k4",
+                                     "CODEX_API_KEY=k5",  "FOO=1"};
+  ShellEnvPolicy p;
+  p.ignore_default_excludes = true;
+  p.credential_vars = {"LLM_CRED", "HDR_VALUE"};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false), (std::vector<std::string>{"FOO=1"}));
+  p.include_only = {"*"};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false), (std::vector<std::string>{"FOO=1"}));
+  p.set = {{"LLM_CRED", "chosen"}};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false),
+            (std::vector<std::string>{"FOO=1", "LLM_CRED=chosen"}));
+}
+
 }  // namespace
 }  // namespace ae::testing
