@@ -746,7 +746,7 @@ TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
   std::printf("[ escapes  ] unprivileged user (user namespace): %d attempts, %d escapes\n",
               attempts, escapes);
   PrintTable("unprivileged user (user namespace)", table);
-  EXPECT_GE(attempts, 150);
+  EXPECT_GE(attempts, 140);
   ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
 }

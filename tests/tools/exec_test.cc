@@ -274,7 +274,9 @@ TEST_F(EnvTest, SecretsNeverReachCommands) {
   turn_.shell_env.exclude = {"ae_oth*"};
   turn_.shell_env.set = {{"AE_SET", "x y"}};
   env = Env();
-  EXPECT_NE(env.find("\nOPENAI_API_KEY=sk-test\n"), std::string::npos);
+  EXPECT_NE(env.find("\nGITHUB_TOKEN="), std::string::npos);
+  // A credential agentexec reads stays out even with the default excludes off (issue 11).
+  EXPECT_EQ(env.find("\nOPENAI_API_KEY="), std::string::npos);
   EXPECT_EQ(env.find("\nAE_OTHER="), std::string::npos);
   EXPECT_NE(env.find("\nAE_SET=x y\n"), std::string::npos);
 
