@@ -20,13 +20,9 @@ void ResetSignalsInChild() noexcept {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
-                               int* err) noexcept {
-  if (::setpgid(0, 0) != 0) {
-    *step = "setpgid";
-    *err = errno;
-    return false;
-  }
+namespace {
+
+bool TieToParent(pid_t parent, int orphan_exit_code, const char** step, int* err) noexcept {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
     *step = "prctl(PR_SET_PDEATHSIG)";
     *err = errno;
@@ -34,6 +30,28 @@ bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** 
   }
   if (::getppid() != parent) ::_exit(orphan_exit_code);
   return true;
+}
+
+}  // namespace
+
+bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
+                               int* err) noexcept {
+  if (::setpgid(0, 0) != 0) {
+    *step = "setpgid";
+    *err = errno;
+    return false;
+  }
+  return TieToParent(parent, orphan_exit_code, step, err);
+}
+
+bool EnterOwnSessionTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
+                                 int* err) noexcept {
+  if (::setsid() < 0) {
+    *step = "setsid";
+    *err = errno;
+    return false;
+  }
+  return TieToParent(parent, orphan_exit_code, step, err);
 }
 
 void CloseOnExecFrom3() noexcept {

@@ -15,6 +15,13 @@ void ResetSignalsInChild() noexcept;
 bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
                                int* err) noexcept;
 
+// As EnterOwnGroupTiedToParent, but the child leads a new session (setsid): its own process
+// group and no controlling terminal, so a command cannot reach the user's terminal through
+// /dev/tty or make itself its foreground group. Must be called before anything makes the child
+// a process group leader (setsid then fails).
+bool EnterOwnSessionTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
+                                 int* err) noexcept;
+
 // Every descriptor from 3 up becomes close-on-exec: ones other threads opened without
 // O_CLOEXEC must not leak into the program.
 void CloseOnExecFrom3() noexcept;

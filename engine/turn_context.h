@@ -24,6 +24,9 @@ struct ShellEnvPolicy {
   std::vector<std::string> exclude;      // glob patterns, case-insensitive
   std::map<std::string, std::string> set;
   std::vector<std::string> include_only;  // glob patterns; empty = no filter
+  // Variables agentexec reads a credential from (the provider's env_key, env_http_headers'
+  // variables): never inherited by commands, whatever their names and the settings above.
+  std::vector<std::string> credential_vars;
 };
 
 struct TurnContext {

@@ -61,6 +61,7 @@ struct Config {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
+  bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
   std::string approval_policy = "never";  // never | on-failure
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

@@ -1,13 +1,11 @@
 // `agentexec sandbox`: confine this very process (still single-threaded here) with the
-// prepared sandbox and execvp the command, so its exit status is ours and nothing sits in
-// between.
+// prepared sandbox and execvp the command. With a PID namespace this process stays behind as
+// the supervisor (sandbox/containment.h) and exits as the command does; without one, the
+// command replaces it (unless it leads a process group, when setsid needs a fork).
 #include "runner/sandbox_command.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -19,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/child.h"
 #include "base/result.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
@@ -72,6 +71,8 @@ Status ApplyOverride(const std::string& text, sandbox::Settings* settings, bool*
     return boolean(&settings->exclude_tmpdir_env_var);
   } else if (key == "sandbox_workspace_write.exclude_slash_tmp") {
     return boolean(&settings->exclude_slash_tmp);
+  } else if (key == "require_full_isolation") {
+    return boolean(&settings->require_full_isolation);
   } else if (key == "sandbox_workspace_write.writable_roots") {
     const toml::array* array = value.as_array();
     if (array == nullptr) {
@@ -88,28 +89,6 @@ Status ApplyOverride(const std::string& text, sandbox::Settings* settings, bool*
   return {};
 }
 
-// With the network off, a network socket we inherited (a CI agent's connection leaked
-// without O_CLOEXEC) would be a way out that seccomp cannot see: such sockets are closed on
-// exec. Pipes and Unix sockets (make's jobserver, an ssh agent) are kept.
-void CloseInheritedNetworkSockets() {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  std::vector<int> fds;
-  while (dirent* entry = ::readdir(dir)) {
-    int fd = std::atoi(entry->d_name);
-    if (fd > 2 && fd != ::dirfd(dir)) fds.push_back(fd);
-  }
-  ::closedir(dir);
-  for (int fd : fds) {
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    int domain = 0;
-    socklen_t len = sizeof domain;
-    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) continue;
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-}
-
 }  // namespace
 
 int SandboxCommandMain(int argc, char** argv) {
@@ -123,7 +102,8 @@ int SandboxCommandMain(int argc, char** argv) {
   app.add_option("--add-dir", add_dirs, "another writable directory (workspace-write)")
       ->allow_extra_args(false)
       ->take_all();
-  app.add_option("-c,--config", overrides, "key=value: sandbox_mode, sandbox_workspace_write.*")
+  app.add_option("-c,--config", overrides,
+                 "key=value: sandbox_mode, sandbox_workspace_write.*, require_full_isolation")
       ->allow_extra_args(false)
       ->take_all();
   app.prefix_command();
@@ -186,15 +166,17 @@ int SandboxCommandMain(int argc, char** argv) {
     for (const std::string& warning : report->warnings) PrintLine(warning);
     sandbox::PrepareOptions options;
     options.mount_namespace = report->mount_namespace;
+    options.pid_namespace = report->pid_namespace;
     Result<sandbox::PreparedPtr> prepared = sandbox::Prepare(*policy, options);
     if (!prepared.ok()) {
       PrintLine(prepared.message());
       return kSandboxUnavailable;
     }
-    if (!policy->network_access) {
-      ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
-      CloseInheritedNetworkSockets();
-    }
+    if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+    // The command gets 0, 1 and 2 as given and nothing else: an inherited descriptor keeps
+    // the powers it was opened with (a file outside the roots, a socket, a directory to
+    // fchmod), which no confinement applied afterwards takes away.
+    CloseOnExecFrom3();
     const char* step = "";
     int err = 0;
     std::fflush(nullptr);

@@ -296,6 +296,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   sb.network_access = config.network_access;
   sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
   sb.exclude_slash_tmp = config.exclude_slash_tmp;
+  sb.require_full_isolation = config.require_full_isolation;
 
   session.approval =
       config.approval_policy == "on-failure" ? ApprovalPolicy::kOnFailure : ApprovalPolicy::kNever;
@@ -308,6 +309,10 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   env.exclude = config.shell_env_exclude;
   env.set = config.shell_env_set;
   env.include_only = config.shell_env_include_only;
+  if (!session.provider.env_key.empty()) env.credential_vars.push_back(session.provider.env_key);
+  for (const auto& [header, var] : session.provider.env_http_headers) {
+    env.credential_vars.push_back(var);
+  }
 
   session.command_timeout_ms = ClampDurationMs(config.command_timeout_ms);
   session.max_turns = static_cast<int>(std::min<int64_t>(config.max_turns, INT_MAX));

@@ -13,8 +13,8 @@ namespace ae::sandbox {
 uint64_t KeptCapabilities() {
   uint64_t keep = 0;
   for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID,
-                  CAP_SETUID, CAP_SETPCAP, CAP_SETFCAP, CAP_NET_BIND_SERVICE, CAP_NET_RAW,
-                  CAP_SYS_CHROOT, CAP_MKNOD, CAP_AUDIT_WRITE}) {
+                  CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_CHROOT,
+                  CAP_MKNOD, CAP_AUDIT_WRITE}) {
     keep |= uint64_t{1} << cap;
   }
   return keep;

@@ -2,6 +2,8 @@
 // ports or reading the kernel log. A confined command keeps only the capabilities a default
 // Docker container has (file ownership, setuid/setgid, kill, chroot, mknod, raw and
 // low-port sockets), so running as root in CI keeps working for files, not for the kernel.
+// Except CAP_SETFCAP: without it no file capability (security.capability) can be set, so a
+// command cannot leave a privilege-carrying binary behind.
 #pragma once
 
 #include <cstdint>

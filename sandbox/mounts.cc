@@ -26,11 +26,15 @@ int MoveMountTo(int from_fd, const char* to) {
       ::syscall(SYS_move_mount, from_fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH));
 }
 
-int SetReadOnly(int dirfd, const char* path, unsigned flags) {
+int SetAttr(int dirfd, const char* path, unsigned flags, unsigned long long set) {
   struct mount_attr attr = {};
-  attr.attr_set = MOUNT_ATTR_RDONLY;
+  attr.attr_set = set;
   return static_cast<int>(
       ::syscall(SYS_mount_setattr, dirfd, path, flags | AT_RECURSIVE, &attr, sizeof attr));
+}
+
+int SetReadOnly(int dirfd, const char* path, unsigned flags) {
+  return SetAttr(dirfd, path, flags, MOUNT_ATTR_RDONLY);
 }
 
 bool WriteFile(const char* path, const std::string& text) noexcept {
@@ -73,11 +77,12 @@ std::string PrivateDevShmPath(const Policy& policy) {
   return path;
 }
 
-MountPlan BuildMountPlan(const Policy& policy, bool enabled) {
+MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace) {
   MountPlan plan;
   if (!enabled || policy.unrestricted()) return plan;
   plan.enabled = true;
   plan.new_user_ns = !HaveSysAdmin();
+  plan.new_pid_ns = pid_namespace;
   plan.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
   plan.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
   // A writable "/" would be stacked over the process's own root directory, which keeps
@@ -142,8 +147,9 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
   // become read-only underneath the writable copy: re-enter it by name at the end.
   char cwd[4096];
   if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return Fail("getcwd", failed_step, err);
+  const int pid_ns = plan.new_pid_ns ? CLONE_NEWPID : 0;
   if (plan.new_user_ns) {
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | pid_ns) != 0) {
       return Fail("unshare", failed_step, err);
     }
     // An unprivileged process may map only itself, and only once setgroups is denied.
@@ -156,7 +162,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     if (!WriteFile("/proc/self/gid_map", plan.gid_map)) {
       return Fail("write /proc/self/gid_map", failed_step, err);
     }
-  } else if (::unshare(CLONE_NEWNS) != 0) {
+  } else if (::unshare(CLONE_NEWNS | pid_ns) != 0) {
     return Fail("unshare", failed_step, err);
   }
   // Nothing done below may propagate back to the parent's namespace.
@@ -176,6 +182,11 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     // A root removed since the session started (an --add-dir a command deleted) has
     // nothing left to keep writable; failing every later command would be worse.
     if (root_fds[i] < 0 && errno != ENOENT) {
+      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+    }
+    // Set-id bits and file capabilities grant nothing when executed from a writable root
+    // (seccomp refuses setting the bits; see seccomp.h).
+    if (root_fds[i] >= 0 && SetAttr(root_fds[i], "", AT_EMPTY_PATH, MOUNT_ATTR_NOSUID) != 0) {
       return Fail(plan.root_steps[i].c_str(), failed_step, err);
     }
   }
@@ -213,6 +224,15 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     if (!ok) return Fail(plan.carveout_steps[i].c_str(), failed_step, err);
   }
   if (::chdir(cwd) != 0) return Fail("re-enter the working directory", failed_step, err);
+  return true;
+}
+
+bool MountProc(const MountPlan& plan, const char** failed_step, int* err) noexcept {
+  if (!plan.enabled || !plan.new_pid_ns) return true;
+  unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (plan.read_only_tree ? MS_RDONLY : 0);
+  if (::mount("proc", "/proc", "proc", flags, nullptr) != 0) {
+    return Fail("mount /proc for the PID namespace", failed_step, err);
+  }
   return true;
 }
 

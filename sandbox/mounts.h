@@ -15,7 +15,10 @@ namespace ae::sandbox {
 struct MountPlan {
   bool enabled = false;
   bool new_user_ns = false;  // no CAP_SYS_ADMIN here: unshare a user namespace as well
-  std::string uid_map;       // "<uid> <uid> 1\n" (mapping ourselves needs no privilege)
+  // Also unshare a PID namespace (sandbox/containment.h); its init mounts a fresh /proc
+  // (MountProc) so pids the command sees and /proc agree.
+  bool new_pid_ns = false;
+  std::string uid_map;  // "<uid> <uid> 1\n" (mapping ourselves needs no privilege)
   std::string gid_map;
   bool read_only_tree = true;  // false when "/" itself is a writable root
   // The roots, plus the directories between a root and a root nested in it; outer first.
@@ -33,8 +36,8 @@ struct MountPlan {
 // The child keeps one descriptor per writable root on its stack; Prepare refuses more.
 constexpr size_t kMaxWritableRoots = 64;
 
-// A plan for `policy`; `enabled` false gives an empty plan.
-MountPlan BuildMountPlan(const Policy& policy, bool enabled);
+// A plan for `policy`; `enabled` false gives an empty plan. `pid_namespace`: see new_pid_ns.
+MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace);
 
 // Where a command gets a private /dev/shm under `policy` when the mount namespace is in use:
 // "/dev/shm" with symlinks resolved, or empty when it does not exist or when the policy
@@ -46,6 +49,10 @@ std::string PrivateDevShmPath(const Policy& policy);
 // whether the private /dev/shm is in place (Landlock may then grant writes beneath it).
 bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
                     int* err) noexcept;
+
+// In the PID namespace's init, after ApplyMountPlan: a fresh /proc for the namespace
+// (nosuid,nodev,noexec, read-only unless "/" is a writable root). Async-signal-safe.
+bool MountProc(const MountPlan& plan, const char** failed_step, int* err) noexcept;
 
 // Whether this process holds CAP_SYS_ADMIN in its user namespace (then no user namespace is
 // needed for the mount namespace).

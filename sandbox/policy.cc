@@ -1,11 +1,13 @@
 #include "sandbox/policy.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <sstream>
 
@@ -73,6 +75,71 @@ void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& roo
   if (!common.empty()) AddCarveout(carveouts, ResolvePath(JoinPath(gitdir, common)));
 }
 
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// `dir/.git` and `dir/.agentexec` when they exist.
+void AddExistingCarveouts(std::vector<std::string>& carveouts, const std::string& dir) {
+  if (Exists(JoinPath(dir, ".git"))) AddGitCarveouts(carveouts, dir);
+  if (Exists(JoinPath(dir, ".agentexec"))) AddCarveout(carveouts, JoinPath(dir, ".agentexec"));
+}
+
+// Repositories git would find from `dir`: its own and every parent directory's (git walks up
+// to the first `.git`; protecting every one on the way is simpler and covers a cwd that moves).
+void AddParentRepositories(std::vector<std::string>& carveouts, const std::string& dir) {
+  for (std::string at = dir;; at = NormalizePath(at + "/..")) {
+    AddExistingCarveouts(carveouts, at);
+    if (at == "/") break;
+  }
+}
+
+// Nested repositories, submodules and worktrees inside a writable root: every `.git` (directory
+// or gitfile) and `.agentexec` below it, breadth first, without following symlinks or entering
+// a `.git`, within the bounds (the root's own are added by the caller). Returns false when a
+// bound stopped the scan.
+bool AddNestedRepositories(std::vector<std::string>& carveouts, const std::string& root) {
+  std::deque<std::pair<std::string, int>> todo = {{root, 0}};
+  size_t dirs = 0;
+  bool complete = true;
+  while (!todo.empty()) {
+    auto [dir, depth] = std::move(todo.front());
+    todo.pop_front();
+    if (++dirs > kNestedScanMaxDirs) return false;
+    DIR* handle = ::opendir(dir.c_str());
+    if (handle == nullptr) continue;  // unreadable to us: git running as us cannot use it either
+    while (dirent* entry = ::readdir(handle)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string path = JoinPath(dir, name);
+      if (dir != root && (name == ".git" || name == ".agentexec")) {
+        if (name == ".git") {
+          AddGitCarveouts(carveouts, dir);
+        } else {
+          AddCarveout(carveouts, path);
+        }
+        continue;
+      }
+      if (name == ".git") continue;
+      unsigned char type = entry->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0) continue;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+      }
+      if (type != DT_DIR) continue;
+      if (depth + 1 > kNestedScanMaxDepth) {
+        complete = false;
+        continue;
+      }
+      todo.emplace_back(path, depth + 1);
+    }
+    ::closedir(handle);
+  }
+  return complete;
+}
+
 }  // namespace
 
 const char* ModeName(Mode mode) {
@@ -105,6 +172,7 @@ bool Policy::CanWrite(std::string_view path) const {
 Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
   Policy policy;
   policy.mode = settings.mode;
+  policy.require_full_isolation = settings.require_full_isolation;
   if (cwd.empty() || cwd.front() != '/') {
     return MakeError(fmt::format("sandbox: the working directory must be absolute, got '{}'", cwd));
   }
@@ -156,6 +224,27 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
   for (const std::string& writable : policy.writable_roots) {
     AddGitCarveouts(policy.read_only_carveouts, writable);
     AddCarveout(policy.read_only_carveouts, JoinPath(writable, ".agentexec"));
+  }
+  // Every git dir git would use: the repository the working directory is in (its root may be
+  // above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
+  // roots. Those outside every writable root are read-only anyway.
+  AddParentRepositories(policy.read_only_carveouts, root);
+  for (const char* name : {"GIT_DIR", "GIT_COMMON_DIR"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') {
+      AddCarveout(policy.read_only_carveouts, ResolvePath(JoinPath(root, value)));
+    }
+  }
+  const size_t roots = policy.writable_roots.size();
+  for (size_t i = 0; i < roots; ++i) {
+    const std::string writable = policy.writable_roots[i];
+    AddParentRepositories(policy.read_only_carveouts, writable);
+    if (!AddNestedRepositories(policy.read_only_carveouts, writable)) {
+      policy.warnings.push_back(fmt::format(
+          "sandbox: the search for nested repositories in {} stopped at its bound ({} levels, "
+          "{} directories): a .git or .agentexec beyond it is writable in this run",
+          writable, kNestedScanMaxDepth, kNestedScanMaxDirs));
+    }
   }
   return policy;
 }

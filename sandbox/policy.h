@@ -23,16 +23,27 @@ struct Settings {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
+  // require_full_isolation (top level): a sandbox without its mount or PID namespace is an
+  // error (exit 3) instead of a warning.
+  bool require_full_isolation = false;
 };
+
+// The bounds of the scan for nested repositories in each writable root; a root deeper or
+// larger gets a warning that the rest is not protected.
+constexpr int kNestedScanMaxDepth = 12;
+constexpr size_t kNestedScanMaxDirs = 20000;
 
 // Resolved policy: absolute, canonical paths.
 struct Policy {
   Mode mode = Mode::kReadOnly;
   std::vector<std::string> writable_roots;
   // `<root>/.git` and `<root>/.agentexec` of each writable root, listed whether or not they
-  // exist yet, plus a linked worktree's git dir and common dir.
+  // exist yet, plus a linked worktree's git dir and common dir; and, where they exist, those
+  // of every parent directory of the cwd and of the roots, $GIT_DIR and $GIT_COMMON_DIR, and
+  // every nested repository, submodule and worktree found inside a root (bounded scan).
   std::vector<std::string> read_only_carveouts;
   bool network_access = false;
+  bool require_full_isolation = false;  // Settings::require_full_isolation
   // Things the user should know but that do not stop the run (e.g. a --add-dir that does not
   // exist and was skipped). Callers show them as warnings.
   std::vector<std::string> warnings;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "base/fd.h"
 #include "sandbox/landlock.h"
@@ -21,8 +22,12 @@ namespace {
 constexpr const char* kDangerAdvice =
     "Run with -s danger-full-access where the container is the boundary";
 
-// 0: not probed, 1: usable, 2: not usable.
-std::atomic<int> g_mount_namespace{0};
+// 0: not probed; else 1 + (mount namespace usable) + 2 * (PID namespace usable).
+std::atomic<int> g_isolation{0};
+
+int Encode(Isolation i) {
+  return 1 + (i.mount_namespace ? 1 : 0) + (i.pid_namespace ? 2 : 0);
+}
 
 bool FakeEnv(const char* name) {
   const char* value = std::getenv(name);
@@ -108,14 +113,8 @@ std::string CannotEnforce(Mode mode, const ProbeFailure& failure) {
   return fmt::format("sandbox: cannot enforce {}: {}. {}.", ModeName(mode), cause, kDangerAdvice);
 }
 
-// Records and returns whether the mount namespace works, with the reason when it does not.
-bool ProbeMountNamespace(const Policy& policy, ProbeFailure* why) {
-  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS")) {
-    *why = {"unshare", EPERM};
-    return false;
-  }
-  PrepareOptions options;
-  options.mount_namespace = true;
+// Whether the prepared sandbox with `options` applies here; the reason when it does not.
+bool ProbeOptions(const Policy& policy, const PrepareOptions& options, ProbeFailure* why) {
   Result<PreparedPtr> prepared = Prepare(policy, options);
   if (!prepared.ok()) {
     *why = {prepared.message(), 0};
@@ -133,6 +132,28 @@ bool ProbeMountNamespace(const Policy& policy, ProbeFailure* why) {
   return true;
 }
 
+// The strongest isolation that works, with the reasons for what does not.
+Isolation ProbeIsolation(const Policy& policy, ProbeFailure* mount_why, ProbeFailure* pid_why) {
+  Isolation found;
+  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS")) {
+    *mount_why = {"unshare", EPERM};
+    *pid_why = *mount_why;
+    return found;
+  }
+  PrepareOptions options;
+  options.mount_namespace = true;
+  options.pid_namespace = true;
+  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS")) {
+    *pid_why = {"unshare", EPERM};
+  } else if (ProbeOptions(policy, options, pid_why)) {
+    found.mount_namespace = found.pid_namespace = true;
+    return found;
+  }
+  options.pid_namespace = false;
+  found.mount_namespace = ProbeOptions(policy, options, mount_why);
+  return found;
+}
+
 }  // namespace
 
 std::string LandlockUnavailableMessage(Mode mode, int err) {
@@ -145,18 +166,21 @@ std::string LandlockUnavailableMessage(Mode mode, int err) {
       ModeName(mode), what, std::strerror(err), kDangerAdvice);
 }
 
-bool MountNamespaceUsable(const Policy& policy) {
-  int state = g_mount_namespace.load();
+Isolation UsableIsolation(const Policy& policy) {
+  int state = g_isolation.load();
   if (state == 0) {
-    ProbeFailure why;
-    state = ProbeMountNamespace(policy, &why) ? 1 : 2;
-    g_mount_namespace.store(state);
+    ProbeFailure mount_why, pid_why;
+    state = Encode(ProbeIsolation(policy, &mount_why, &pid_why));
+    g_isolation.store(state);
   }
-  return state == 1;
+  Isolation isolation;
+  isolation.mount_namespace = ((state - 1) & 1) != 0;
+  isolation.pid_namespace = ((state - 1) & 2) != 0;
+  return isolation;
 }
 
 void ForgetMountNamespaceFinding() {
-  g_mount_namespace.store(0);
+  g_isolation.store(0);
 }
 
 Result<PreflightReport> Preflight(const Policy& policy) {
@@ -185,34 +209,58 @@ Result<PreflightReport> Preflight(const Policy& policy) {
   }
   if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
 
-  // The mount namespace is best effort: without it, say loudly what is not protected.
-  ProbeFailure why;
-  report.mount_namespace = ProbeMountNamespace(policy, &why);
-  g_mount_namespace.store(report.mount_namespace ? 1 : 2);
+  // The namespaces are best effort: without them, say loudly what is not protected, to every
+  // user (an unprivileged one loses the carve-outs and the tree containment as well).
+  ProbeFailure mount_why, pid_why;
+  Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why);
+  g_isolation.store(Encode(isolation));
+  report.mount_namespace = isolation.mount_namespace;
+  report.pid_namespace = isolation.pid_namespace;
   report.description = fmt::format("landlock abi {} + seccomp", abi);
-  if (report.mount_namespace) {
-    report.description += " + mount namespace";
-  } else {
-    const std::string cause = Cause(why);
+  if (report.mount_namespace) report.description += " + mount namespace";
+  if (report.pid_namespace) report.description += " + pid namespace";
+  auto degrade = [&](std::string text) {
+    report.degradations.push_back(text);
+    report.warnings.push_back(std::move(text));
+  };
+  if (!report.mount_namespace) {
+    const std::string cause = Cause(mount_why);
     if (policy.mode == Mode::kWorkspaceWrite) {
-      report.warnings.push_back(fmt::format(
+      degrade(fmt::format(
           "sandbox: .git and .agentexec are writable in this run: could not create a mount "
           "namespace ({})",
           cause));
     }
     if (::geteuid() == 0) {
-      report.warnings.push_back(fmt::format(
+      degrade(fmt::format(
           "sandbox: running as root, commands can change the mode, owner and times of files "
-          "outside the writable roots in this run: could not create a mount namespace ({})",
+          "outside the writable roots and set set-id bits in this run: could not create a "
+          "mount namespace ({})",
           cause));
     }
     // The private /dev/shm needs the namespace; the host's stays read-only rather than shared.
     if (!PrivateDevShmPath(policy).empty()) {
-      report.warnings.push_back(fmt::format(
+      degrade(fmt::format(
           "sandbox: /dev/shm is not writable in this run, so POSIX shared memory and semaphores "
           "(e.g. Python's multiprocessing locks) fail: could not create a mount namespace ({})",
           cause));
     }
+  }
+  if (!report.pid_namespace) {
+    degrade(fmt::format(
+        "sandbox: processes a command leaves running (setsid, daemons) can outlive it in this "
+        "run: could not create a PID namespace ({})",
+        Cause(report.mount_namespace ? pid_why : mount_why)));
+  }
+  if (policy.require_full_isolation && !report.degradations.empty()) {
+    std::string reasons;
+    for (const std::string& d : report.degradations) {
+      reasons += reasons.empty() ? "" : "; ";
+      reasons += d.substr(std::string_view("sandbox: ").size());
+    }
+    return MakeError(fmt::format(
+        "sandbox: cannot enforce {} with full isolation (require_full_isolation = true): {}",
+        ModeName(policy.mode), reasons));
   }
   return report;
 }

@@ -5,6 +5,7 @@
 //   AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK=1  behave as if landlock_create_ruleset gave ENOSYS
 //   AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP=1   behave as if installing the filter gave EINVAL
 //   AGENTEXEC_SANDBOX_FAKE_NO_USERNS=1    behave as if unshare gave EPERM (no carve-outs)
+//   AGENTEXEC_SANDBOX_FAKE_NO_PIDNS=1     behave as if unshare(CLONE_NEWPID) gave EPERM
 #pragma once
 
 #include <string>
@@ -16,20 +17,30 @@
 namespace ae::sandbox {
 
 struct PreflightReport {
-  std::string description;  // e.g. "landlock abi 7 + seccomp + mount namespace"
+  // e.g. "landlock abi 7 + seccomp + mount namespace + pid namespace"
+  std::string description;
   // Policy::warnings first (skipped roots), then e.g. carve-outs not enforceable in this run.
   std::vector<std::string> warnings;
   int landlock_abi = 0;          // 0 under danger-full-access
   bool mount_namespace = false;  // the read-only tree and carve-outs are enforced
+  bool pid_namespace = false;    // every command's process tree ends with it
+  // What the run lacks against the full sandbox, one reason each (also among `warnings`).
+  // Policy::require_full_isolation turns a non-empty list into an error (exit 3).
+  std::vector<std::string> degradations;
 };
 
 // An error means the mode cannot be enforced here; its message says why and what to do.
 Result<PreflightReport> Preflight(const Policy& policy);
 
-// Whether commands get the mount namespace. Preflight records its finding; without a
-// preflight the first call probes (once per process).
-bool MountNamespaceUsable(const Policy& policy);
-// For tests that fake a missing namespace: the next MountNamespaceUsable probes again.
+// The namespaces commands get, strongest first: mount + PID namespace, then the mount
+// namespace alone, then neither.
+struct Isolation {
+  bool mount_namespace = false;
+  bool pid_namespace = false;
+};
+// Preflight records its finding; without a preflight the first call probes (once per process).
+Isolation UsableIsolation(const Policy& policy);
+// For tests that fake a missing namespace: the next UsableIsolation probes again.
 void ForgetMountNamespaceFinding();
 
 // "sandbox: cannot enforce MODE: Landlock is not supported by this kernel (...). Run with ..."

@@ -8,6 +8,7 @@
 
 #include "base/fd.h"
 #include "sandbox/capabilities.h"
+#include "sandbox/containment.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mounts.h"
 #include "sandbox/preflight.h"
@@ -30,7 +31,11 @@ void PreparedDeleter::operator()(PreparedSandbox* p) const {
 
 Result<PreparedPtr> Prepare(const Policy& policy) {
   PrepareOptions options;
-  options.mount_namespace = !policy.unrestricted() && MountNamespaceUsable(policy);
+  if (!policy.unrestricted()) {
+    Isolation isolation = UsableIsolation(policy);
+    options.mount_namespace = isolation.mount_namespace;
+    options.pid_namespace = isolation.pid_namespace;
+  }
   return Prepare(policy, options);
 }
 
@@ -54,7 +59,8 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   prepared->filter = std::move(filter.value());
   prepared->program.len = static_cast<unsigned short>(prepared->filter.size());
   prepared->program.filter = prepared->filter.data();
-  prepared->mounts = BuildMountPlan(policy, options.mount_namespace);
+  prepared->mounts = BuildMountPlan(policy, options.mount_namespace,
+                                    options.mount_namespace && options.pid_namespace);
   if (prepared->mounts.writable_roots.size() > kMaxWritableRoots) {
     return MakeError(fmt::format("sandbox: {} writable mounts needed; at most {} are supported",
                                  prepared->mounts.writable_roots.size(), kMaxWritableRoots));
@@ -66,16 +72,24 @@ std::string DescribePrepared(const PreparedSandbox& prepared) {
   if (!prepared.enforce) return "none";
   std::string text = fmt::format("landlock abi {} + seccomp", prepared.landlock_abi);
   if (prepared.mounts.enabled) text += " + mount namespace";
+  if (prepared.mounts.new_pid_ns) text += " + pid namespace";
   return text;
 }
 
 // The order matters: mounts need CAP_SYS_ADMIN (gone after the capability drop) and must
 // happen before Landlock, which forbids changing the mount tree; seccomp comes last because
-// it refuses the mount calls and needs no_new_privs.
+// it refuses the mount calls and needs no_new_privs. With a PID namespace the calling process
+// stays behind as the supervisor after the mounts, the namespace's init (pid 1) mounts /proc
+// and confines itself, and only the command's process, forked by the init, returns true
+// (sandbox/containment.h). A failure returns false in whichever of them hit it.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
   if (!prepared.enforce) return true;
   bool dev_shm = false;
   if (!ApplyMountPlan(prepared.mounts, &dev_shm, failed_step, err)) return false;
+  if (prepared.mounts.new_pid_ns) {
+    if (!ForkNamespaceInit(failed_step, err)) return false;
+    if (!MountProc(prepared.mounts, failed_step, err)) return false;
+  }
   if (!DropCapabilities(failed_step, err)) return false;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     *failed_step = "prctl(PR_SET_NO_NEW_PRIVS)";
@@ -89,7 +103,8 @@ bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int
     *failed_step = "prctl(PR_SET_SECCOMP)";
     return false;
   }
-  return true;
+  if (prepared.mounts.new_pid_ns) return ForkCommandUnderInit(failed_step, err);
+  return EnterNewSession(failed_step, err);
 }
 
 }  // namespace ae::sandbox

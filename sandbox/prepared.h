@@ -25,17 +25,21 @@ Result<PreparedPtr> Prepare(const Policy& policy);
 
 struct PrepareOptions {
   bool mount_namespace = true;  // false: Landlock + seccomp only, carve-outs not enforced
+  bool pid_namespace = true;    // with the mount namespace: contain the process tree
 };
 Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options);
 
 // What the prepared sandbox will do, for headers and logs, e.g.
-// "landlock abi 7 + seccomp + mount namespace".
+// "landlock abi 7 + seccomp + mount namespace + pid namespace".
 std::string DescribePrepared(const PreparedSandbox& prepared);
 
 // In the child after fork, before execve. Async-signal-safe. On failure returns false and
 // sets *failed_step to a string naming the step (static, or owned by `prepared`, e.g.
 // "make read-only /ws/.git") and *err to errno. Order: mount namespace and carve-outs,
-// capability drop, no_new_privs, Landlock, seccomp (see docs/SANDBOX.md).
+// PID namespace init, capability drop, no_new_privs, Landlock, seccomp, new session (see
+// docs/SANDBOX.md). With a PID namespace the caller's process does not return: it supervises
+// (sandbox/containment.h), and true is returned in a grandchild, the command's process.
+// Descriptors >= 3 must already be close-on-exec; the supervisor and init close theirs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
 
 }  // namespace ae::sandbox

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,6 +64,9 @@ constexpr const char* kAlwaysRefused[] = {
     "request_key",
 };
 
+// fchmodat2 (Linux 6.6) is newer than some libseccomp releases; x86_64's number.
+constexpr int kFchmodat2 = 452;
+
 }  // namespace
 
 Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
@@ -82,12 +86,44 @@ Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
   }
   // Pushing characters into the terminal's input queue would type commands into the shell
   // that started us, outside the sandbox.
+  // TIOCSETD swaps the line discipline and TIOCCONS redirects console output, both of a
+  // terminal the command may share with the user. Every other request works, so a terminal
+  // of the command's own (a pty it opened) behaves normally.
   for (unsigned long request :
-       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
+        static_cast<unsigned long>(TIOCSETD), static_cast<unsigned long>(TIOCCONS)}) {
     if (int rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                                   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
         rc != 0) {
       return LibError("ioctl", rc);
+    }
+  }
+  // Set-id bits: a setuid-root file root leaves in the workspace stays one outside the
+  // sandbox, where nosuid and no_new_privs no longer apply. Refused wherever a mode is given:
+  // chmod family, and open/creat/mknod creating a file (the mode is ignored without O_CREAT,
+  // and callers pass 0 or permission bits there). openat2 carries its mode in a struct the
+  // filter cannot read: ENOSYS, which callers treat as "use openat". File capabilities need
+  // CAP_SETFCAP, which the capability drop removes (capabilities.h).
+  struct ModeArg {
+    const char* name;
+    unsigned arg;
+  };
+  for (const ModeArg& call : {ModeArg{"chmod", 1}, ModeArg{"fchmod", 1}, ModeArg{"fchmodat", 2},
+                              ModeArg{"fchmodat2", 2}, ModeArg{"open", 2}, ModeArg{"openat", 3},
+                              ModeArg{"creat", 1}, ModeArg{"mknod", 1}, ModeArg{"mknodat", 2}}) {
+    int nr = seccomp_syscall_resolve_name(call.name);
+    if (nr == __NR_SCMP_ERROR && std::strcmp(call.name, "fchmodat2") == 0) nr = kFchmodat2;
+    if (nr == __NR_SCMP_ERROR) continue;
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      scmp_arg_cmp cmp = {call.arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (int rc = seccomp_rule_add_array(ctx.get(), eperm, nr, 1, &cmp); rc != 0) {
+        return LibError(call.name, rc);
+      }
+    }
+  }
+  if (int nr = seccomp_syscall_resolve_name("openat2"); nr != __NR_SCMP_ERROR) {
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0); rc != 0) {
+      return LibError("openat2", rc);
     }
   }
   if (!policy.network_access) {

@@ -113,12 +113,15 @@ struct ChildPlan {
 
 [[noreturn]] void RunChild(const ChildPlan& p) noexcept {
   ResetSignalsInChild();
+  // A new session: the whole tree can be killed as a group, and no controlling terminal.
   const char* group_step = nullptr;
   int group_err = 0;
-  if (!EnterOwnGroupTiedToParent(p.parent, 126, &group_step, &group_err)) {
+  if (!EnterOwnSessionTiedToParent(p.parent, 126, &group_step, &group_err)) {
     ChildFail(p.err_w, group_step, group_err, 126);
   }
 
+  // Nothing of agentexec's stdin reaches even the sandbox's supervisor; the command's own
+  // stdin is opened again below, inside the confinement.
   if (::dup2(p.devnull, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
   if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
   if (::dup2(p.out_w, 2) < 0) ChildFail(p.err_w, "dup2(stderr)", errno, 126);
@@ -136,6 +139,14 @@ struct ChildPlan {
       ChildFail(p.err_w, buf, err, 126);
     }
   }
+  // The command's only descriptors are 0-2 (the rest are close-on-exec). Its stdin is a
+  // /dev/null opened here, inside the mount namespace: one opened before it would still carry
+  // write access to the host's mount (fchmod, fchown, futimens through it reached agentexec's
+  // own /dev/null).
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) ChildFail(p.err_w, "open /dev/null", errno, 126);
+  if (::dup2(null_fd, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
+  ::close(null_fd);
   ::execve(p.path, p.argv, p.envp);
   int err = errno;
   ChildFail(p.err_w, "execve", err, err == ENOENT ? 127 : 126);
@@ -159,9 +170,13 @@ bool HasExited(pid_t pid) {
   return info.si_pid == pid;
 }
 
+// The child leads its own session and group. Confined with a PID namespace, it is the
+// supervisor (sandbox/containment.h): its death kills the namespace's init, and with it every
+// process the command started, wherever it moved. Unconfined or without the namespace, only
+// the group is reached; processes that left it (setsid, setpgid) survive (a documented limit).
 void KillGroup(pid_t pid) {
   ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);  // in case the command left its group (setsid, setpgid)
+  ::kill(pid, SIGKILL);
 }
 
 int64_t MsUntil(Clock::time_point t) {
@@ -218,7 +233,8 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return MakeError(fmt::format("fork failed: {}", std::strerror(fork_errno)));
 
-  ::setpgid(pid, pid);  // also from this side, so a kill before the child ran still hits
+  // No setpgid(pid, pid) from this side: it would make the child a group leader, and its
+  // setsid would then fail. KillGroup also kills the pid itself.
   out_w.reset();
   fail_w.reset();
   devnull.reset();

@@ -27,6 +27,10 @@ bool IsCore(const std::string& name) {
   return name.rfind("LC_", 0) == 0;
 }
 
+// Where agentexec itself may find the model key (engine/model/client.cc), whichever provider
+// is in use.
+constexpr const char* kKeyVariables[] = {"AGENTEXEC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY"};
+
 }  // namespace
 
 std::vector<std::string> BuildCommandEnv(const ShellEnvPolicy& policy,
@@ -48,6 +52,10 @@ std::vector<std::string> BuildCommandEnv(const ShellEnvPolicy& policy,
                 MatchesAny(policy.exclude, it->first);
     it = drop ? vars.erase(it) : std::next(it);
   }
+  // Credentials go even when the defaults are off or the name says nothing (LLM_CRED); only
+  // an explicit `set` below can put a value under such a name.
+  for (const char* name : kKeyVariables) vars.erase(name);
+  for (const std::string& name : policy.credential_vars) vars.erase(name);
   for (const auto& [name, value] : policy.set) vars[name] = value;
   if (!policy.include_only.empty()) {
     for (auto it = vars.begin(); it != vars.end();) {

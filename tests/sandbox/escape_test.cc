@@ -9,12 +9,17 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +33,8 @@
 namespace ae::sandbox {
 namespace {
 
+using testing::GoneWithin;
+using testing::ProcessesWith;
 using testing::Ran;
 using testing::ReadText;
 using testing::RunProcess;
@@ -49,7 +56,73 @@ struct Attempt {
   // The Landlock ABI that stops it (6: signal and abstract-socket scoping, 3: truncate);
   // skipped, with a note, on older kernels where it is a documented gap.
   int min_abi = 0;
+  std::string channel;  // for the summary table
+  // Process tree: the escape is a process whose command line holds this marker still running
+  // after agentexec returned (the probe's own success is not one).
+  std::string survivor;
+  int kill_agentexec = 0;  // with `survivor`: this signal ends agentexec once the daemon runs
+  std::string inherit;     // opened read-write as descriptor 7 and inherited by agentexec
+  bool pty = false;        // agentexec runs with a pseudo-terminal as its controlling terminal
+  bool control = false;    // also run under danger-full-access, where it must escape
 };
+
+// Runs argv with a new pseudo-terminal as controlling terminal and stdio; returns what it
+// printed there.
+Ran RunInPty(const std::vector<std::string>& argv, const std::string& cwd) {
+  Ran ran;
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) return ran;
+  std::string slave_name = ::ptsname(master);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    int slave = ::open(slave_name.c_str(), O_RDWR);  // becomes the controlling terminal
+    ::ioctl(slave, TIOCSCTTY, 0);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(slave, fd);
+    if (slave > 2) ::close(slave);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(120);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(121);
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EIO once no process holds the terminal any more
+    ran.output.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(master);
+  if (WIFEXITED(status)) ran.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) ran.signal = WTERMSIG(status);
+  return ran;
+}
+
+// Per channel: attempts, escapes, and escapes that are documented limits of the run's
+// configuration (it warned about them).
+struct Tally {
+  int attempts = 0, escapes = 0, limits = 0;
+};
+using Table = std::map<std::string, Tally>;
+
+void PrintTable(const std::string& config, const Table& table) {
+  std::printf("[ summary  ] %s\n", config.c_str());
+  std::printf("[ summary  ]   %-28s %8s %8s %8s\n", "channel", "attempts", "escapes", "limits");
+  Tally total;
+  for (const auto& [channel, t] : table) {
+    std::printf("[ summary  ]   %-28s %8d %8d %8d\n", channel.c_str(), t.attempts, t.escapes,
+                t.limits);
+    total.attempts += t.attempts;
+    total.escapes += t.escapes;
+    total.limits += t.limits;
+  }
+  std::printf("[ summary  ]   %-28s %8d %8d %8d\n", "total", total.attempts, total.escapes,
+              total.limits);
+}
 
 // kNone runs the harmless file and socket attempts under danger-full-access: there they must
 // succeed, which shows the suite can see an escape at all.
@@ -60,6 +133,7 @@ bool HarmlessUnconfined(const Attempt& attempt) {
                                               "rename", "link",   "chmod",  "connect-tcp"};
   // Families this kernel may not have at all are left out: there they fail either way.
   static const std::set<std::string> kFamilies = {"inet", "inet6", "packet", "netlink", "highbits"};
+  if (attempt.control) return true;
   // Not those with their own options: moving the workspace away would break the fixture.
   if (attempt.mode != "workspace-write" || !attempt.extra.empty()) return false;
   if (attempt.args[0] == "socket") return kFamilies.count(attempt.args[1]) != 0;
@@ -84,7 +158,16 @@ class EscapeSuite : public ::testing::Test {
        "ln -s ../outside/secret ws/out-link && ln -s ../outside/dir ws/out-dir && "
        "ln -s .git/config ws/git-link && mkdir ws/sep && "
        "git init -q --separate-git-dir=" +
-           ws_ + "/store ws/sep",
+           ws_ + "/store ws/sep && " +
+           // Issue 11's repositories: a parent repository whose root is above the cwd (both
+           // under /tmp), a nested one, a gitfile pointing elsewhere in the workspace, a
+           // linked worktree; and files for the set-id attempts.
+           "git init -q parent && mkdir -p parent/sub parent/.agentexec && git init -q ws/nested "
+           "&& "
+           "mkdir ws/gf && git init -q --separate-git-dir=" +
+           ws_ +
+           "/gfstore ws/gf && git -C ws worktree add -q ../wt 2>/dev/null && "
+           "printf '#!/bin/sh\\n' > ws/tool && chmod 0755 ws/tool",
        base_);
     StartSibling();
     StartListeners();
@@ -133,7 +216,9 @@ class EscapeSuite : public ::testing::Test {
   // digest of its content.
   std::string Snapshot() {
     std::string text;
-    for (const std::string& top : {out_, ws_ + "/.git", ws_ + "/.agentexec", ws_ + "/store"}) {
+    for (const std::string& top :
+         {out_, ws_ + "/.git", ws_ + "/.agentexec", ws_ + "/store", ws_ + "/gfstore",
+          ws_ + "/nested/.git", base_ + "/parent/.git", base_ + "/parent/.agentexec"}) {
       std::vector<std::string> paths = {top};
       std::error_code ec;
       for (auto it = std::filesystem::recursive_directory_iterator(top, ec);
@@ -163,6 +248,24 @@ class EscapeSuite : public ::testing::Test {
     if (!testing::Exists(ws_ + "/.git/config")) {
       ::rename((ws_ + "/config").c_str(), (ws_ + "/.git/config").c_str());
     }
+    ::chmod((ws_ + "/tool").c_str(), 0755);
+    ::removexattr((ws_ + "/tool").c_str(), "security.capability");
+    ::unlink((ws_ + "/newsuid").c_str());
+    for (const char* hook : {"/parent/.git/hooks/pre-commit", "/ws/nested/.git/hooks/pre-commit",
+                             "/ws/gfstore/hooks/pre-commit", "/parent/.agentexec/new.toml"}) {
+      ::unlink((base_ + hook).c_str());
+    }
+  }
+
+  // What the set-id attempts may have left in the workspace: set-id bits or a file capability.
+  std::string PrivilegedFiles() {
+    std::string found;
+    for (const std::string& path : {ws_ + "/tool", ws_ + "/newsuid"}) {
+      struct stat st = {};
+      if (::lstat(path.c_str(), &st) == 0 && (st.st_mode & 06000) != 0) found += " " + path;
+      if (::getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) found += " +cap";
+    }
+    return found;
   }
 
   bool SiblingAlive() { return ::waitpid(sibling_, nullptr, WNOHANG) == 0; }
@@ -289,29 +392,190 @@ class EscapeSuite : public ::testing::Test {
     for (Attempt& a : list) {
       if (a.args[0] == "kill" || a.args[0] == "unix-connect") a.min_abi = 6;
       if (a.args[0] == "truncate") a.min_abi = 3;
+      const std::string& op = a.args[0];
+      if (op == "socket" || op == "socketpair" || op == "connect-tcp" || op == "unix-connect") {
+        a.channel = "network";
+      } else if (a.name[0] == '.' || a.name.rfind("separate", 0) == 0 ||
+                 a.name.rfind("move", 0) == 0) {
+        a.channel = ".git and .agentexec";
+      } else if (op == "ptrace" || op == "ptrace-child" || op == "vm-read" || op == "kill" ||
+                 op == "io-uring" || op == "x32" || op == "int80" || op == "tiocsti" ||
+                 op == "finit-module" || op == "sethostname" || op == "setns" ||
+                 op == "pidfd-getfd" || op == "add-key") {
+        a.channel = "kernel and other processes";
+      } else {
+        a.channel = "files outside the roots";
+      }
+    }
+
+    // Issue 11. Process trees: a daemon must not outlive the command, nor agentexec's end.
+    auto daemon = [&](std::string name, std::string mode, int sig) {
+      Attempt a{name, "workspace-write", {"daemon", mode, ""}};
+      a.channel = "process tree";
+      a.kill_agentexec = sig;
+      a.control = true;
+      list.push_back(a);
+    };
+    for (const char* mode : {"setsid", "setpgid", "doublefork", "plain"}) {
+      daemon(std::string("a ") + mode + " daemon outlives the command", mode, 0);
+    }
+    daemon("a setsid daemon outlives SIGTERM of agentexec", "setsid", SIGTERM);
+    daemon("a double-forked daemon outlives SIGTERM of agentexec", "doublefork", SIGTERM);
+    daemon("a setsid daemon outlives SIGKILL of agentexec", "setsid", SIGKILL);
+    daemon("a double-forked daemon outlives SIGKILL of agentexec", "doublefork", SIGKILL);
+    daemon("a process in the group outlives SIGKILL of agentexec", "plain", SIGKILL);
+    // Descriptors agentexec inherited (opened read-write on an outside file as fd 7).
+    for (const char* op : {"fchmod", "fchown", "futimens", "fsetxattr", "write"}) {
+      for (const char* mode : {"workspace-write", "read-only"}) {
+        Attempt a{std::string("f") + op + " through an inherited descriptor (" + mode + ")",
+                  mode,
+                  {std::string("fd-") + op, "7"}};
+        a.channel = "inherited descriptors";
+        a.inherit = secret;
+        a.control = std::string(op) != "fsetxattr";  // user xattrs depend on the file system
+        list.push_back(a);
+      }
+    }
+    for (const char* mode : {"workspace-write", "read-only"}) {
+      Attempt a{std::string("descriptors beyond 0-2 (") + mode + ")", mode, {"only-stdio"}};
+      a.channel = "inherited descriptors";
+      a.inherit = secret;
+      a.control = true;
+      list.push_back(a);
+    }
+    // The terminal agentexec runs in.
+    for (const char* op : {"tty-tcsetpgrp", "tty-tiocsti"}) {
+      for (const char* dev : {"/dev/tty", "stdin"}) {
+        Attempt a{std::string(op) + " on " + dev, "workspace-write", {op, dev}};
+        a.channel = "terminal";
+        a.pty = true;
+        // TIOCSTI on another process's terminal needs CAP_SYS_ADMIN where legacy_tiocsti is off.
+        a.control = std::string(op) == "tty-tcsetpgrp" || ::geteuid() == 0;
+        list.push_back(a);
+      }
+    }
+    // Parent, nested, gitfile and worktree repositories.
+    auto repo = [&](std::string name, std::vector<std::string> args, std::string cwd,
+                    bool tmp_writable) {
+      Attempt a{name, "workspace-write", args, true};
+      a.channel = "nested and parent repos";
+      a.cwd = cwd;
+      if (tmp_writable) a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+      a.control = true;
+      list.push_back(a);
+    };
+    const std::string parent = base_ + "/parent";
+    repo("parent repository above the cwd: create a hook",
+         {"create", parent + "/.git/hooks/pre-commit"}, parent + "/sub", true);
+    repo("parent repository above the cwd: write config", {"write", parent + "/.git/config"},
+         parent + "/sub", true);
+    repo("parent repository above the cwd: .agentexec", {"create", parent + "/.agentexec/new.toml"},
+         parent + "/sub", true);
+    repo("nested repository: create a hook", {"create", ws_ + "/nested/.git/hooks/pre-commit"}, "",
+         false);
+    repo("nested repository: write config", {"write", ws_ + "/nested/.git/config"}, "", false);
+    repo("nested gitfile's git dir: create a hook", {"create", ws_ + "/gfstore/hooks/pre-commit"},
+         "", false);
+    repo("linked worktree: create a hook in the main git dir",
+         {"create", ws_ + "/.git/hooks/post-checkout"}, base_ + "/wt", true);
+    // Privilege-carrying files.
+    for (const char* mode : {"workspace-write", "read-only"}) {
+      for (const std::vector<std::string>& args :
+           std::vector<std::vector<std::string>>{{"chmod-suid", ws_ + "/tool"},
+                                                 {"chmod-sgid", ws_ + "/tool"},
+                                                 {"create-suid", ws_ + "/newsuid"},
+                                                 {"setcap", ws_ + "/tool"}}) {
+        Attempt a{args[0] + " (" + mode + ")", mode, args};
+        a.channel = "set-id bits and capabilities";
+        a.needs_root = args[0] == "setcap";
+        a.control = std::string(mode) == "workspace-write";
+        list.push_back(a);
+      }
     }
     return list;
   }
 
-  // Runs every attempt that applies to `config`; returns how many ran.
-  int RunAll(Config config, int* escapes) {
+  // Runs `argv` in the background with its output in a file, waits (bounded) for the daemon
+  // carrying `marker` to start, ends agentexec with `sig`, and waits for it.
+  Ran RunAndKill(const std::vector<std::string>& argv, const std::string& cwd,
+                 const std::vector<std::pair<std::string, std::string>>& env,
+                 const std::string& marker, int sig) {
+    Ran ran;
+    const std::string log = base_ + "/kill.log";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      ::dup2(null_fd, 0);
+      if (::chdir(cwd.c_str()) != 0) ::_exit(120);
+      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(121);
+    }
+    for (int waited = 0; waited < 10000 && ProcessesWith(marker).empty(); waited += 20) {
+      ::usleep(20 * 1000);
+    }
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) ran.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) ran.signal = WTERMSIG(status);
+    ran.output = ReadText(log);
+    return ran;
+  }
+
+  // Runs every attempt that applies to `config`, tallied per channel into `table`; returns
+  // how many ran.
+  int RunAll(Config config, int* escapes, Table* table = nullptr) {
+    Table local;
+    if (table == nullptr) table = &local;
     int ran_count = 0;
+    static int marker_count = 0;
     std::vector<std::pair<std::string, std::string>> env;
     if (config == Config::kLandlockSeccompOnly) {
       env.push_back({"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"});
     }
-    for (const Attempt& attempt : Attempts()) {
-      if (attempt.needs_mounts && config == Config::kLandlockSeccompOnly) continue;
+    for (Attempt attempt : Attempts()) {
       if (attempt.needs_root && config == Config::kUnprivileged) continue;
       if (config == Config::kNone && !HarmlessUnconfined(attempt)) continue;
+      // Without the namespaces these are documented limits: they run, and an escape must come
+      // with the warning that announced it.
+      const bool limit = config == Config::kLandlockSeccompOnly &&
+                         (attempt.needs_mounts || attempt.channel == "process tree");
+      if (attempt.needs_mounts && config == Config::kLandlockSeccompOnly &&
+          attempt.channel != "nested and parent repos") {
+        continue;
+      }
+      // Kernels without IA-32 emulation answer int 0x80 with SIGSEGV even unconfined.
+      static const bool ia32 = RunProcess({SANDBOX_PROBE, "int80"}, "/").signal != SIGSEGV;
+      if (attempt.args[0] == "int80" && !ia32) {
+        std::printf("[ skipped  ] %s: no IA-32 emulation in this kernel\n", attempt.name.c_str());
+        continue;
+      }
       if (landlock::Abi() < attempt.min_abi) {
         std::printf("[ skipped  ] %s: needs Landlock ABI %d\n", attempt.name.c_str(),
                     attempt.min_abi);
         continue;
       }
+      if (attempt.channel == "process tree") {
+        attempt.survivor = fmt::format("3{:06d}.{:04d}", ::getpid() % 1000000, ++marker_count);
+        attempt.args[2] = attempt.survivor;
+        if (attempt.kill_agentexec != 0) attempt.args.push_back("wait");
+      }
       std::vector<std::string> argv;
       if (config == Config::kUnprivileged) {
         argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+      }
+      if (!attempt.inherit.empty()) {
+        for (const std::string& a : {std::string("sh"), std::string("-c"),
+                                     std::string("exec 7<>\"$0\"; exec \"$@\""), attempt.inherit}) {
+          argv.push_back(a);
+        }
       }
       for (const char* a : {AGENTEXEC_BIN, "sandbox", "-s"}) argv.push_back(a);
       argv.push_back(config == Config::kNone ? "danger-full-access" : attempt.mode);
@@ -326,24 +590,44 @@ class EscapeSuite : public ::testing::Test {
 
       if (config == Config::kNone) Restore();
       const std::string before = Snapshot();
-      Ran ran = RunProcess(argv, attempt.cwd.empty() ? ws_ : attempt.cwd, env);
+      const std::string cwd = attempt.cwd.empty() ? ws_ : attempt.cwd;
+      Ran ran = attempt.kill_agentexec != 0
+                    ? RunAndKill(argv, cwd, env, attempt.survivor, attempt.kill_agentexec)
+                : attempt.pty ? RunInPty(argv, cwd)
+                              : RunProcess(argv, cwd, env);
       ++ran_count;
+      Tally& tally = (*table)[attempt.channel];
+      ++tally.attempts;
       std::string why;
-      if (ran.exit_code == 0) why = "the probe succeeded";
+      if (attempt.survivor.empty() && ran.exit_code == 0) why = "the probe succeeded";
+      if (!attempt.survivor.empty() && !GoneWithin(attempt.survivor, 1500)) {
+        why += " a process it started outlived it;";
+      }
       if (Snapshot() != before) why += " protected files changed;";
+      if (std::string files = PrivilegedFiles(); !files.empty()) {
+        why += " privileged files:" + files + ";";
+      }
       if (!SiblingAlive()) why += " the sibling died;";
       if (Pending(tcp_)) why += " the loopback listener got a connection;";
       if (Pending(abstract_)) why += " the abstract socket got a connection;";
       if (ran.exit_code == 2 || ran.exit_code == 3) why += " the sandbox did not run the probe;";
       if (!why.empty()) {
         ++*escapes;
-        if (config != Config::kNone) {
+        ++tally.escapes;
+        if (config == Config::kNone) {
+          if (!SiblingAlive()) StartSibling();
+        } else if (limit && ran.output.find("could not create a") != std::string::npos) {
+          ++tally.limits;  // degraded, and the run said so
+          std::printf("[ limit    ] %s:%s\n", attempt.name.c_str(), why.c_str());
+        } else {
           ADD_FAILURE() << "ESCAPE: " << attempt.name << ": " << why << "\n" << ran.output;
         }
       } else if (config == Config::kNone) {
         ADD_FAILURE() << "not seen as an escape without a sandbox: " << attempt.name << "\n"
                       << ran.output;
         if (!SiblingAlive()) StartSibling();
+      } else if (!attempt.survivor.empty()) {
+        // Contained: the probe itself may succeed (it only starts the daemon).
       } else if (ran.output.find("denied: ") == std::string::npos && ran.signal != SIGSYS) {
         // Neither refused by the kernel nor killed by the filter: the probe never ran.
         ADD_FAILURE() << "INCONCLUSIVE: " << attempt.name << "\n" << ran.output;
@@ -354,6 +638,15 @@ class EscapeSuite : public ::testing::Test {
       }
     }
     return ran_count;
+  }
+
+  // The issue 11 channels must each have run in the full configuration.
+  static void ExpectChannels(const Table& table) {
+    for (const char* channel : {"process tree", "inherited descriptors", "terminal",
+                                "nested and parent repos", "set-id bits and capabilities"}) {
+      auto it = table.find(channel);
+      EXPECT_TRUE(it != table.end() && it->second.attempts >= 4) << "too few attempts: " << channel;
+    }
   }
 
   ScratchDir dir_;
@@ -367,27 +660,68 @@ class EscapeSuite : public ::testing::Test {
 TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
   Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
   ASSERT_EQ(check.exit_code, 0) << check.output;
-  if (check.output.find("could not create a mount namespace") != std::string::npos) {
-    GTEST_SKIP() << "no mount namespace on this host; see LandlockAndSeccompAloneHaveNoEscapes";
+  if (check.output.find("could not create a") != std::string::npos) {
+    GTEST_SKIP() << "no mount or PID namespace on this host; see "
+                    "LandlockAndSeccompAloneHaveNoEscapes: "
+                 << check.output;
   }
   int escapes = 0;
-  int attempts = RunAll(Config::kFull, &escapes);
+  Table table;
+  int attempts = RunAll(Config::kFull, &escapes, &table);
   std::printf("[ escapes  ] full sandbox: %d attempts, %d escapes\n", attempts, escapes);
-  EXPECT_GE(attempts, 100);
+  PrintTable("full sandbox (root)", table);
+  EXPECT_GE(attempts, 170);
+  ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
 }
 
 TEST_F(EscapeSuite, LandlockAndSeccompAloneHaveNoEscapes) {
   int escapes = 0;
-  int attempts = RunAll(Config::kLandlockSeccompOnly, &escapes);
+  Table table;
+  int attempts = RunAll(Config::kLandlockSeccompOnly, &escapes, &table);
   std::printf("[ escapes  ] landlock + seccomp only: %d attempts, %d escapes\n", attempts, escapes);
-  EXPECT_EQ(escapes, 0);
+  PrintTable("landlock + seccomp only (root, no namespaces)", table);
+  EXPECT_GE(attempts, 120);
+  int limits = 0;
+  for (const auto& [channel, t] : table) limits += t.limits;
+  EXPECT_EQ(escapes, limits) << "every escape here must be a limit the run warned about";
+}
+
+// The degradations above are fatal when the user says so.
+TEST_F(EscapeSuite, RequireFullIsolationMakesDegradationFatal) {
+  Ran ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "-c",
+                        "require_full_isolation=true", "--", "true"},
+                       ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  EXPECT_EQ(ran.exit_code, 3) << ran.output;
+  EXPECT_NE(ran.output.find("sandbox: cannot enforce workspace-write with full isolation "
+                            "(require_full_isolation = true): .git and .agentexec are writable "
+                            "in this run: could not create a mount namespace (unshare: "
+                            "Operation not permitted)"),
+            std::string::npos)
+      << ran.output;
+  ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only", "-c",
+                    "require_full_isolation=true", "--", "true"},
+                   ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1"}});
+  EXPECT_EQ(ran.exit_code, 3) << ran.output;
+  EXPECT_NE(ran.output.find("processes a command leaves running (setsid, daemons) can outlive "
+                            "it in this run: could not create a PID namespace (unshare: "
+                            "Operation not permitted)"),
+            std::string::npos)
+      << ran.output;
+  // Without the key the same run goes ahead, and says what it lacks.
+  ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only", "--", "true"}, ws_,
+                   {{"AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1"}});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("could not create a PID namespace"), std::string::npos) << ran.output;
 }
 
 TEST_F(EscapeSuite, TheSuiteSeesEscapesWithoutASandbox) {
   int escapes = 0;
-  int attempts = RunAll(Config::kNone, &escapes);
-  ASSERT_GE(attempts, 20);
+  Table table;
+  int attempts = RunAll(Config::kNone, &escapes, &table);
+  PrintTable("no sandbox (negative control)", table);
+  ASSERT_GE(attempts, 50);
+  ExpectChannels(table);
   EXPECT_EQ(escapes, attempts);
 }
 
@@ -407,9 +741,13 @@ TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
     GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check.output;
   }
   int escapes = 0;
-  int attempts = RunAll(Config::kUnprivileged, &escapes);
+  Table table;
+  int attempts = RunAll(Config::kUnprivileged, &escapes, &table);
   std::printf("[ escapes  ] unprivileged user (user namespace): %d attempts, %d escapes\n",
               attempts, escapes);
+  PrintTable("unprivileged user (user namespace)", table);
+  EXPECT_GE(attempts, 140);
+  ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
 }
 

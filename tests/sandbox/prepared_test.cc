@@ -110,6 +110,7 @@ TEST_F(PreparedTest, PreflightDescribesTheLayers) {
   EXPECT_EQ(report->landlock_abi, landlock::Abi());
   std::string expected = "landlock abi " + std::to_string(landlock::Abi()) + " + seccomp";
   if (report->mount_namespace) expected += " + mount namespace";
+  if (report->pid_namespace) expected += " + pid namespace";
   EXPECT_EQ(report->description, expected);
 }
 
@@ -135,7 +136,13 @@ TEST_F(PreparedTest, PreflightWarnsWithoutNamespaces) {
   EXPECT_EQ(report->warnings[0],
             "sandbox: .git and .agentexec are writable in this run: could not create a mount "
             "namespace (unshare: Operation not permitted)");
-  EXPECT_FALSE(MountNamespaceUsable(policy_));  // Prepare(policy) follows the preflight
+  EXPECT_FALSE(report->pid_namespace);
+  // Every user is told the process tree is not contained, root or not.
+  EXPECT_EQ(report->warnings.back(),
+            "sandbox: processes a command leaves running (setsid, daemons) can outlive it in "
+            "this run: could not create a PID namespace (unshare: Operation not permitted)");
+  EXPECT_EQ(report->degradations.size(), report->warnings.size());
+  EXPECT_FALSE(UsableIsolation(policy_).mount_namespace);  // Prepare follows the preflight
   Result<PreparedPtr> prepared = Prepare(policy_);
   ASSERT_TRUE(prepared.ok());
   EXPECT_EQ(DescribePrepared(**prepared).find("mount"), std::string::npos);

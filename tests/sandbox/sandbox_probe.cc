@@ -2,6 +2,7 @@
 // Prints "ok" and exits 0 when the operation succeeded; prints "denied: <what>: <errno text>
 // (errno N)" and exits 1 when the kernel refused it. Never used outside the tests.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
@@ -21,6 +22,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <termios.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -271,6 +273,103 @@ int AddKey() {
   return Report(id >= 0, "add_key");
 }
 
+// Starts a process meant to outlive the probe: `sleep MARKER` (the test finds it by that
+// argument in /proc), detached by `mode`: setsid, setpgid, doublefork (setsid + fork, parent
+// exits) or plain (a background child in our group). Its stdio is /dev/null so it holds no
+// pipe of the caller's. With `wait` the probe itself then blocks, so the test can end it from
+// outside (timeout, SIGTERM, SIGKILL of agentexec).
+int Daemon(const std::string& mode, const char* marker, bool wait) {
+  pid_t pid = ::fork();
+  if (pid < 0) return Report(false, "fork");
+  if (pid == 0) {
+    if (mode == "setsid" || mode == "doublefork") ::setsid();
+    if (mode == "setpgid") ::setpgid(0, 0);
+    if (mode == "doublefork" && ::fork() != 0) ::_exit(0);
+    int null_fd = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null_fd, fd);
+    ::execl("/bin/sleep", "sleep", marker, nullptr);
+    ::_exit(127);
+  }
+  if (mode == "doublefork") ::waitpid(pid, nullptr, 0);
+  std::printf("started\n");
+  std::fflush(stdout);
+  while (wait) ::pause();
+  return 0;
+}
+
+// Through an inherited descriptor: the same mode/owner again (the call's success is the
+// escape; nothing visible need change), times set to now, a user xattr, a write.
+int FdOp(const std::string& op, int fd) {
+  struct stat st = {};
+  if (::fstat(fd, &st) != 0) return Report(false, "fstat");
+  if (op == "fchmod") return Report(::fchmod(fd, st.st_mode & 07777) == 0, "fchmod");
+  if (op == "fchown") return Report(::fchown(fd, st.st_uid, st.st_gid) == 0, "fchown");
+  if (op == "futimens") return Report(::futimens(fd, nullptr) == 0, "futimens");
+  if (op == "fsetxattr") {
+    return Report(::fsetxattr(fd, "user.pwned", "1", 1, 0) == 0, "fsetxattr");
+  }
+  return Report(::write(fd, "pwned\n", 6) == 6, "write");
+}
+
+// "ok" (an escape) when the probe holds any descriptor besides 0, 1 and 2.
+int OnlyStdio() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return Report(false, "opendir /proc/self/fd");
+  std::string extra;
+  while (dirent* entry = ::readdir(dir)) {
+    int fd = std::atoi(entry->d_name);
+    if (entry->d_name[0] == '.' || fd < 3 || fd == ::dirfd(dir)) continue;
+    extra += std::string(" ") + entry->d_name;
+  }
+  ::closedir(dir);
+  if (!extra.empty()) {
+    std::printf("ok: descriptors beyond 0-2:%s\n", extra.c_str());
+    return 0;
+  }
+  errno = EBADF;
+  return Report(false, "descriptors beyond 0-2");
+}
+
+// The terminal: make our group its foreground group (then we read what the user types), or
+// push a character into its input. `dev` is "/dev/tty" or "stdin".
+int Terminal(const std::string& op, const std::string& dev) {
+  ::signal(SIGTTOU, SIG_IGN);
+  int fd = dev == "stdin" ? 0 : ::open(dev.c_str(), O_RDWR | O_NOCTTY);
+  if (fd < 0) return Report(false, "open the terminal");
+  if (op == "tcsetpgrp") return Report(::tcsetpgrp(fd, ::getpgrp()) == 0, "tcsetpgrp");
+  char c = '\n';
+  return Report(::ioctl(fd, TIOCSTI, &c) == 0, "ioctl(TIOCSTI)");
+}
+
+// Set-id bits and file capabilities, checked on the result (a kernel that silently drops the
+// bit is not an escape).
+int SetId(const std::string& op, const char* path) {
+  struct stat st = {};
+  if (op == "chmod-suid" || op == "chmod-sgid") {
+    mode_t mode = op == "chmod-suid" ? 04755 : 02755;
+    if (::chmod(path, mode) != 0) return Report(false, "chmod");
+    ::stat(path, &st);
+    errno = EPERM;
+    return Report((st.st_mode & mode & 06000) != 0, "chmod (bit dropped)");
+  }
+  if (op == "create-suid") {
+    int fd = ::open(path, O_CREAT | O_EXCL | O_WRONLY, 04755);
+    if (fd < 0) return Report(false, "open O_CREAT 04755");
+    ::fstat(fd, &st);
+    errno = EPERM;
+    return Report((st.st_mode & S_ISUID) != 0, "open O_CREAT 04755 (bit dropped)");
+  }
+  // setcap cap_net_raw+ep: a v2 security.capability.
+  struct {
+    uint32_t magic_etc;
+    struct {
+      uint32_t permitted, inheritable;
+    } data[2];
+  } cap = {0x02000000u | 1u, {{1u << 13, 0}, {0, 0}}};
+  return Report(::setxattr(path, "security.capability", &cap, sizeof cap, 0) == 0,
+                "setxattr security.capability");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -328,6 +427,14 @@ int main(int argc, char** argv) {
   if (cmd == "exchange") return Exchange(a, b);
   if (cmd == "chattr") return Chattr(a);
   if (cmd == "add-key") return AddKey();
+  if (cmd == "daemon") return Daemon(a, b, argc > 4 && std::string(argv[4]) == "wait");
+  if (cmd.rfind("fd-", 0) == 0) return FdOp(cmd.substr(3), std::atoi(a));
+  if (cmd == "only-stdio") return OnlyStdio();
+  if (cmd == "tty-tcsetpgrp") return Terminal("tcsetpgrp", a);
+  if (cmd == "tty-tiocsti") return Terminal("tiocsti", a);
+  if (cmd == "chmod-suid" || cmd == "chmod-sgid" || cmd == "create-suid" || cmd == "setcap") {
+    return SetId(cmd, a);
+  }
   std::fprintf(stderr, "sandbox_probe: unknown subcommand %s\n", cmd.c_str());
   return 2;
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,32 @@ std::string ReadText(const std::string& path) {
 bool Exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::vector<int> ProcessesWith(const std::string& marker) {
+  std::vector<int> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    if (std::atoi(name.c_str()) == ::getpid()) continue;
+    std::string cmdline = ReadText(entry.path().string() + "/cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    // The daemon's own command line, not that of whoever passed the marker on.
+    if (cmdline.rfind("sleep " + marker, 0) == 0) found.push_back(std::atoi(name.c_str()));
+  }
+  return found;
+}
+
+bool GoneWithin(const std::string& marker, int ms) {
+  for (int waited = 0; waited <= ms; waited += 20) {
+    if (ProcessesWith(marker).empty()) return true;
+    ::usleep(20 * 1000);
+  }
+  for (int pid : ProcessesWith(marker)) ::kill(pid, SIGKILL);
+  return false;
 }
 
 void Sh(const std::string& command, const std::string& cwd) {

@@ -37,6 +37,13 @@ void WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
 bool Exists(const std::string& path);
 
+// Pids of running `sleep MARKER` processes (sandbox_probe daemon's).
+std::vector<int> ProcessesWith(const std::string& marker);
+
+// Waits (bounded) until no process carries `marker`; if some still run after `ms`, kills
+// them and returns false.
+bool GoneWithin(const std::string& marker, int ms);
+
 // Runs a shell command outside any sandbox and fails the test if it fails.
 void Sh(const std::string& command, const std::string& cwd);
 

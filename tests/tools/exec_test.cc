@@ -274,7 +274,9 @@ TEST_F(EnvTest, SecretsNeverReachCommands) {
   turn_.shell_env.exclude = {"ae_oth*"};
   turn_.shell_env.set = {{"AE_SET", "x y"}};
   env = Env();
-  EXPECT_NE(env.find("\nOPENAI_API_KEY=sk-test\n"), std::string::npos);
+  EXPECT_NE(env.find("\nGITHUB_TOKEN="), std::string::npos);
+  // A credential agentexec reads stays out even with the default excludes off (issue 11).
+  EXPECT_EQ(env.find("\nOPENAI_API_KEY="), std::string::npos);
   EXPECT_EQ(env.find("\nAE_OTHER="), std::string::npos);
   EXPECT_NE(env.find("\nAE_SET=x y\n"), std::string::npos);
 
@@ -300,6 +302,23 @@ TEST(EnvPolicy, InheritCoreNoneAndNetworkFlag) {
   EXPECT_EQ(
       BuildCommandEnv(p, parent, false),
       (std::vector<std::string>{"FOO=1", "HOME=/h", "LANG=C.UTF-8", "LC_ALL=C", "PATH=/bin"}));
+}
+
+// Issue 11: a key whose name says nothing (LLM_CRED) and the header variables never reach
+// commands, not even with the default excludes off; an explicit `set` still applies.
+TEST(EnvPolicy, CredentialVariablesNeverReachCommands) {
+  std::vector<std::string> parent = {"LLM_CRED=k1",       "HDR_VALUE=k2",
+                                     "OPENAI_API_KEY=k3", "AGENTEXEC_API_KEY=k4",
+                                     "CODEX_API_KEY=k5",  "FOO=1"};
+  ShellEnvPolicy p;
+  p.ignore_default_excludes = true;
+  p.credential_vars = {"LLM_CRED", "HDR_VALUE"};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false), (std::vector<std::string>{"FOO=1"}));
+  p.include_only = {"*"};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false), (std::vector<std::string>{"FOO=1"}));
+  p.set = {{"LLM_CRED", "chosen"}};
+  EXPECT_EQ(BuildCommandEnv(p, parent, false),
+            (std::vector<std::string>{"FOO=1", "LLM_CRED=chosen"}));
 }
 
 }  // namespace
