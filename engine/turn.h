@@ -9,6 +9,7 @@
 #include "base/cancel.h"
 #include "engine/emitter.h"
 #include "engine/model/client.h"
+#include "engine/result_record.h"
 #include "engine/rollout.h"
 #include "engine/session.h"
 #include "engine/tools/router.h"
@@ -27,10 +28,13 @@ struct TurnDeps {
   RolloutWriter* rollout = nullptr;  // null: --ephemeral
   Usage usage_before;                // earlier runs of a resumed thread
   std::string prompt_cache_key;      // the thread id
+  ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself
 };
 
 struct TurnResult {
   SessionOutcome outcome = SessionOutcome::kFailed;
+  ErrorCode code = ErrorCode::kNone;  // why it failed (kNone when it completed)
+  TurnStats stats;                    // as reported in turn.completed / turn.failed
   std::string error;
   std::string final_message;
   Usage usage;

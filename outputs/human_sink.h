@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/event_sink.h"
+#include "outputs/run_summary.h"
 
 namespace ae {
 
@@ -34,6 +35,7 @@ class HumanSink : public EventSink {
   HumanSinkOptions opt_;
   std::map<std::string, std::chrono::steady_clock::time_point> started_;
   std::string last_shown_;  // id of the item whose lines were written last
+  RunTally tally_;          // for the summary line that ends the run
 };
 
 // 1701 -> "1,701"

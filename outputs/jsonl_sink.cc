@@ -122,6 +122,12 @@ void WriteDetails(Writer& w, const ErrorItem& e) {
   Key(w, "message"), Str(w, e.message);
 }
 
+void WriteDetails(Writer& w, const ContextCompactionItem& c) {
+  Key(w, "type"), w.String("context_compaction");
+  Key(w, "tokens_before"), w.Int64(c.tokens_before);
+  Key(w, "tokens_after"), w.Int64(c.tokens_after);
+}
+
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {
   w.StartObject();
   Key(w, "type"), w.String(type);
@@ -141,6 +147,13 @@ void WriteUsage(Writer& w, const Usage& u) {
   Key(w, "output_tokens"), w.Int64(u.output_tokens);
   Key(w, "reasoning_output_tokens"), w.Int64(u.reasoning_output_tokens);
   w.EndObject();
+}
+
+// The result record after `usage` (ours): codex consumers read `usage` and ignore the rest.
+void WriteStats(Writer& w, const TurnStats& s) {
+  Key(w, "last_usage"), WriteUsage(w, s.last_usage);
+  Key(w, "requests"), w.Int(s.requests);
+  Key(w, "duration_ms"), w.Int64(s.duration_ms);
 }
 
 }  // namespace
@@ -172,6 +185,7 @@ std::string EventToJson(const Event& event) {
           w.StartObject();
           Key(w, "type"), w.String("turn.completed");
           Key(w, "usage"), WriteUsage(w, e.usage);
+          WriteStats(w, e.stats);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, TurnFailed>) {
           w.StartObject();
@@ -179,7 +193,10 @@ std::string EventToJson(const Event& event) {
           Key(w, "error");
           w.StartObject();
           Key(w, "message"), Str(w, e.message);
+          Key(w, "code"), w.String(ErrorCodeName(e.code));
           w.EndObject();
+          Key(w, "usage"), WriteUsage(w, e.usage);
+          WriteStats(w, e.stats);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, StreamError>) {
           w.StartObject();

@@ -12,11 +12,16 @@ enum class ExitCode : int {
   kSandboxUnavailable = 3,  // the chosen sandbox cannot be enforced here
   kLimitReached = 4,        // --max-turns, --timeout
   kOutputFailed = 5,        // -o FILE cannot be written
+  kOutputSchema = 6,        // the final answer does not validate against --output-schema
   kInterrupted = 130,       // SIGINT
   kTerminated = 143,        // SIGTERM
 };
 
 ExitCode ExitCodeFor(SessionOutcome outcome);
-inline int ToInt(ExitCode code) { return static_cast<int>(code); }
+// turn.failed's error.code -> the exit code (README "Exit codes" lists the table); kNone is 0.
+ExitCode ExitCodeFor(ErrorCode code);
+inline int ToInt(ExitCode code) {
+  return static_cast<int>(code);
+}
 
 }  // namespace ae

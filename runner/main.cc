@@ -7,6 +7,7 @@
 #include "runner/exit_code.h"
 #include "runner/run_exec.h"
 #include "runner/sandbox_command.h"
+#include "schema/events_schema.h"
 
 int main(int argc, char** argv) {
   // `agentexec sandbox ...` (also after `exec`) has its own small command line.
@@ -24,6 +25,11 @@ int main(int argc, char** argv) {
   }
   if (args->help_text) {
     std::fputs(args->help_text->c_str(), stdout);
+    return 0;
+  }
+  if (args->print_schema) {
+    std::string_view schema = ae::EventsSchemaJson();
+    std::fwrite(schema.data(), 1, schema.size(), stdout);
     return 0;
   }
   if (args->version_text) {

@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "engine/rollout.h"
 #include "engine/session.h"
 #include "outputs/human_sink.h"
 #include "outputs/jsonl_sink.h"
 #include "outputs/last_message.h"
+#include "outputs/progress.h"
 #include "runner/exit_code.h"
 #include "runner/prompt.h"
 #include "runner/session_config.h"
@@ -68,6 +70,10 @@ int RunExec(const CliArgs& args) {
   if (run.resume) {
     Result<LoadedRollout> resume = FindResume(run);
     if (!resume.ok()) return Fail(ExitCode::kUsage, resume.message());
+    Result<std::string> kept =
+        KeepResumedModel(resume->meta.provider, resume->meta.model, run.config, session);
+    if (!kept.ok()) return Fail(ExitCode::kUsage, kept.message());
+    std::fprintf(stderr, "%s\n", kept->c_str());
     session.resume = std::move(*resume);
   }
 
@@ -98,9 +104,19 @@ int RunExec(const CliArgs& args) {
   human_options.prompt = *prompt;
   HumanSink human(STDERR_FILENO, human_options);
   std::vector<EventSink*> sinks{&last};
-  sinks.push_back(run.json ? static_cast<EventSink*>(&jsonl) : &human);
+  // Human mode: a long command shows a live line on a terminal, notices in a CI log.
+  std::optional<ProgressSink> progress;
+  if (run.json) {
+    sinks.push_back(&jsonl);
+  } else {
+    ProgressOptions progress_options;
+    progress_options.terminal = ::isatty(STDERR_FILENO) != 0;
+    progress.emplace(human, STDERR_FILENO, progress_options);
+    sinks.push_back(&*progress);
+  }
 
   SessionResult result = RunSession(session, *prompt, sinks, cancel);
+  if (progress) progress->Close();  // stops its ticker and erases a live line
   const bool completed = result.outcome == SessionOutcome::kCompleted;
 
   if (run.json && !completed && !result.error.empty()) {
@@ -119,7 +135,9 @@ int RunExec(const CliArgs& args) {
       if (completed) return ToInt(ExitCode::kOutputFailed);
     }
   }
-  return ToInt(ExitCodeFor(result.outcome));
+  if (completed) return ToInt(ExitCode::kOk);
+  return ToInt(result.code != ErrorCode::kNone ? ExitCodeFor(result.code)
+                                               : ExitCodeFor(result.outcome));
 }
 
 }  // namespace ae

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/output_schema.h"
 #include "runner/config_duration.h"
 #include "runner/config_io.h"
 #include "runner/git_check.h"
@@ -131,6 +132,11 @@ Result<std::string> ReadOutputSchema(const std::string& given, const std::string
   }
   if (!doc.IsObject())
     return MakeError(fmt::format("--output-schema {}: not a JSON object", given));
+  // Refused here, before any token is spent, rather than by the service (or never, on the
+  // chat wire) after the turn started.
+  if (Status strict = CheckStrictOutputSchema(*text); !strict.ok()) {
+    return MakeError(fmt::format("--output-schema {}: {}", given, strict.message()));
+  }
   rapidjson::StringBuffer compact;
   rapidjson::Writer<rapidjson::StringBuffer> writer(compact);
   doc.Accept(writer);
@@ -301,6 +307,30 @@ Error Prefixed(const Error& error) {
 
 }  // namespace
 
+Result<std::string> KeepResumedModel(const std::string& session_provider,
+                                     const std::string& session_model, const Config& config,
+                                     SessionConfig& session) {
+  const bool keep_provider = !config.sources.contains("model_provider") &&
+                             !session_provider.empty() && session_provider != session.provider.id;
+  if (keep_provider) {
+    Config resumed = config;
+    resumed.model_provider = session_provider;
+    resumed.sources["model_provider"] = "the resumed session";
+    Result<ProviderInfo> provider = ResolveProvider(resumed);
+    if (!provider.ok()) return MakeError("error: " + provider.message());
+    session.provider = std::move(*provider);
+  }
+  const bool keep_model = !config.sources.contains("model") && !session_model.empty();
+  if (keep_model) session.model.model = session_model;
+  auto from = [](bool kept, const Config& c, const char* key) {
+    return kept ? std::string("the session") : SourceOf(c, key);
+  };
+  return fmt::format(
+      "resume: model {} (from {}), provider {} (from {})", session.model.model,
+      from(keep_model, config, "model"), session.provider.id,
+      from(keep_provider || !config.sources.contains("model_provider"), config, "model_provider"));
+}
+
 Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   LoadedRun run;
   auto getenv = [&](const char* name) -> std::string {
@@ -361,6 +391,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
   if (!session.ok()) return Prefixed(session.error());
   run.session = std::move(*session);
+  run.session.progress = args.progress;
   return run;
 }
 

@@ -59,6 +59,8 @@ TEST_F(McpE2eTest, AServerThatCannotStartIsAWarningUnlessRequired) {
   EXPECT_NE(required.lines().back().find(R"({"type":"turn.failed","error":{"message":")"),
             std::string::npos)
       << required.out;
+  EXPECT_NE(required.lines().back().find(R"("code":"mcp_error"},)"), std::string::npos)
+      << required.out;
 }
 
 }  // namespace

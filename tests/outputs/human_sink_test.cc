@@ -34,12 +34,13 @@ TEST(HumanSinkTest, HeaderPromptMessageAndTokens) {
   SessionInfo info{"/w", "gpt-5", "openai", "never", "read-only, network off", ""};
   std::string out = Render({ThreadStarted{"t-1", info}, TurnStarted{},
                             ItemCompleted{Item{"item_0", AgentMessageItem{"Fixed."}}},
-                            TurnCompleted{Usage{1000, 200, 0, 1, 0}}},
+                            TurnCompleted{Usage{1000, 200, 0, 1, 0}, TurnStats{1234, 1, {}}}},
                            opt);
   EXPECT_EQ(out,
             "agentexec v0.1.0\n--------\nworkdir: /w\nmodel: gpt-5\nprovider: openai\n"
             "approval: never\nsandbox: read-only, network off\nsession id: t-1\n--------\n"
-            "user\nfix it\nagent\nFixed.\ntokens used\n801\n");
+            "user\nfix it\nagent\nFixed.\ntokens used\n801\n"
+            "done in 1.2s: 1 request, 801 tokens, 0 commands, 0 files changed\n");
 }
 
 TEST(HumanSinkTest, CommandShowsStatusAndFirstLines) {
@@ -60,9 +61,9 @@ TEST(HumanSinkTest, ParallelCommandResultsNameTheirCommand) {
   CommandExecutionItem b{"/bin/bash -lc true", "", std::nullopt, ItemStatus::kInProgress};
   CommandExecutionItem a_done{"/bin/bash -lc 'sleep 1'", "", 0, ItemStatus::kCompleted};
   CommandExecutionItem b_done{"/bin/bash -lc true", "", 0, ItemStatus::kCompleted};
-  std::string out = Render({ItemStarted{Item{"item_1", a}}, ItemStarted{Item{"item_2", b}},
-                            ItemCompleted{Item{"item_2", b_done}},
-                            ItemCompleted{Item{"item_1", a_done}}});
+  std::string out =
+      Render({ItemStarted{Item{"item_1", a}}, ItemStarted{Item{"item_2", b}},
+              ItemCompleted{Item{"item_2", b_done}}, ItemCompleted{Item{"item_1", a_done}}});
   // b's result follows b's header directly; a's result repeats a's header.
   size_t b_header = out.find("exec\n/bin/bash -lc true\n succeeded");
   size_t a_again = out.rfind("exec\n/bin/bash -lc 'sleep 1'\n succeeded");
@@ -78,8 +79,10 @@ TEST(HumanSinkTest, PlanMarksDoneCurrentAndPending) {
 
 TEST(HumanSinkTest, ErrorsAndWarnings) {
   EXPECT_EQ(Render({ItemCompleted{Item{"item_0", ErrorItem{"unknown key 'x'"}}},
-                    StreamError{"Reconnecting... 1/5 (timeout)"}, TurnFailed{"timeout"}}),
-            "warning: unknown key 'x'\nERROR: Reconnecting... 1/5 (timeout)\n");
+                    StreamError{"Reconnecting... 1/5 (timeout)"},
+                    TurnFailed{"timeout", ErrorCode::kTimeout, {}, TurnStats{61000, 2, {}}}}),
+            "warning: unknown key 'x'\nERROR: Reconnecting... 1/5 (timeout)\n"
+            "failed (timeout) after 1m01s: 2 requests, 0 tokens, 0 commands, 0 files changed\n");
 }
 
 TEST(HumanSinkTest, ColourOnlyWhenAsked) {
