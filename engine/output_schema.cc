@@ -9,6 +9,7 @@
 
 #include <regex>
 #include <set>
+#include <vector>
 
 namespace ae {
 namespace {
@@ -243,29 +244,33 @@ class Checker {
 // (draft 6+) become `minimum`/`maximum` with the draft-04 boolean.
 void ToDraft04(Value& s, rapidjson::Document::AllocatorType& alloc) {
   if (!s.IsObject()) return;
-  // Only where schemas are: a property called "const" is a name, not a keyword.
+  // Only where schemas are: a property called "const" is a name, not a keyword. (HasMember
+  // and operator[] rather than FindMember: clang rejects comparing RapidJSON's mutable
+  // member iterators in C++20.)
   for (const char* map : {"properties", "$defs", "definitions"}) {
-    auto m = s.FindMember(map);
-    if (m == s.MemberEnd() || !m->value.IsObject()) continue;
-    for (auto sub = m->value.MemberBegin(); sub != m->value.MemberEnd(); ++sub) {
-      ToDraft04(sub->value, alloc);
+    if (!s.HasMember(map) || !s[map].IsObject()) continue;
+    std::vector<std::string> names;
+    for (const auto& sub : static_cast<const Value&>(s[map]).GetObject()) {
+      names.push_back(Str(sub.name));
+    }
+    for (const std::string& name : names) {
+      ToDraft04(s[map][name], alloc);
     }
   }
-  if (auto i = s.FindMember("items"); i != s.MemberEnd()) ToDraft04(i->value, alloc);
-  if (auto a = s.FindMember("anyOf"); a != s.MemberEnd() && a->value.IsArray()) {
-    for (auto& sub : a->value.GetArray()) ToDraft04(sub, alloc);
+  if (s.HasMember("items")) ToDraft04(s["items"], alloc);
+  if (s.HasMember("anyOf") && s["anyOf"].IsArray()) {
+    for (auto& sub : s["anyOf"].GetArray()) ToDraft04(sub, alloc);
   }
-  if (auto c = s.FindMember("const"); c != s.MemberEnd()) {
+  if (s.HasMember("const")) {
     Value values(rapidjson::kArrayType);
-    values.PushBack(Value(c->value, alloc), alloc);
+    values.PushBack(Value(s["const"], alloc), alloc);
     s.RemoveMember("const");
     s.AddMember("enum", values, alloc);
   }
   for (auto [exclusive, bound] :
        {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
-    auto e = s.FindMember(exclusive);
-    if (e == s.MemberEnd() || !e->value.IsNumber()) continue;
-    Value limit(e->value, alloc);
+    if (!s.HasMember(exclusive) || !s[exclusive].IsNumber()) continue;
+    Value limit(s[exclusive], alloc);
     s.RemoveMember(exclusive);
     s.RemoveMember(bound);
     s.AddMember(Value(bound, alloc), limit, alloc);
