@@ -8,6 +8,8 @@
 #include <variant>
 #include <vector>
 
+#include "engine/error_code.h"
+
 namespace ae {
 
 // Bumped only on an incompatible change to the JSONL shapes.
@@ -76,10 +78,15 @@ struct ReviewItem {
   std::string overall_explanation;
   double overall_confidence_score = 0;
 };
+// The history was compacted to fit the context window (schema/events.schema.json).
+struct ContextCompactionItem {
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+};
 
-using ItemDetails =
-    std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem, FileChangeItem,
-                 McpToolCallItem, TodoListItem, WebSearchItem, ErrorItem, ReviewItem>;
+using ItemDetails = std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem,
+                                 FileChangeItem, McpToolCallItem, TodoListItem, WebSearchItem,
+                                 ErrorItem, ReviewItem, ContextCompactionItem>;
 
 struct Item {
   std::string id;  // item_0, item_1, ... per process in order of first emission
@@ -128,11 +135,21 @@ struct ItemUpdated {
 struct ItemCompleted {
   Item item;
 };
+// The result record both turn.completed and turn.failed carry besides `usage` (ours).
+struct TurnStats {
+  int64_t duration_ms = 0;  // from the start of the run to this event
+  int requests = 0;         // model requests sent in this run
+  Usage last_usage;         // the last request's usage (zero before any request)
+};
 struct TurnCompleted {
   Usage usage;
+  TurnStats stats;
 };
 struct TurnFailed {
   std::string message;
+  ErrorCode code = ErrorCode::kModelError;
+  Usage usage;
+  TurnStats stats;
 };
 // Top-level `error` event: retry notices and the fatal error right before turn.failed.
 struct StreamError {

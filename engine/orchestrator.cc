@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/command_progress.h"
 #include "engine/tools/env_policy.h"
 #include "engine/tools/model_output.h"
 #include "sandbox/denial.h"
@@ -25,6 +26,14 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   sandbox::RunLimits limits;
   limits.timeout_ms = request.timeout_ms;
   limits.max_output_bytes = turn_.command_output_max_bytes;
+  std::optional<CommandProgress> progress;
+  if (turn_.progress_interval_ms > 0) {
+    progress.emplace(turn_.progress_interval_ms, SteadyNowMs, [&](const std::string& so_far) {
+      emitter.Update(outcome.item_id, CommandExecutionItem{request.display, so_far, std::nullopt,
+                                                           ItemStatus::kInProgress});
+    });
+    limits.on_output = [&](const char* data, size_t n) { progress->OnOutput(data, n); };
+  }
   auto run = sandbox::RunProcess(spec, limits, cancel);
   if (!run.ok()) {
     emitter.Complete(outcome.item_id, CommandExecutionItem{request.display, run.message() + "\n",

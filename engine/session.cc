@@ -4,11 +4,13 @@
 
 #include <ctime>
 
+#include "engine/command_progress.h"
 #include "engine/emitter.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
 #include "engine/mcp/manager.h"
 #include "engine/orchestrator.h"
+#include "engine/result_record.h"
 #include "engine/tools/router.h"
 #include "engine/turn.h"
 #include "engine/uuid.h"
@@ -63,12 +65,13 @@ std::string NowRfc3339() {
 SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                          const std::vector<EventSink*>& sinks, CancelToken& cancel) {
   SessionResult result;
+  ResultRecorder record;
   result.thread_id = config.resume ? config.resume->meta.thread_id : NewUuidV7();
   Emitter emitter(sinks);
 
   // A sandbox that cannot be enforced ends the run before any work, framed like every other
   // failure: thread.started, turn.started, error, turn.failed (README "Exit codes").
-  auto fail_before_turn = [&](SessionOutcome outcome, std::string message) {
+  auto fail_before_turn = [&](SessionOutcome outcome, ErrorCode code, std::string message) {
     SessionInfo info;
     info.cwd = config.cwd;
     info.model = config.model.model;
@@ -79,8 +82,10 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     emitter.Emit(ThreadStarted{result.thread_id, info});
     emitter.Emit(TurnStarted{});
     emitter.Emit(StreamError{message});
-    emitter.Emit(TurnFailed{message});
+    emitter.Emit(TurnFailed{message, code, Usage{}, record.Stats()});
     result.outcome = outcome;
+    result.code = code;
+    result.stats = record.Stats();
     result.error = std::move(message);
     return result;
   };
@@ -88,20 +93,34 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // The sandbox is settled before anything else: a mode this kernel cannot enforce stops
   // the run here (exit 3) instead of running commands unconfined.
   Result<sandbox::Policy> policy = sandbox::BuildPolicy(config.sandbox, config.cwd);
-  if (!policy.ok()) return fail_before_turn(SessionOutcome::kSandboxUnavailable, policy.message());
+  if (!policy.ok()) {
+    return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
+                            policy.message());
+  }
   sandbox::PreparedPtr prepared;
   std::vector<std::string> warnings = config.warnings;
   std::string enforcement;
   if (!policy->unrestricted()) {
     Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
     if (!report.ok()) {
-      return fail_before_turn(SessionOutcome::kSandboxUnavailable, report.message());
+      return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
+                              report.message());
     }
     enforcement = report->description;
     for (const std::string& w : report->warnings) warnings.push_back(w);
     Result<sandbox::PreparedPtr> made = sandbox::Prepare(*policy);
-    if (!made.ok()) return fail_before_turn(SessionOutcome::kSandboxUnavailable, made.message());
+    if (!made.ok()) {
+      return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
+                              made.message());
+    }
     prepared = std::move(made.value());
+  }
+
+  // A missing key is found before the header: nothing is shown as started that cannot run.
+  Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
+  if (!client.ok()) {
+    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.message()),
+                            client.message());
   }
 
   TurnContext turn;
@@ -110,6 +129,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   turn.approval = config.approval;
   turn.shell_env = config.shell_env;
   turn.command_timeout_ms = config.command_timeout_ms;
+  turn.progress_interval_ms = config.progress ? kProgressIntervalMs : 0;
 
   SessionInfo info;
   info.cwd = config.cwd;
@@ -121,16 +141,6 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   emitter.Emit(ThreadStarted{result.thread_id, info});
   for (const std::string& w : warnings) emitter.CompleteNew(ErrorItem{w});
   emitter.Emit(TurnStarted{});
-
-  // A missing key fails the turn before any request is sent.
-  Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
-  if (!client.ok()) {
-    emitter.Emit(StreamError{client.message()});
-    emitter.Emit(TurnFailed{client.message()});
-    result.outcome = SessionOutcome::kFailed;
-    result.error = client.message();
-    return result;
-  }
 
   // A resumed thread keeps its history and adds the new prompt; a new one starts with our
   // instructions, the project's AGENTS.md and the environment.
@@ -179,9 +189,12 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   McpServers mcp = McpServers::Start(config.mcp_servers, emitter, cancel);
   mcp.RegisterTools(*router);
   if (std::optional<std::string> failure = mcp.RequiredFailure()) {
+    result.stats = record.Stats();
+    if (config.resume) result.usage = config.resume->usage;
     emitter.Emit(StreamError{*failure});
-    emitter.Emit(TurnFailed{*failure});
+    emitter.Emit(TurnFailed{*failure, ErrorCode::kMcpError, result.usage, result.stats});
     result.outcome = SessionOutcome::kFailed;
+    result.code = ErrorCode::kMcpError;
     result.error = *failure;
     session_saved();
     return result;
@@ -198,10 +211,13 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                 .rollout = rollout.get(),
                 .usage_before = config.resume ? config.resume->usage : Usage{},
                 .prompt_cache_key = result.thread_id,
-                .final_answer_check = config.final_answer_check};
+                .final_answer_check = config.final_answer_check,
+                .record = &record};
   TurnResult turn_result = RunTurn(deps, history);
 
   result.outcome = turn_result.outcome;
+  result.code = turn_result.code;
+  result.stats = turn_result.stats;
   result.error = turn_result.error;
   result.final_message = turn_result.final_message;
   result.usage = turn_result.usage;

@@ -40,6 +40,7 @@ struct SessionConfig {
   std::vector<std::string> warnings;              // emitted as error items before turn.started
   std::string home;                               // $AGENTEXEC_HOME (sessions/ lives here)
   bool ephemeral = false;                         // write no session file
+  bool progress = false;                          // --progress: item.updated for running commands
   std::optional<LoadedRollout> resume;            // continue this thread (resume ID / --last)
   std::vector<McpServerSpec> mcp_servers;         // stdio MCP servers whose tools are offered
   FinalAnswerCheck final_answer_check;            // empty: any final answer completes the turn
@@ -57,6 +58,8 @@ enum class SessionOutcome {
 
 struct SessionResult {
   SessionOutcome outcome = SessionOutcome::kFailed;
+  ErrorCode code = ErrorCode::kNone;  // why it failed; runner/exit_code.h maps it
+  TurnStats stats;                    // duration, requests, last usage
   std::string thread_id;
   std::string final_message;  // last agent_message text; empty if none
   std::string error;          // why it failed, when it did

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "engine/history.h"
+#include "engine/output_schema.h"
 
 namespace ae {
 namespace {
@@ -26,14 +27,17 @@ TurnResult Cancelled(CancelReason reason) {
   switch (reason) {
     case CancelReason::kSigint:
       r.outcome = SessionOutcome::kInterrupted;
+      r.code = ErrorCode::kInterrupted;
       r.error = "interrupted by SIGINT";
       break;
     case CancelReason::kSigterm:
       r.outcome = SessionOutcome::kTerminated;
+      r.code = ErrorCode::kTerminated;
       r.error = "terminated by SIGTERM";
       break;
     case CancelReason::kTimeout:
       r.outcome = SessionOutcome::kLimitReached;
+      r.code = ErrorCode::kTimeout;
       r.error = "the run exceeded its --timeout";
       break;
     case CancelReason::kOutputFailed:
@@ -43,6 +47,7 @@ TurnResult Cancelled(CancelReason reason) {
     case CancelReason::kLimit:
     case CancelReason::kNone:
       r.outcome = SessionOutcome::kLimitReached;
+      r.code = ErrorCode::kMaxTokens;
       r.error = "a limit was reached";
       break;
   }
@@ -89,6 +94,8 @@ void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>
 TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   TurnResult result;
   result.usage = deps.usage_before;
+  ResultRecorder own_record;
+  ResultRecorder& record = deps.record != nullptr ? *deps.record : own_record;
   TurnObserver observer(deps.emitter);
   ToolEnv env{deps.turn, deps.emitter, deps.cancel, deps.orchestrator};
   const std::string tools_json = deps.router.SpecsJson();
@@ -96,8 +103,9 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   auto fail = [&](TurnResult failed) {
     failed.usage = result.usage;
     failed.final_message = result.final_message;
+    failed.stats = record.Stats();
     deps.emitter.Emit(StreamError{failed.error});
-    deps.emitter.Emit(TurnFailed{failed.error});
+    deps.emitter.Emit(TurnFailed{failed.error, failed.code, failed.usage, failed.stats});
     return failed;
   };
 
@@ -106,6 +114,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (deps.max_turns > 0 && request > deps.max_turns) {
       TurnResult limit;
       limit.outcome = SessionOutcome::kLimitReached;
+      limit.code = ErrorCode::kMaxTurns;
       limit.error = fmt::format(
           "max turns reached: the model asked for more work after {} request{} (--max-turns {})",
           deps.max_turns, deps.max_turns == 1 ? "" : "s", deps.max_turns);
@@ -114,16 +123,19 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
 
     // The history moves into the request and back: no copy of it per model request.
     Prompt prompt{std::move(history), tools_json, deps.output_schema_json, deps.prompt_cache_key};
+    record.OnRequest();
     Result<ModelResponse> response = deps.client.Stream(prompt, observer, deps.cancel);
     history = std::move(prompt.input);
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     if (!response.ok()) {
       TurnResult failed;
       failed.outcome = SessionOutcome::kFailed;
+      failed.code = ClassifyModelError(response.message());
       failed.error = response.message();
       return fail(failed);
     }
     result.usage += response->usage;
+    record.OnUsage(response->usage);
     if (deps.rollout != nullptr) deps.rollout->AddUsage(response->usage);
 
     std::vector<ToolCall> calls;
@@ -137,18 +149,36 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
   }
 
+  // Both wires get the same guarantee: an answer that does not validate fails the turn
+  // (runner/ then writes no -o content), whatever the provider enforced.
+  if (deps.output_schema_json) {
+    Result<std::unique_ptr<OutputSchemaValidator>> validator =
+        OutputSchemaValidator::Make(*deps.output_schema_json);
+    Status valid = validator.ok() ? (*validator)->Validate(result.final_message)
+                                  : Status(MakeError("--output-schema: " + validator.message()));
+    if (!valid.ok()) {
+      TurnResult invalid;
+      invalid.outcome = SessionOutcome::kFailed;
+      invalid.code = ErrorCode::kOutputSchema;
+      invalid.error = valid.message();
+      return fail(invalid);
+    }
+  }
+
   if (deps.final_answer_check) {
     Result<std::optional<ItemDetails>> checked = deps.final_answer_check(result.final_message);
     if (!checked.ok()) {
       TurnResult invalid;
       invalid.outcome = SessionOutcome::kFailed;
+      invalid.code = ErrorCode::kOutputSchema;
       invalid.error = checked.message();
       return fail(invalid);
     }
     if (*checked) deps.emitter.CompleteNew(std::move(**checked));
   }
   deps.router.OnTurnEnd(deps.emitter);
-  deps.emitter.Emit(TurnCompleted{result.usage});
+  result.stats = record.Stats();
+  deps.emitter.Emit(TurnCompleted{result.usage, result.stats});
   result.outcome = SessionOutcome::kCompleted;
   return result;
 }

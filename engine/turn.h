@@ -9,6 +9,7 @@
 #include "base/cancel.h"
 #include "engine/emitter.h"
 #include "engine/model/client.h"
+#include "engine/result_record.h"
 #include "engine/rollout.h"
 #include "engine/session.h"
 #include "engine/tools/router.h"
@@ -29,10 +30,13 @@ struct TurnDeps {
   std::string prompt_cache_key;      // the thread id
   // Empty: none.
   FinalAnswerCheck final_answer_check;
+  ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself
 };
 
 struct TurnResult {
   SessionOutcome outcome = SessionOutcome::kFailed;
+  ErrorCode code = ErrorCode::kNone;  // why it failed (kNone when it completed)
+  TurnStats stats;                    // as reported in turn.completed / turn.failed
   std::string error;
   std::string final_message;
   Usage usage;

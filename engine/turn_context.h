@@ -36,7 +36,8 @@ struct TurnContext {
   ShellEnvPolicy shell_env;
   int64_t command_timeout_ms = 10000;         // when the model gives no timeout_ms
   size_t command_output_max_bytes = 1 << 20;  // kept per command for the event
-  size_t model_output_max_bytes = 40000;      // fed back to the model, head+tail (codex: 10k tokens)
+  size_t model_output_max_bytes = 40000;  // fed back to the model, head+tail (codex: 10k tokens)
+  int64_t progress_interval_ms = 0;       // --progress: item.updated for running commands; 0 = off
 };
 
 }  // namespace ae

@@ -96,6 +96,7 @@ std::string HumanSink::Style(const char* ansi, const std::string& text) const {
 }
 
 void HumanSink::Emit(const Event& event) {
+  tally_.Observe(event);
   std::visit(
       [&](const auto& e) {
         using T = std::decay_t<decltype(e)>;
@@ -121,11 +122,11 @@ void HumanSink::Emit(const Event& event) {
         } else if constexpr (std::is_same_v<T, ItemCompleted>) {
           OnItemCompleted(e.item);
         } else if constexpr (std::is_same_v<T, TurnCompleted>) {
-          const Usage& u = e.usage;
-          int64_t used = u.input_tokens - u.cached_input_tokens + u.output_tokens;
-          Write(Style(kMagenta, "tokens used") + "\n" + WithThousands(used) + "\n");
+          Write(Style(kMagenta, "tokens used") + "\n" + WithThousands(TokensUsed(e.usage)) + "\n");
+          Write(tally_.Line(event) + "\n");
         } else if constexpr (std::is_same_v<T, TurnFailed>) {
           // The preceding `error` event already printed the reason.
+          Write(Style(kRed, tally_.Line(event)) + "\n");
         } else if constexpr (std::is_same_v<T, StreamError>) {
           // A retry notice is not a failure: it reads as one, dimmed, without "ERROR:".
           if (e.message.rfind("Reconnecting... ", 0) == 0) {
@@ -203,6 +204,11 @@ void HumanSink::OnItemCompleted(const Item& item) {
           Write(Style(kRed, "warning: ") + N(d.message) + "\n");
         } else if constexpr (std::is_same_v<T, ReviewItem>) {
           Write(Style(kMagenta, "review") + "\n" + N(ReviewMarkdown(d, opt_.repo_root, {})) + "\n");
+        } else if constexpr (std::is_same_v<T, ContextCompactionItem>) {
+          Write(Style(kDim,
+                      fmt::format("context compacted: {} -> {} tokens",
+                                  WithThousands(d.tokens_before), WithThousands(d.tokens_after))) +
+                "\n");
         } else if constexpr (std::is_same_v<T, TodoListItem>) {
           // Shown as it was started and updated; nothing new at completion.
         }

@@ -9,6 +9,7 @@
 
 #include "base/cancel.h"
 #include "engine/event_sink.h"
+#include "outputs/run_summary.h"
 
 namespace ae {
 
@@ -47,6 +48,7 @@ class HumanSink : public EventSink {
   bool failed_ = false;  // a write failed: stop writing, the run goes on
   std::map<std::string, std::chrono::steady_clock::time_point> started_;
   std::string last_shown_;  // id of the item whose lines were written last
+  RunTally tally_;          // for the summary line that ends the run
 };
 
 // 1701 -> "1,701"

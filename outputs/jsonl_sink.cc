@@ -104,6 +104,12 @@ void WriteDetails(Writer& w, const ReviewItem& r) {
   WriteReviewFields(w, r);
 }
 
+void WriteDetails(Writer& w, const ContextCompactionItem& c) {
+  w.Key("type"), w.String("context_compaction");
+  w.Key("tokens_before"), w.Int64(c.tokens_before);
+  w.Key("tokens_after"), w.Int64(c.tokens_after);
+}
+
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {
   w.StartObject();
   w.Key("type"), w.String(type);
@@ -123,6 +129,13 @@ void WriteUsage(Writer& w, const Usage& u) {
   w.Key("output_tokens"), w.Int64(u.output_tokens);
   w.Key("reasoning_output_tokens"), w.Int64(u.reasoning_output_tokens);
   w.EndObject();
+}
+
+// The result record after `usage` (ours): codex consumers read `usage` and ignore the rest.
+void WriteStats(Writer& w, const TurnStats& s) {
+  w.Key("last_usage"), WriteUsage(w, s.last_usage);
+  w.Key("requests"), w.Int(s.requests);
+  w.Key("duration_ms"), w.Int64(s.duration_ms);
 }
 
 }  // namespace
@@ -153,6 +166,7 @@ std::string EventToJson(const Event& event) {
           w.StartObject();
           w.Key("type"), w.String("turn.completed");
           w.Key("usage"), WriteUsage(w, e.usage);
+          WriteStats(w, e.stats);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, TurnFailed>) {
           w.StartObject();
@@ -160,7 +174,10 @@ std::string EventToJson(const Event& event) {
           w.Key("error");
           w.StartObject();
           w.Key("message"), w.String(e.message);
+          w.Key("code"), w.String(ErrorCodeName(e.code));
           w.EndObject();
+          w.Key("usage"), WriteUsage(w, e.usage);
+          WriteStats(w, e.stats);
           w.EndObject();
         } else if constexpr (std::is_same_v<T, StreamError>) {
           w.StartObject();

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "base/duration.h"
@@ -75,6 +76,16 @@ Status CheckReviewOptions(CliArgs& args, const ReviewArgs& given,
   return {};
 }
 
+// A thread id as thread.started reports it (a UUID); used to catch `resume --last ID`.
+bool LooksLikeSessionId(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string HelpText() {
@@ -84,6 +95,9 @@ std::string HelpText() {
       "\n"
       "{}"
       "       agentexec sandbox [-s MODE] [--add-dir DIR]... -- COMMAND [ARGS]...\n"
+      "       agentexec help     Print this help ('agentexec -- help' sends \"help\" as the "
+      "prompt)\n"
+      "       agentexec schema   Print the JSON Schema of the --json events\n"
       "\n"
       "Arguments:\n"
       "  [PROMPT]  The task. Absent or '-': all of stdin. When given, stdin is never read.\n"
@@ -92,8 +106,11 @@ std::string HelpText() {
       "      --json                       Print events to stdout as JSON lines "
       "(alias --experimental-json)\n"
       "  -o, --output-last-message FILE   Also write the final agent message to FILE\n"
-      "      --output-schema FILE         JSON Schema the final message must follow\n"
+      "      --output-schema FILE         JSON Schema the final message must follow (strict:\n"
+      "                                   checked at start, the answer validated at the end)\n"
       "      --color always|never|auto    Colour on stderr (auto: only on a terminal)\n"
+      "      --progress                   With --json: item.updated with a running command's "
+      "output\n"
       "\n"
       "Model:\n"
       "  -m, --model MODEL                Model to use\n"
@@ -144,6 +161,7 @@ std::string HelpText() {
       "  3        the chosen sandbox cannot be enforced on this kernel\n"
       "  4        a limit was reached: --max-turns, --timeout\n"
       "  5        an output could not be written (-o FILE)\n"
+      "  6        the final answer does not validate against --output-schema\n"
       "  130/143  interrupted by SIGINT/SIGTERM\n"
       "\n"
       "Configuration: $AGENTEXEC_HOME/config.toml (default ~/.agentexec); see docs/CONFIG.md.\n",
@@ -207,6 +225,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("--max-turns", max_turns)->multi_option_policy(last);
   app.add_option("--timeout", timeout)->multi_option_policy(last);
   app.add_flag("--print-config", args.print_config);
+  app.add_flag("--progress", args.progress);
   app.add_flag("--last", args.resume_last);
   ReviewArgs review;
   app.add_flag("--uncommitted", review.uncommitted);
@@ -293,6 +312,16 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
       positionals.size() > literal_count ? positionals.size() - literal_count : 0;
   size_t next = 0;
   if (next < keyword_end && positionals[next] == "exec") ++next;
+  // `help` and `schema` are commands only when alone: `agentexec -- help` is the prompt.
+  if (next + 1 == positionals.size() && next < keyword_end &&
+      (positionals[next] == "help" || positionals[next] == "schema")) {
+    if (positionals[next] == "help") {
+      args.help_text = HelpText();
+    } else {
+      args.print_schema = true;
+    }
+    return args;
+  }
   if (next < keyword_end && positionals[next] == "resume") {
     args.resume = true;
     ++next;
@@ -304,6 +333,16 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   if (Status ok = CheckReviewOptions(args, review, review_format); !ok.ok()) return ok.error();
   if (args.resume_last && !args.resume) {
     return UsageError("'--last' is only valid after 'resume'");
+  }
+  if (args.resume && args.resume_last) {
+    // `resume --last ID [PROMPT]`: an id where the prompt goes would silently become the prompt.
+    const size_t left = positionals.size() - next;
+    if (left >= 2 || (left == 1 && LooksLikeSessionId(positionals[next]))) {
+      return UsageError(fmt::format(
+          "the argument '--last' cannot be used with '{}': '--last' and a SESSION_ID exclude "
+          "each other",
+          positionals[next]));
+    }
   }
   if (args.resume && !args.resume_last) {
     if (next == positionals.size()) {

@@ -5,6 +5,7 @@
 //   agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]
 //   agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [--title T]
 //                           [--format json|markdown] [OPTIONS] [PROMPT]
+//   agentexec [exec] help | schema
 //
 // Every option is valid before or after `resume`. `agentexec sandbox ...` is dispatched by
 // main.cc before this parser runs.
@@ -32,6 +33,7 @@ struct CliArgs {
   // Set when -h/--help or -V/--version was given: print this to stdout and exit 0.
   std::optional<std::string> help_text;
   std::optional<std::string> version_text;
+  bool print_schema = false;  // `agentexec schema`: print schema/events.schema.json, exit 0
 
   bool resume = false;                    // `resume` keyword given
   bool resume_last = false;               // --last
@@ -61,6 +63,7 @@ struct CliArgs {
   std::optional<int> max_turns;         // --max-turns N (> 0)
   std::optional<int64_t> timeout_ms;    // --timeout DURATION
   bool print_config = false;
+  bool progress = false;  // --progress: item.updated for running commands (--json)
 };
 
 // argv[0] is the program name. Errors are complete messages, ready for stderr (exit 2),

@@ -22,4 +22,35 @@ ExitCode ExitCodeFor(SessionOutcome outcome) {
   return ExitCode::kTurnFailed;
 }
 
+ExitCode ExitCodeFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
+      return ExitCode::kOk;
+    case ErrorCode::kModelError:
+    case ErrorCode::kRateLimited:
+    case ErrorCode::kAuth:
+    case ErrorCode::kContextLength:
+    case ErrorCode::kMcpError:
+      return ExitCode::kTurnFailed;
+    case ErrorCode::kUsageError:
+    case ErrorCode::kConfigError:
+      return ExitCode::kUsage;
+    case ErrorCode::kSandboxUnavailable:
+      return ExitCode::kSandboxUnavailable;
+    case ErrorCode::kMaxTurns:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kMaxTokens:
+      return ExitCode::kLimitReached;
+    case ErrorCode::kOutputUnwritable:
+      return ExitCode::kOutputFailed;
+    case ErrorCode::kOutputSchema:
+      return ExitCode::kOutputSchema;
+    case ErrorCode::kInterrupted:
+      return ExitCode::kInterrupted;
+    case ErrorCode::kTerminated:
+      return ExitCode::kTerminated;
+  }
+  return ExitCode::kTurnFailed;
+}
+
 }  // namespace ae

@@ -14,11 +14,14 @@ enum class ExitCode : int {
   kOutputFailed = 5,        // an output could not be written: -o FILE, stdout (EPIPE: the
                             // reader is gone, a full disk), or the session file (not saved,
                             // not --ephemeral) when the turn itself completed
+  kOutputSchema = 6,        // the final answer does not validate against --output-schema
   kInterrupted = 130,       // SIGINT
   kTerminated = 143,        // SIGTERM
 };
 
 ExitCode ExitCodeFor(SessionOutcome outcome);
+// turn.failed's error.code -> the exit code (README "Exit codes" lists the table); kNone is 0.
+ExitCode ExitCodeFor(ErrorCode code);
 inline int ToInt(ExitCode code) {
   return static_cast<int>(code);
 }

@@ -8,6 +8,7 @@
 #include "runner/exit_code.h"
 #include "runner/run_exec.h"
 #include "runner/sandbox_command.h"
+#include "schema/events_schema.h"
 
 namespace {
 
@@ -27,6 +28,11 @@ int Main(int argc, char** argv) {
   }
   if (args->help_text) {
     std::fputs(args->help_text->c_str(), stdout);
+    return 0;
+  }
+  if (args->print_schema) {
+    std::string_view schema = ae::EventsSchemaJson();
+    std::fwrite(schema.data(), 1, schema.size(), stdout);
     return 0;
   }
   if (args->version_text) {

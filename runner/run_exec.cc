@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include "base/write_all.h"
 
@@ -13,6 +14,7 @@
 #include "outputs/human_sink.h"
 #include "outputs/jsonl_sink.h"
 #include "outputs/last_message.h"
+#include "outputs/progress.h"
 #include "runner/exit_code.h"
 #include "runner/prompt.h"
 #include "runner/review.h"
@@ -85,6 +87,10 @@ int RunExec(const CliArgs& args) {
   if (run.resume) {
     Result<LoadedRollout> resume = FindResume(run);
     if (!resume.ok()) return Fail(ExitCode::kUsage, resume.message());
+    Result<std::string> kept =
+        KeepResumedModel(resume->meta.provider, resume->meta.model, run.config, session);
+    if (!kept.ok()) return Fail(ExitCode::kUsage, kept.message());
+    std::fprintf(stderr, "%s\n", kept->c_str());
     session.resume = std::move(*resume);
   }
 
@@ -128,13 +134,27 @@ int RunExec(const CliArgs& args) {
   if (review) human_options.repo_root = review->repo_root;
   HumanSink human(STDERR_FILENO, human_options);
   std::vector<EventSink*> sinks{&last};
-  sinks.push_back(run.json ? static_cast<EventSink*>(&jsonl) : &human);
+  // Human mode: a long command shows a live line on a terminal, notices in a CI log.
+  std::optional<ProgressSink> progress;
+  if (run.json) {
+    sinks.push_back(&jsonl);
+  } else {
+    ProgressOptions progress_options;
+    progress_options.terminal = ::isatty(STDERR_FILENO) != 0;
+    progress.emplace(human, STDERR_FILENO, progress_options);
+    sinks.push_back(&*progress);
+  }
+
   ReviewSink review_sink;
   if (review) sinks.push_back(&review_sink);
 
   SessionResult result = RunSessionGuarded(session, *prompt, sinks, cancel);
+  if (progress) progress->Close();  // stops its ticker and erases a live line
   const bool completed = result.outcome == SessionOutcome::kCompleted;
-  ExitCode code = ExitCodeFor(result.outcome);
+  // turn.failed's error.code decides; outcomes without one keep their own mapping.
+  ExitCode code = completed                         ? ExitCode::kOk
+                  : result.code != ErrorCode::kNone ? ExitCodeFor(result.code)
+                                                    : ExitCodeFor(result.outcome);
 
   if (run.json && !completed && !result.error.empty()) {
     std::fprintf(stderr, "error: %s\n", result.error.c_str());

@@ -15,6 +15,7 @@
 
 #include "base/duration.h"
 #include "base/json.h"
+#include "engine/output_schema.h"
 #include "runner/config_io.h"
 #include "runner/git_check.h"
 
@@ -160,6 +161,11 @@ Result<std::string> ReadOutputSchema(const std::string& given, const std::string
   }
   if (!doc.IsObject())
     return MakeError(fmt::format("--output-schema {}: not a JSON object", given));
+  // Refused here, before any token is spent, rather than by the service (or never, on the
+  // chat wire) after the turn started.
+  if (Status strict = CheckStrictOutputSchema(*text); !strict.ok()) {
+    return MakeError(fmt::format("--output-schema {}: {}", given, strict.message()));
+  }
   return ToJson(doc);
 }
 
@@ -394,6 +400,30 @@ void ApplyModelTable(Config& config) {
   if (!info.known && !scripted) config.warnings.push_back(UnknownModelWarning(config.model));
 }
 
+Result<std::string> KeepResumedModel(const std::string& session_provider,
+                                     const std::string& session_model, const Config& config,
+                                     SessionConfig& session) {
+  const bool keep_provider = !config.sources.contains("model_provider") &&
+                             !session_provider.empty() && session_provider != session.provider.id;
+  if (keep_provider) {
+    Config resumed = config;
+    resumed.model_provider = session_provider;
+    resumed.sources["model_provider"] = "the resumed session";
+    Result<ProviderInfo> provider = ResolveProvider(resumed);
+    if (!provider.ok()) return MakeError("error: " + provider.message());
+    session.provider = std::move(*provider);
+  }
+  const bool keep_model = !config.sources.contains("model") && !session_model.empty();
+  if (keep_model) session.model.model = session_model;
+  auto from = [](bool kept, const Config& c, const char* key) {
+    return kept ? std::string("the session") : SourceOf(c, key);
+  };
+  return fmt::format(
+      "resume: model {} (from {}), provider {} (from {})", session.model.model,
+      from(keep_model, config, "model"), session.provider.id,
+      from(keep_provider || !config.sources.contains("model_provider"), config, "model_provider"));
+}
+
 Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   LoadedRun run;
   auto getenv = [&](const char* name) -> std::string {
@@ -455,6 +485,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
   if (!session.ok()) return Prefixed(session.error());
   run.session = std::move(*session);
+  run.session.progress = args.progress;
   return run;
 }
 

@@ -47,6 +47,14 @@ struct LoadedRun {
 // --print-config) and builds the session. Does not read the prompt: see ReadPrompt.
 Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env);
 
+// `resume` keeps the provider and model the session was created with, unless the command line
+// or a config layer names others (CONTRACT §10). Updates `session` and returns the note for
+// stderr saying which were used, e.g.
+//   "resume: model gpt-5 and provider openai, kept from the session"
+Result<std::string> KeepResumedModel(const std::string& session_provider,
+                                     const std::string& session_model, const Config& config,
+                                     SessionConfig& session);
+
 // The inputs of a session that are not configuration keys. Paths as the user gave them;
 // relative ones resolve against process_cwd.
 struct SessionInputs {

@@ -316,6 +316,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
         ssize_t r = ::read(out_r.get(), buf.data(), buf.size());
         if (r > 0) {
           capture.Append(buf.data(), static_cast<size_t>(r));
+          if (limits.on_output) limits.on_output(buf.data(), static_cast<size_t>(r));
           if (static_cast<size_t>(r) < buf.size()) break;
           continue;
         }

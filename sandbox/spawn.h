@@ -27,6 +27,8 @@ struct RunLimits {
   int64_t timeout_ms = 10000;         // <= 0: no timeout
   size_t max_output_bytes = 1 << 20;  // kept in memory: head and tail halves beyond this
   int64_t drain_ms = 1000;            // after exit, how long to wait for pipes held open
+  // Each chunk of output as it arrives (--progress); on the thread that called RunProcess.
+  std::function<void(const char* data, size_t n)> on_output;
 };
 
 struct RunResult {

@@ -32,6 +32,12 @@ Result<std::string> ApiKey(const ProviderInfo& provider, std::string* variable) 
   *variable = provider.env_key;
   std::string key = Env(provider.env_key.c_str());
   if (key.empty()) {
+    // Name every variable that was read, so the fix is obvious whichever one CI sets.
+    if (provider.id == "openai") {
+      return MakeError(fmt::format(
+          "Missing environment variable: set one of `AGENTEXEC_API_KEY`, `CODEX_API_KEY`, `{}`.",
+          provider.env_key));
+    }
     return MakeError(fmt::format("Missing environment variable: `{}`.", provider.env_key));
   }
   return key;

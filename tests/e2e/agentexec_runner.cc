@@ -1,5 +1,7 @@
 #include "tests/e2e/agentexec_runner.h"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <rapidjson/document.h>
@@ -12,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+
+#include "tests/support/event_schema_check.h"
 
 namespace ae::e2e {
 
@@ -109,6 +113,13 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
   ::waitpid(pid, &status, 0);
   if (options.stdin_left_open) ::close(in_pipe[1]);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Every --json stream the suite produces is validated against the published schema.
+  for (const std::string& a : args) {
+    if (a == "--json" || a == "--experimental-json") {
+      EXPECT_EQ(CheckJsonLines(result.out), "") << "stdout of agentexec --json:\n" << result.out;
+      break;
+    }
+  }
   return result;
 }
 
@@ -129,13 +140,16 @@ std::string CheckJsonLines(const std::string& out) {
       return "line " + std::to_string(n) + " is not a JSON object: " + line;
     }
   }
-  return "";
+  return test::ValidateEventStream(out);
 }
 
 std::string NormalizeThreadId(const std::string& line) {
   static const std::regex id(
       R"("thread_id":"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")");
-  return std::regex_replace(line, id, R"("thread_id":"<thread>")");
+  // duration_ms (turn.completed / turn.failed) is the one value that varies run to run.
+  static const std::regex ms(R"("duration_ms":[0-9]+)");
+  return std::regex_replace(std::regex_replace(line, id, R"("thread_id":"<thread>")"), ms,
+                            R"("duration_ms":<ms>)");
 }
 
 Workspace::Workspace() {

@@ -34,7 +34,8 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
 // "" when every line of `out` is one JSON object; else a description of the first bad line.
 std::string CheckJsonLines(const std::string& out);
 
-// Replaces the thread id in a thread.started line with <thread>.
+// Replaces the thread id in a thread.started line with <thread>, and turn.completed /
+// turn.failed's duration_ms with <ms>.
 std::string NormalizeThreadId(const std::string& line);
 
 // A scratch workspace: a git repository, an AGENTEXEC_HOME and a HOME, removed at the end.

@@ -61,7 +61,10 @@ TEST_F(ExecTest, JsonStreamForAPlainAnswer) {
           R"({"type":"turn.started"})",
           R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello from the script."}})",
           R"({"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7}})"}));
+          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+          R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
+          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+          R"("requests":1,"duration_ms":<ms>})"}));
 }
 
 TEST_F(ExecTest, HumanModePrintsOnlyTheAnswerOnStdoutAndOWritesItWithoutNewline) {
@@ -98,7 +101,10 @@ TEST_F(ExecTest, CommandPatchAndPlanUnderWorkspaceWrite) {
               path + R"(","kind":"add"}],"status":"completed"}})",
           R"({"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Done."}})",
           R"({"type":"turn.completed","usage":{"input_tokens":0,"cached_input_tokens":0,)"
-          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0}})"}));
+          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+          R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+          R"("requests":3,"duration_ms":<ms>})"}));
 }
 
 TEST_F(ExecTest, ReadOnlyDeniesAWriteAndTheItemSaysFailed) {
@@ -146,9 +152,12 @@ TEST_F(ExecTest, ResumeLastContinuesTheThreadWithCumulativeUsage) {
   RunOutput second = Run(turns2, {"resume", "--last", "--json", "two"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(second.lines()[0], thread);
-  EXPECT_EQ(second.lines().back(),
+  EXPECT_EQ(NormalizeThreadId(second.lines().back()),
             R"({"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":3,"reasoning_output_tokens":0}})");
+            R"("cache_write_input_tokens":0,"output_tokens":3,"reasoning_output_tokens":0},)"
+            R"("last_usage":{"input_tokens":20,"cached_input_tokens":0,)"
+            R"("cache_write_input_tokens":0,"output_tokens":2,"reasoning_output_tokens":0},)"
+            R"("requests":1,"duration_ms":<ms>})");
 }
 
 TEST_F(ExecTest, ResumeOfAnUnknownIdIsAUsageError) {

@@ -135,8 +135,14 @@ TEST_F(ExitCodeTest, MaxTurnsIs4) {
   RunOutput out = Run({"--json", "--max-turns", "2", "loop"}, {}, kLoop);
   EXPECT_EQ(out.exit_code, 4);
   EXPECT_EQ(
-      out.lines().back(),
-      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 2 requests (--max-turns 2)"}})j");
+      NormalizeThreadId(out.lines().back()),
+      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 2 requests (--max-turns 2)",)j"
+      R"("code":"max_turns"},)"
+      R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
+      R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
+      R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
+      R"("reasoning_output_tokens":0},)"
+      R"("requests":2,"duration_ms":<ms>})");
 }
 
 TEST_F(ExitCodeTest, ScriptRunningOutIsATurnFailure) {

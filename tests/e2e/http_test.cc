@@ -91,7 +91,10 @@ TEST_F(HttpTest, ResponsesWireReasoningCommentaryAndACommand) {
           R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"hi\n","exit_code":0,"status":"completed"}})",
           R"({"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Done."}})",
           R"({"type":"turn.completed","usage":{"input_tokens":2001,"cached_input_tokens":400,)"
-          R"("cache_write_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":14}})"}));
+          R"("cache_write_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":14},)"
+          R"("last_usage":{"input_tokens":1001,"cached_input_tokens":200,)"
+          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+          R"("requests":2,"duration_ms":<ms>})"}));
 
   std::vector<LoggedRequest> requests = server_.Requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -150,17 +153,14 @@ TEST_F(HttpTest, OutputSchemaIsSentAsStrictJsonSchema) {
   EXPECT_STREQ(format["schema"]["properties"]["answer"]["type"].GetString(), "string");
 }
 
-TEST_F(HttpTest, MissingKeyFailsTheTurnBeforeAnyRequest) {
+// Found before the thread starts: no header, no thread.started, stdout still valid JSONL.
+TEST_F(HttpTest, MissingKeyFailsBeforeTheThreadStarts) {
   Serve(kAnswer);
   RunOutput out = Run({"--json", "hi"}, {}, {});
   EXPECT_EQ(out.exit_code, 1);
-  EXPECT_EQ(
-      Normalized(out),
-      (std::vector<std::string>{
-          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
-          R"({"type":"turn.started"})",
-          R"({"type":"error","message":"Missing environment variable: `MOCK_KEY`."})",
-          R"({"type":"turn.failed","error":{"message":"Missing environment variable: `MOCK_KEY`."}})"}));
+  EXPECT_EQ(Normalized(out),
+            (std::vector<std::string>{
+                R"({"type":"error","message":"Missing environment variable: `MOCK_KEY`."})"}));
   EXPECT_EQ(out.err, "error: Missing environment variable: `MOCK_KEY`.\n");
   EXPECT_EQ(server_.RequestCount(), 0);
 }
@@ -189,14 +189,20 @@ TEST_F(HttpTest, RetriesExhaustedEndWithErrorAndTurnFailed) {
   EXPECT_EQ(out.exit_code, 1);
   const std::string demand =
       "We\xE2\x80\x99re currently experiencing high demand, which may cause temporary errors.";
-  EXPECT_EQ(Normalized(out),
-            (std::vector<std::string>{
-                R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
-                R"({"type":"turn.started"})",
-                R"({"type":"error","message":"Reconnecting... 1/2 ()" + demand + ")\"}",
-                R"({"type":"error","message":"Reconnecting... 2/2 ()" + demand + ")\"}",
-                R"({"type":"error","message":")" + demand + "\"}",
-                R"({"type":"turn.failed","error":{"message":")" + demand + "\"}}"}));
+  EXPECT_EQ(
+      Normalized(out),
+      (std::vector<std::string>{
+          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
+          R"({"type":"turn.started"})",
+          R"({"type":"error","message":"Reconnecting... 1/2 ()" + demand + ")\"}",
+          R"({"type":"error","message":"Reconnecting... 2/2 ()" + demand + ")\"}",
+          R"({"type":"error","message":")" + demand + "\"}",
+          R"({"type":"turn.failed","error":{"message":")" + demand +
+              R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
+              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+              R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+              R"("requests":1,"duration_ms":<ms>})"}));
   EXPECT_EQ(server_.RequestCount(), 3);
 }
 
@@ -215,8 +221,14 @@ TEST_F(HttpTest, TimeoutStopsAStalledModelWithExit4) {
   Serve(kAnswer, {"stall_after_headers=30"});
   RunOutput out = Run({"--json", "--timeout", "1s", "hi"});
   EXPECT_EQ(out.exit_code, 4) << out.err;
-  EXPECT_EQ(out.lines().back(),
-            R"({"type":"turn.failed","error":{"message":"the run exceeded its --timeout"}})");
+  EXPECT_EQ(NormalizeThreadId(out.lines().back()),
+            R"({"type":"turn.failed","error":{"message":"the run exceeded its --timeout",)"
+            R"("code":"timeout"},)"
+            R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
+            R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
+            R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
+            R"("reasoning_output_tokens":0},)"
+            R"("requests":1,"duration_ms":<ms>})");
 }
 
 TEST_F(HttpTest, SigtermEndsTheTurnWithExit143) {
@@ -226,8 +238,79 @@ TEST_F(HttpTest, SigtermEndsTheTurnWithExit143) {
   options.signal = SIGTERM;
   RunOutput out = Run({"--json", "hi"}, options);
   EXPECT_EQ(out.exit_code, 143) << out.err;
-  EXPECT_EQ(out.lines().back(),
-            R"({"type":"turn.failed","error":{"message":"terminated by SIGTERM"}})");
+  EXPECT_EQ(NormalizeThreadId(out.lines().back()),
+            R"({"type":"turn.failed","error":{"message":"terminated by SIGTERM",)"
+            R"("code":"terminated"},)"
+            R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
+            R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
+            R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
+            R"("reasoning_output_tokens":0},)"
+            R"("requests":1,"duration_ms":<ms>})");
+}
+
+// error.code of the last line (turn.failed), or "" when it is not one.
+std::string FailedCode(const RunOutput& out) {
+  if (out.lines().empty()) return "";
+  rapidjson::Document d;
+  d.Parse(out.lines().back().c_str());
+  if (d.HasParseError() || !d.HasMember("error") || !d["error"].HasMember("code")) return "";
+  return d["error"]["code"].GetString();
+}
+
+TEST_F(HttpTest, UnauthorizedIsCodeAuthExit1) {
+  Serve(kAnswer, {"status=401"}, "responses", 0);
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(FailedCode(out), "auth") << out.out;
+}
+
+TEST_F(HttpTest, TooManyRequestsIsCodeRateLimitedExit1) {
+  Serve(kAnswer, {"status=429"}, "responses", 0);
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(FailedCode(out), "rate_limited") << out.out;
+}
+
+TEST_F(HttpTest, ContextLengthExceededIsCodeContextLengthExit1) {
+  Serve(kAnswer, {"status=400:message=context_length_exceeded"}, "responses", 0);
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(FailedCode(out), "context_length") << out.out;
+}
+
+TEST_F(HttpTest, OtherServiceErrorsAreCodeModelErrorExit1) {
+  Serve(kAnswer, {"status=500"}, "responses", 0);
+  RunOutput out = Run({"--json", "hi"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(FailedCode(out), "model_error") << out.out;
+}
+
+TEST_F(HttpTest, SigintIsCodeInterruptedExit130) {
+  Serve(kAnswer, {"stall_after_headers=30"});
+  RunOptions options;
+  options.signal_after_ms = 1000;
+  options.signal = SIGINT;
+  RunOutput out = Run({"--json", "hi"}, options);
+  EXPECT_EQ(out.exit_code, 130) << out.err;
+  EXPECT_EQ(FailedCode(out), "interrupted") << out.out;
+}
+
+// The chat wire has no strict structured output; the answer is validated all the same.
+TEST_F(HttpTest, ChatWireAnswerThatDoesNotMatchTheSchemaIsExit6AndOIsEmpty) {
+  Serve(R"({"turns":[{"items":[{"type":"message","text":"{\"answer\":42}"}]}]})", {}, "chat");
+  std::string schema = ws_.WriteFile(
+      "schema.json",
+      R"({"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false})");
+  std::string last = ws_.root() + "/last.txt";
+  RunOutput out = Run({"--json", "--output-schema", schema, "-o", last, "answer"});
+  EXPECT_EQ(out.exit_code, 6) << out.err;
+  EXPECT_EQ(FailedCode(out), "output_schema") << out.out;
+  EXPECT_EQ(out.err,
+            "error: the final answer does not match --output-schema: #/answer: \"type\" failed "
+            "(schema #/properties/answer)\n");
+  std::ifstream in(last);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "");
 }
 
 // The defect of issue 10: a reasoning model thinks, calls a tool, thinks again and answers;

@@ -61,6 +61,8 @@ TEST_F(McpE2eTest, AServerThatCannotStartIsAWarningUnlessRequired) {
   EXPECT_NE(required.lines().back().find(R"({"type":"turn.failed","error":{"message":")"),
             std::string::npos)
       << required.out;
+  EXPECT_NE(required.lines().back().find(R"("code":"mcp_error"},)"), std::string::npos)
+      << required.out;
 }
 
 // Issue 12: arguments the model writes as a string, holding a number that overflows a double

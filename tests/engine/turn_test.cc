@@ -47,10 +47,12 @@ class FakeClient : public ModelClient {
   std::deque<Result<ModelResponse>> responses;
   std::vector<Prompt> prompts;
   int retries_before_each = 0;
+  int64_t* clock_ms = nullptr;  // advanced 700ms per request: a fake, deterministic clock
 
   Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
                                CancelToken&) override {
     prompts.push_back(prompt);
+    if (clock_ms != nullptr) *clock_ms += 700;
     for (int i = 1; i <= retries_before_each; ++i) observer.OnRetry(i, 5, "idle timeout");
     if (responses.empty()) return MakeError("fake: no response left");
     Result<ModelResponse> r = std::move(responses.front());
@@ -89,11 +91,16 @@ class TurnTest : public ::testing::Test {
     history_ = {MessageInputItem("user", "hi")};
   }
 
-  TurnResult Run(int max_turns = 0) {
-    TurnDeps deps{turn_,    client_, router_,      orchestrator_,
-                  emitter_, cancel_, std::nullopt, max_turns};
+  TurnResult Run(int max_turns = 0, std::optional<std::string> output_schema = std::nullopt) {
+    client_.clock_ms = &now_ms_;
+    ResultRecorder record([this] { return now_ms_; });
+    TurnDeps deps{turn_,    client_, router_,       orchestrator_,
+                  emitter_, cancel_, output_schema, max_turns};
+    deps.record = &record;
     return RunTurn(deps, history_);
   }
+
+  int64_t now_ms_ = 5000;
 
   TurnContext turn_;
   RecordingSink sink_;
@@ -116,7 +123,10 @@ TEST_F(TurnTest, PlainAnswer) {
       (std::vector<std::string>{
           R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello."}})",
           R"({"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,)"
-          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1}})"}));
+          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
+          R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
+          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
+          R"("requests":1,"duration_ms":700})"}));
   ASSERT_EQ(client_.prompts.size(), 1u);
   EXPECT_EQ(client_.prompts[0].tools_json,
             R"([{"type":"function","name":"echo","parameters":{"type":"object"}}])");
@@ -139,7 +149,10 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
   EXPECT_EQ(r.usage, (Usage{20, 4, 0, 10, 2}));
   EXPECT_EQ(sink_.lines.back(),
             R"({"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":4,)"
-            R"("cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":2}})");
+            R"("cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":2},)"
+            R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
+            R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
+            R"("requests":2,"duration_ms":1400})");
 }
 
 TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {
@@ -154,7 +167,13 @@ TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {
           R"j({"type":"error","message":"Reconnecting... 1/5 (idle timeout)"})j",
           R"j({"type":"error","message":"Reconnecting... 2/5 (idle timeout)"})j",
           R"({"type":"error","message":"stream disconnected before completion: boom"})",
-          R"({"type":"turn.failed","error":{"message":"stream disconnected before completion: boom"}})"}));
+          R"({"type":"turn.failed","error":{"message":"stream disconnected before completion: boom",)"
+          R"("code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
+          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+          R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+          R"("requests":1,"duration_ms":700})"}));
+  EXPECT_EQ(r.code, ErrorCode::kModelError);
 }
 
 TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
@@ -165,9 +184,15 @@ TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
   EXPECT_EQ(r.error,
             "max turns reached: the model asked for more work after 1 request (--max-turns 1)");
   EXPECT_EQ(client_.prompts.size(), 1u);
+  EXPECT_EQ(r.code, ErrorCode::kMaxTurns);
   EXPECT_EQ(
       sink_.lines.back(),
-      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 1 request (--max-turns 1)"}})j");
+      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 1 request (--max-turns 1)",)j"
+      R"("code":"max_turns"},"usage":{"input_tokens":10,"cached_input_tokens":2,)"
+      R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
+      R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
+      R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
+      R"("requests":1,"duration_ms":700})");
 }
 
 TEST_F(TurnTest, CancellationBecomesInterrupted) {
@@ -175,8 +200,13 @@ TEST_F(TurnTest, CancellationBecomesInterrupted) {
   TurnResult r = Run();
   EXPECT_EQ(r.outcome, SessionOutcome::kInterrupted);
   EXPECT_EQ(client_.prompts.size(), 0u);
-  EXPECT_EQ(sink_.lines.back(),
-            R"({"type":"turn.failed","error":{"message":"interrupted by SIGINT"}})");
+  EXPECT_EQ(r.code, ErrorCode::kInterrupted);
+  EXPECT_EQ(sink_.lines.back().rfind(
+                R"({"type":"turn.failed","error":{"message":"interrupted by SIGINT",)"
+                R"("code":"interrupted"},)",
+                0),
+            0u)
+      << sink_.lines.back();
 }
 
 TEST_F(TurnTest, TimeoutIsALimit) {
@@ -184,6 +214,57 @@ TEST_F(TurnTest, TimeoutIsALimit) {
   TurnResult r = Run();
   EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
   EXPECT_EQ(r.error, "the run exceeded its --timeout");
+  EXPECT_EQ(r.code, ErrorCode::kTimeout);
+}
+
+TEST_F(TurnTest, ModelErrorsAreClassified) {
+  EXPECT_EQ(ClassifyModelError("exceeded retry limit, last status: 429 Too Many Requests"),
+            ErrorCode::kRateLimited);
+  EXPECT_EQ(ClassifyModelError("unexpected status 429 Too Many Requests: You exceeded your "
+                               "current quota (insufficient_quota), url: http://x"),
+            ErrorCode::kRateLimited);
+  EXPECT_EQ(ClassifyModelError("unexpected status 401 Unauthorized: bad key, url: http://x"),
+            ErrorCode::kAuth);
+  EXPECT_EQ(ClassifyModelError("Missing environment variable: `MOCK_KEY`."), ErrorCode::kAuth);
+  EXPECT_EQ(ClassifyModelError(R"({"error":{"code":"context_length_exceeded"}})"),
+            ErrorCode::kContextLength);
+  EXPECT_EQ(ClassifyModelError("stream disconnected before completion"), ErrorCode::kModelError);
+}
+
+constexpr const char* kAnswerSchema =
+    R"({"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],)"
+    R"("additionalProperties":false})";
+
+TEST_F(TurnTest, AnAnswerThatMatchesTheOutputSchemaCompletes) {
+  client_.responses.push_back(Response({Message("x")}));
+  client_.responses.back()->items[0].text = R"({"answer":"42"})";
+  TurnResult r = Run(0, kAnswerSchema);
+  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  EXPECT_EQ(r.final_message, R"({"answer":"42"})");
+}
+
+TEST_F(TurnTest, AnAnswerThatDoesNotMatchTheOutputSchemaFailsTheTurn) {
+  client_.responses.push_back(Response({Message("x")}));
+  client_.responses.back()->items[0].text = R"({"answer":42})";
+  TurnResult r = Run(0, kAnswerSchema);
+  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.code, ErrorCode::kOutputSchema);
+  EXPECT_EQ(r.error,
+            "the final answer does not match --output-schema: #/answer: \"type\" failed (schema "
+            "#/properties/answer)");
+  EXPECT_EQ(sink_.lines[sink_.lines.size() - 2],
+            R"({"type":"error","message":"the final answer does not match --output-schema: )"
+            R"j(#/answer: \"type\" failed (schema #/properties/answer)"})j");
+  EXPECT_NE(sink_.lines.back().find(R"("code":"output_schema")"), std::string::npos);
+}
+
+TEST_F(TurnTest, AnAnswerThatIsNotJsonFailsTheTurn) {
+  client_.responses.push_back(Response({Message("The answer is 42.")}));
+  TurnResult r = Run(0, kAnswerSchema);
+  EXPECT_EQ(r.code, ErrorCode::kOutputSchema);
+  EXPECT_EQ(r.error,
+            "the final answer is not JSON (Invalid value. at byte offset 0), so it does not match "
+            "--output-schema");
 }
 
 TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {

@@ -34,12 +34,13 @@ TEST(HumanSinkTest, HeaderPromptMessageAndTokens) {
   SessionInfo info{"/w", "gpt-5", "openai", "never", "read-only, network off", ""};
   std::string out = Render({ThreadStarted{"t-1", info}, TurnStarted{},
                             ItemCompleted{Item{"item_0", AgentMessageItem{"Fixed."}}},
-                            TurnCompleted{Usage{1000, 200, 0, 1, 0}}},
+                            TurnCompleted{Usage{1000, 200, 0, 1, 0}, TurnStats{1234, 1, {}}}},
                            opt);
   EXPECT_EQ(out,
             "agentexec v0.1.0\n--------\nworkdir: /w\nmodel: gpt-5\nprovider: openai\n"
             "approval: never\nsandbox: read-only, network off\nsession id: t-1\n--------\n"
-            "user\nfix it\nagent\nFixed.\ntokens used\n801\n");
+            "user\nfix it\nagent\nFixed.\ntokens used\n801\n"
+            "done in 1.2s: 1 request, 801 tokens, 0 commands, 0 files changed\n");
 }
 
 TEST(HumanSinkTest, CommandShowsStatusAndFirstLines) {
@@ -78,8 +79,10 @@ TEST(HumanSinkTest, PlanMarksDoneCurrentAndPending) {
 
 TEST(HumanSinkTest, ErrorsAndWarnings) {
   EXPECT_EQ(Render({ItemCompleted{Item{"item_0", ErrorItem{"unknown key 'x'"}}},
-                    StreamError{"Reconnecting... 1/5 (timeout)"}, TurnFailed{"timeout"}}),
-            "warning: unknown key 'x'\nretry: Reconnecting... 1/5 (timeout)\n");
+                    StreamError{"Reconnecting... 1/5 (timeout)"},
+                    TurnFailed{"timeout", ErrorCode::kTimeout, {}, TurnStats{61000, 2, {}}}}),
+            "warning: unknown key 'x'\nretry: Reconnecting... 1/5 (timeout)\n"
+            "failed (timeout) after 1m01s: 2 requests, 0 tokens, 0 commands, 0 files changed\n");
 }
 
 TEST(HumanSinkTest, ColourOnlyWhenAsked) {

@@ -17,12 +17,24 @@ TEST(JsonlSinkTest, ThreadAndTurnEvents) {
             R"("schema_version":1})");
   EXPECT_EQ(EventToJson(TurnStarted{}), R"({"type":"turn.started"})");
   Usage u{24763, 24448, 0, 122, 64};
-  EXPECT_EQ(EventToJson(TurnCompleted{u}),
+  Usage last{763, 448, 0, 22, 4};
+  EXPECT_EQ(EventToJson(TurnCompleted{u, TurnStats{4210, 3, last}}),
             R"({"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,)"
-            R"("cache_write_input_tokens":0,"output_tokens":122,"reasoning_output_tokens":64}})");
+            R"("cache_write_input_tokens":0,"output_tokens":122,"reasoning_output_tokens":64},)"
+            R"("last_usage":{"input_tokens":763,"cached_input_tokens":448,)"
+            R"("cache_write_input_tokens":0,"output_tokens":22,"reasoning_output_tokens":4},)"
+            R"("requests":3,"duration_ms":4210})");
   EXPECT_EQ(
-      EventToJson(TurnFailed{"stream disconnected before completion"}),
-      R"({"type":"turn.failed","error":{"message":"stream disconnected before completion"}})");
+      EventToJson(TurnFailed{"stream disconnected before completion", ErrorCode::kModelError, u,
+                             TurnStats{17, 1, {}}}),
+      R"({"type":"turn.failed","error":{"message":"stream disconnected before completion",)"
+      R"("code":"model_error"},"usage":{"input_tokens":24763,"cached_input_tokens":24448,)"
+      R"("cache_write_input_tokens":0,"output_tokens":122,"reasoning_output_tokens":64},)"
+      R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
+      R"("output_tokens":0,"reasoning_output_tokens":0},"requests":1,"duration_ms":17})");
+  EXPECT_EQ(EventToJson(ItemCompleted{Item{"item_9", ContextCompactionItem{120000, 8000}}}),
+            R"({"type":"item.completed","item":{"id":"item_9","type":"context_compaction",)"
+            R"("tokens_before":120000,"tokens_after":8000}})");
   EXPECT_EQ(EventToJson(StreamError{"Reconnecting... 1/5 (timeout)"}),
             R"j({"type":"error","message":"Reconnecting... 1/5 (timeout)"})j");
   EXPECT_EQ(EventToJson(AgentMessageDelta{"partial"}), "");
@@ -109,13 +121,12 @@ TEST(JsonlSinkTest, WritesOneLinePerEventAndSurvivesAClosedReader) {
   JsonlSink sink(write_end.get());
   sink.Emit(TurnStarted{});
   sink.Emit(AgentMessageDelta{"not a line"});
-  sink.Emit(TurnFailed{"x"});
+  sink.Emit(StreamError{"x"});
   char buf[256];
   ssize_t n = ::read(read_end.get(), buf, sizeof buf);
   ASSERT_GT(n, 0);
-  EXPECT_EQ(
-      std::string(buf, static_cast<size_t>(n)),
-      "{\"type\":\"turn.started\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"x\"}}\n");
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)),
+            "{\"type\":\"turn.started\"}\n{\"type\":\"error\",\"message\":\"x\"}\n");
   read_end.reset();
   signal(SIGPIPE, SIG_IGN);
   sink.Emit(TurnStarted{});  // EPIPE: must neither crash nor throw

@@ -88,6 +88,31 @@ TEST(Cli, ResumeErrors) {
             "error: unexpected argument 'two' found" + kUsageTail);
 }
 
+TEST(Cli, ResumeLastAndAnIdExcludeEachOther) {
+  const std::string id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+  EXPECT_EQ(Parse({"resume", "--last", id}).message(),
+            "error: the argument '--last' cannot be used with '" + id +
+                "': '--last' and a SESSION_ID exclude each other" + kUsageTail);
+  EXPECT_EQ(Parse({"resume", id, "--last", "go on"}).message(),
+            "error: the argument '--last' cannot be used with '" + id +
+                "': '--last' and a SESSION_ID exclude each other" + kUsageTail);
+  // One word that is not an id is the prompt, as before.
+  EXPECT_EQ(Parse({"resume", "--last", "continue"})->prompt, "continue");
+}
+
+TEST(Cli, HelpAndSchemaAreCommandsOnlyWhenAlone) {
+  EXPECT_EQ(Parse({"help"})->help_text, HelpText());
+  EXPECT_EQ(Parse({"exec", "help"})->help_text, HelpText());
+  EXPECT_TRUE(Parse({"schema"})->print_schema);
+  EXPECT_TRUE(Parse({"exec", "schema", "--json"})->print_schema);
+  Result<CliArgs> literal = Parse({"--", "help"});
+  EXPECT_FALSE(literal->help_text.has_value());
+  EXPECT_EQ(literal->prompt, "help");
+  Result<CliArgs> resumed = Parse({"resume", "ID", "schema"});
+  EXPECT_FALSE(resumed->print_schema);
+  EXPECT_EQ(resumed->prompt, "schema");
+}
+
 TEST(Cli, DoubleDashMakesEverythingLiteral) {
   Result<CliArgs> args = Parse({"--json", "--", "resume"});
   ASSERT_TRUE(args.ok()) << args.message();
@@ -282,7 +307,8 @@ TEST(Cli, HelpListsEveryOptionOnePerLineAndTheExitCodes) {
     EXPECT_NE(help.find(std::string(option) + " "), std::string::npos) << option;
   }
   EXPECT_NE(help.find("Exit codes:\n  0 "), std::string::npos);
-  for (const char* code : {"\n  1 ", "\n  2 ", "\n  3 ", "\n  4 ", "\n  5 ", "\n  130/143 "}) {
+  for (const char* code :
+       {"\n  1 ", "\n  2 ", "\n  3 ", "\n  4 ", "\n  5 ", "\n  6 ", "\n  130/143 "}) {
     EXPECT_NE(help.find(code), std::string::npos) << code;
   }
   std::istringstream lines(help);

@@ -225,10 +225,16 @@ TEST_F(LoadRunTest, ScriptedProvider) {
 }
 
 TEST_F(LoadRunTest, OutputSchema) {
-  WriteFile(repo() + "/schema.json", "{ \"type\": \"object\",\n \"properties\": {} }\n");
+  WriteFile(repo() + "/schema.json",
+            "{ \"type\": \"object\",\n \"properties\": {}, \"additionalProperties\": false }\n");
   Result<LoadedRun> run = Load({"--output-schema", "schema.json", "hi"});
   ASSERT_TRUE(run.ok()) << run.message();
-  EXPECT_EQ(run->session.output_schema_json, "{\"type\":\"object\",\"properties\":{}}");
+  EXPECT_EQ(run->session.output_schema_json,
+            "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}");
+  WriteFile(repo() + "/loose.json", "{\"type\": \"object\"}");
+  EXPECT_EQ(Load({"--output-schema", "loose.json", "hi"}).message(),
+            "error: --output-schema loose.json: #: every object needs \"additionalProperties\": "
+            "false");
 
   EXPECT_EQ(Load({"--output-schema", "/nonexistent/schema.json", "hi"}).message(),
             "error: --output-schema /nonexistent/schema.json: cannot read: No such file or "

@@ -1,0 +1,45 @@
+// Why a run failed, as a machine-readable code (turn.failed error.code, CONTRACT §10). The
+// names are part of the published event schema; runner/exit_code.h maps each to an exit code.
+#pragma once
+
+#include <string_view>
+
+namespace ae {
+
+enum class ErrorCode {
+  kNone,                // the turn completed
+  kModelError,          // the model API failed after retries, or the stream broke
+  kRateLimited,         // 429 after retries, or quota exhausted
+  kAuth,                // no API key, or the service refused it (401/403)
+  kContextLength,       // the conversation no longer fits the model's context window
+  kMcpError,            // a required MCP server did not start
+  kMaxTurns,            // --max-turns
+  kTimeout,             // --timeout
+  kMaxTokens,           // --max-tokens (token budget)
+  kInterrupted,         // SIGINT
+  kTerminated,          // SIGTERM
+  kSandboxUnavailable,  // the chosen sandbox cannot be enforced on this kernel
+  kOutputSchema,        // the final answer does not validate against --output-schema
+  kOutputUnwritable,    // -o FILE cannot be written
+  kUsageError,          // bad command line
+  kConfigError,         // bad configuration, --output-schema file, session id, ...
+};
+
+// The wire name, e.g. "rate_limited"; "" for kNone.
+const char* ErrorCodeName(ErrorCode code);
+
+// Every code but kNone, in declaration order (the schema test and the docs list them).
+inline constexpr ErrorCode kAllErrorCodes[] = {
+    ErrorCode::kModelError,       ErrorCode::kRateLimited,        ErrorCode::kAuth,
+    ErrorCode::kContextLength,    ErrorCode::kMcpError,           ErrorCode::kMaxTurns,
+    ErrorCode::kTimeout,          ErrorCode::kMaxTokens,          ErrorCode::kInterrupted,
+    ErrorCode::kTerminated,       ErrorCode::kSandboxUnavailable, ErrorCode::kOutputSchema,
+    ErrorCode::kOutputUnwritable, ErrorCode::kUsageError,         ErrorCode::kConfigError,
+};
+
+// The code of a failed model request, from the message the model client returned. The
+// clients report errors as text (engine/model/streaming.cc); this reads the HTTP status and
+// the service's error codes they quote. Anything unrecognised is kModelError.
+ErrorCode ClassifyModelError(std::string_view message);
+
+}  // namespace ae

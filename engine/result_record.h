@@ -1,0 +1,34 @@
+// The result record of a run (CONTRACT §10): how long it took, how many model requests it
+// sent and the last one's usage. turn.completed and turn.failed carry it besides `usage`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "engine/events.h"
+
+namespace ae {
+
+// Milliseconds on a monotonic clock; tests pass a fake.
+using MonotonicMs = std::function<int64_t()>;
+int64_t SteadyNowMs();
+
+class ResultRecorder {
+ public:
+  explicit ResultRecorder(MonotonicMs now = SteadyNowMs) : now_(std::move(now)), start_(now_()) {}
+
+  // A model request is sent (its retries count once).
+  void OnRequest() { ++requests_; }
+  // The request finished with `usage`.
+  void OnUsage(const Usage& usage) { last_usage_ = usage; }
+  // The record as of now.
+  TurnStats Stats() const { return TurnStats{now_() - start_, requests_, last_usage_}; }
+
+ private:
+  MonotonicMs now_;
+  int64_t start_;
+  int requests_ = 0;
+  Usage last_usage_;
+};
+
+}  // namespace ae
