@@ -18,9 +18,10 @@ configure: deps
 	  $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_TESTS=ON -DAGENTEXEC_BENCH=ON >/dev/null; \
 	fi
 
-# The whole gate CI runs: the suite, then the same suite under ASan+UBSan with the fuzz
-# harnesses' seed and smoke runs (TEST_ASAN=0 skips the second half locally).
-TEST_ASAN ?= 1
+# TEST_ASAN=1: after the suite, the same suite under ASan+UBSan with the fuzz harnesses'
+# seed and smoke runs (make test-asan). Off by default until its full run is verified on
+# the merged tree and .ci/run stays under 15 minutes with it.
+TEST_ASAN ?= 0
 test: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
