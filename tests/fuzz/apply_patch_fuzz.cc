@@ -73,6 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string root = Base() + "/run";
   // Only paths inside the scratch directory: the harness must not read or write elsewhere.
   for (const ae::patch::Hunk& h : patch->hunks) {
+    // Known bug (apply_patch/known/nul_in_path.patch): open() stops at the NUL, so the file
+    // written is not the one planned.
+    if (ae::fuzz::kPendingPatchNulPath &&
+        (h.path.find('\0') != std::string::npos || h.move_to.find('\0') != std::string::npos)) {
+      return 0;
+    }
     if (!Inside(root, ae::patch::ResolvePath(root, h.path))) return 0;
     if (!h.move_to.empty() && !Inside(root, ae::patch::ResolvePath(root, h.move_to))) return 0;
   }
