@@ -9,6 +9,9 @@ packages=(
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   jq python3 procps time hyperfine
 )
+# Tests only: `make test` also builds the suite with clang under ASan+UBSan and the
+# libFuzzer harnesses (make test-asan, make fuzz).
+packages+=(clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <rapidjson/document.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,7 +111,11 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
     if (p.fd >= 0) ::close(p.fd);
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  result.max_rss_kb = usage.ru_maxrss;
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.stdin_left_open) ::close(in_pipe[1]);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Every --json stream the suite produces is validated against the published schema.

@@ -24,6 +24,8 @@ struct RunOptions {
 
 struct RunOutput {
   int exit_code = -1;  // 128+N when killed by signal N
+  long max_rss_kb = 0;  // peak resident set of agentexec and the children it waited for
+  double seconds = 0;   // wall time until it exited
   std::string out;
   std::string err;
   std::vector<std::string> lines() const;  // stdout lines without their newlines

@@ -73,6 +73,8 @@ Faults (--fault SPEC, repeatable; the first spec that selects a request applies 
                                    second for S seconds, and no event
              dribble=S             send the 200 head, then one byte of the first event every
                                    second for S seconds (no event completes)
+             hostile=NAME          answer with the hostile stream NAME of the fault suite
+                                   (tests/faults; the HOSTILE table below lists them)
   For the stall, keep-alive and dribble kinds: if the client is still connected after the wait, the turn is served
   in full (and consumed); if it gave up, nothing more happens.
   Values are percent-decoded, so a message may hold ':' as %3A.
@@ -322,6 +324,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.log_rejection(n, err)
                 self.send_json(status, {"error": err})
                 return
+        if fault and fault.kind == "hostile":
+            self.serve_hostile(fault.value, chat, turn, turn_index)
+            return
         if fault and fault.kind == "status":
             code = int(fault.value)
             msg = fault.options.get("message", f"injected status {code}")
@@ -598,6 +603,251 @@ class Handler(BaseHTTPRequestHandler):
         else:
             return False
         return True
+
+# --- Fault suite (tests/faults): hostile streams, kind `hostile=NAME` ---------------------
+# Each generator answers one request on its own (head included) and returns True when the
+# request should consume its turn (the turn was served in full, hostile extras aside).
+FAULT_KINDS.add("hostile")
+
+HOSTILE = {}
+
+
+def hostile(fn):
+    HOSTILE[fn.__name__] = fn
+    return fn
+
+
+def _stream_head(h, content_type="text/event-stream", chunked=True):
+    h.send_response(200)
+    h.send_header("Content-Type", content_type)
+    if chunked:
+        h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    h.wfile.flush()
+
+
+def _reset(h):
+    """Closes the connection with a TCP reset (SO_LINGER 0), not a clean FIN."""
+    import struct
+    h.close_connection = True
+    try:
+        h.wfile.flush()
+        h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        h.connection.close()
+    except OSError:
+        pass
+
+
+@hostile
+def junk(h, chat, turn, turn_no):
+    """200 event stream whose body is deterministic binary garbage (64 KiB)."""
+    import random
+    rng = random.Random(12)
+    _stream_head(h)
+    for _ in range(16):
+        h.write_chunk(bytes(rng.getrandbits(8) for _ in range(4096)))
+    h.end_chunks()
+    return False
+
+
+@hostile
+def truncated_json(h, chat, turn, turn_no):
+    """An event whose JSON stops in the middle, then a clean end of the body."""
+    _stream_head(h)
+    h.write_chunk('data: {"type":"response.output_item.done","item":{"type":"mess\n\n')
+    h.end_chunks()
+    return False
+
+
+@hostile
+def unknown_events(h, chat, turn, turn_no):
+    """Unknown event types, comments and fields around a turn served in full."""
+    _stream_head(h)
+    for i in range(200):
+        h.write_chunk(f'event: x.unknown.{i}\nid: {i}\nretry: 5\nfoo: bar\n'
+                      f'data: {{"type":"x.unknown.{i}","n":{i},"deep":[[[{{}}]]]}}\n\n')
+        h.write_chunk(": keep-alive comment\n\n")
+    h.serve_turn(chat, turn, turn_no, 0, None)
+    return True
+
+
+@hostile
+def after_completion(h, chat, turn, turn_no):
+    """A turn served in full, then more items, a failure and a second completion."""
+    _stream_head(h)
+    items = [item_json(it, turn_no, i) for i, it in enumerate(turn.get("items", []))]
+    send = h.send_chat_event if chat else h.send_sse_event
+    for i, item in enumerate(items):
+        if chat:
+            h.chat_item(item, i, "resp_x")
+        else:
+            h.responses_item(item, i)
+    if chat:
+        send({"id": "resp_x", "object": "chat.completion.chunk",
+              "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        h.write_chunk("data: [DONE]\n\n")
+    else:
+        send({"type": "response.completed", "response": {"id": "resp_x", "usage": {}}})
+    extra = {"type": "function_call", "name": "exec_command",
+             "arguments": '{"cmd":"echo SHOULD-NOT-RUN"}', "call_id": "call_late"}
+    for _ in range(3):
+        if chat:
+            h.chat_item(extra, 5, "resp_x")
+            send({"error": {"message": "late failure"}})
+            h.write_chunk("data: [DONE]\n\n")
+        else:
+            h.responses_item(extra, 9)
+            send({"type": "response.failed", "response": {"error": {"message": "late failure"}}})
+            send({"type": "response.completed", "response": {"id": "resp_late"}})
+    h.end_chunks()
+    return True
+
+
+@hostile
+def huge_event(h, chat, turn, turn_no):
+    """One 100 MiB event (a single data line), over agentexec's event bound."""
+    _stream_head(h)
+    h.write_chunk('data: {"type":"response.output_text.delta","delta":"')
+    block = b"x" * (1 << 20)
+    for _ in range(100):
+        h.write_chunk(block)
+    h.write_chunk('"}\n\n')
+    h.end_chunks()
+    return False
+
+
+@hostile
+def million_deltas(h, chat, turn, turn_no):
+    """A million one-character text deltas, then the turn in full."""
+    _stream_head(h)
+    if chat:
+        one = ('data: {"choices":[{"index":0,"delta":{"content":"."},'
+               '"finish_reason":null}]}\n\n')
+    else:
+        one = 'data: {"type":"response.output_text.delta","delta":"."}\n\n'
+    batch = one * 2000
+    for _ in range(500):
+        h.write_chunk(batch)
+    if not chat:
+        h.serve_turn(chat, turn, turn_no, 0, None)
+        return True
+    # chat: the deltas already form a message; finish it without the turn's own items.
+    h.write_chunk('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n')
+    h.write_chunk("data: [DONE]\n\n")
+    h.end_chunks()
+    return True
+
+
+@hostile
+def html(h, chat, turn, turn_no):
+    """HTTP 200 with an HTML page, as a captive portal or a misrouted proxy answers."""
+    body = b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>"
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+    h.wfile.flush()
+    return False
+
+
+@hostile
+def html_as_stream(h, chat, turn, turn_no):
+    """HTTP 200 labelled text/event-stream whose body is an HTML page."""
+    _stream_head(h)
+    h.write_chunk("<!DOCTYPE html>\n<html><body>\n<h1>502 Bad Gateway</h1>\n</body></html>\n")
+    h.end_chunks()
+    return False
+
+
+@hostile
+def reset_before_headers(h, chat, turn, turn_no):
+    _reset(h)
+    return False
+
+
+@hostile
+def reset_after_headers(h, chat, turn, turn_no):
+    _stream_head(h)
+    h.write_chunk('event: response.created\ndata: {"type":"response.created","response":{}}\n\n')
+    _reset(h)
+    return False
+
+
+@hostile
+def deep_event(h, chat, turn, turn_no):
+    """One event nesting a million arrays (2 MB, under the event bound)."""
+    _stream_head(h)
+    h.write_chunk('data: {"type":"response.created","x":' + "[" * 1000000 + "]" * 1000000 + "}\n\n")
+    h.end_chunks()
+    return False
+
+
+@hostile
+def huge_number(h, chat, turn, turn_no):
+    """The turn with a number that overflows a double inside its output item."""
+    _stream_head(h)
+    item = ('{"type":"message","role":"assistant","n":1.8e308,'
+            '"content":[{"type":"output_text","text":"ok"}]}')
+    h.write_chunk('data: {"type":"response.output_item.done","output_index":0,"item":' + item
+                  + "}\n\n")
+    h.write_chunk('data: {"type":"response.completed","response":{"id":"r","usage":'
+                  '{"input_tokens":1.8e308}}}\n\n')
+    h.end_chunks()
+    return True
+
+
+def _trickle(h, piece, seconds=0.2):
+    _stream_head(h)
+    while not h.server.state.stop.wait(seconds):
+        h.write_chunk(piece)  # raises Disconnected once the client gave up
+
+
+@hostile
+def keepalive(h, chat, turn, turn_no):
+    """The head, then an SSE comment every 0.2 s and never an event."""
+    _trickle(h, ":\n")
+    return False
+
+
+@hostile
+def dribble(h, chat, turn, turn_no):
+    """The head, then one byte of a never-ending data line every 0.2 s."""
+    _trickle(h, "x")
+    return False
+
+
+def _redirect(h, code):
+    h.send_response(code)
+    h.send_header("Location", "/v1/redirected" + h.path)
+    h.send_header("Content-Length", "0")
+    h.end_headers()
+    h.wfile.flush()
+    return False
+
+
+for _code in (301, 302, 303, 307, 308):
+    HOSTILE[f"redirect_{_code}"] = (lambda c: lambda h, chat, turn, turn_no: _redirect(h, c))(_code)
+
+
+def serve_hostile(self, name, chat, turn, turn_index):
+    if name not in HOSTILE:
+        self.send_json(500, {"error": {"message": f"model_server: no hostile stream `{name}`"}})
+        return
+    try:
+        consumed = HOSTILE[name](self, chat, turn or {}, turn_index + 1)
+    except Disconnected:
+        self.close_connection = True
+        return
+    if consumed and turn is not None:
+        state = self.server.state
+        with state.lock:
+            if state.consumed == turn_index:
+                state.consumed += 1
+
+
+Handler.serve_hostile = serve_hostile
+# --- end of the fault suite's block ------------------------------------------------------
 
 
 class Server(ThreadingHTTPServer):
