@@ -11,11 +11,13 @@ all: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS) --target agentexec
 
 deps:
-	@./$(DEPS)
+	@./$(DEPS) build
 
+# A plain `make` needs only the build dependencies: tests and benchmarks are switched on
+# (and their packages installed) by `make test` / `make bench`.
 configure: deps
 	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then \
-	  $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_TESTS=ON -DAGENTEXEC_BENCH=ON >/dev/null; \
+	  $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_TESTS=OFF -DAGENTEXEC_BENCH=OFF >/dev/null; \
 	fi
 
 # TEST_ASAN=1: after the suite, the same suite under ASan+UBSan with the fuzz harnesses'
@@ -23,11 +25,15 @@ configure: deps
 # the merged tree and .ci/run stays under 15 minutes with it.
 TEST_ASAN ?= 0
 test: configure
+	@./$(DEPS) test
+	@grep -q '^AGENTEXEC_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt || $(CMAKE) -DAGENTEXEC_TESTS=ON $(BUILD) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 	@if [ "$(TEST_ASAN)" = 1 ]; then $(MAKE) test-asan; fi
 
 bench: configure
+	@./$(DEPS) bench
+	@grep -q '^AGENTEXEC_BENCH:BOOL=ON' $(BUILD)/CMakeCache.txt || $(CMAKE) -DAGENTEXEC_BENCH=ON $(BUILD) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS) --target agentexec agentexec_bench
 	./bench/run.sh $(BUILD)
 
@@ -40,7 +46,7 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD) $(DIST_BUILD)
 
 # --- clang, sanitizers and fuzzing (issue 12) ---
 # build-clang: everything (product, tests, bench) with clang, warnings as errors.
@@ -85,3 +91,40 @@ fuzz: configure-asan
 	    -rss_limit_mb=2048 -max_len=4096 -artifact_prefix=$(ASAN_BUILD)/tests/fuzz/$$f- \
 	    $(ASAN_BUILD)/tests/fuzz/corpus/$$f tests/fuzz/$$f/seeds || exit 1; \
 	done
+
+# --- distribution (docs/CI.md): portable tarball, install, .deb ---
+DIST_BUILD ?= build-dist
+PREFIX     ?= /usr/local
+VERSION    := $(shell grep -om1 'agentexec VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+ARCH       := $(shell uname -m)
+DIST_NAME  := agentexec-$(VERSION)-linux-$(ARCH)
+
+.PHONY: dist dist-configure install deb
+
+# Always reconfigures, so the commit --version prints is the current one.
+dist-configure:
+	@./$(DEPS) dist
+	@$(CMAKE) -S . -B $(DIST_BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_PORTABLE=ON $(DIST_CMAKE_ARGS) \
+	  -DAGENTEXEC_TESTS=OFF -DAGENTEXEC_BENCH=OFF >/dev/null
+
+# dist/agentexec-<version>-linux-<arch>.tar.gz: the static binary (stripped) and README.md.
+dist: dist-configure
+	$(CMAKE) --build $(DIST_BUILD) -j$(JOBS) --target agentexec
+	@rm -rf dist/$(DIST_NAME) && mkdir -p dist/$(DIST_NAME)
+	strip -o dist/$(DIST_NAME)/agentexec $(DIST_BUILD)/agentexec
+	cp README.md dist/$(DIST_NAME)/
+	tar -C dist -czf dist/$(DIST_NAME).tar.gz --owner=0 --group=0 $(DIST_NAME)
+	@rm -rf dist/$(DIST_NAME)
+	@cd dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
+	@echo dist/$(DIST_NAME).tar.gz
+
+# make install PREFIX=/opt/agentexec [DESTDIR=...]: the binary built here, plus its docs.
+install: all
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+# dist/agentexec_<version>_<arch>.deb from the portable build: depends on no library package.
+deb: dist-configure
+	$(CMAKE) --build $(DIST_BUILD) -j$(JOBS) --target agentexec
+	cd $(DIST_BUILD) && cpack -G DEB >/dev/null
+	@mkdir -p dist && cp $(DIST_BUILD)/package/*.deb dist/ && ls dist/*.deb
+# --- end distribution ---

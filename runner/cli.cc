@@ -9,6 +9,12 @@
 
 #include "base/duration.h"
 
+// The git commit, set at configure time for ae_config only (cmake/Version.cmake), so a new
+// commit rebuilds one file, not the tree.
+#ifndef AGENTEXEC_COMMIT
+#define AGENTEXEC_COMMIT "unknown"
+#endif
+
 namespace ae {
 namespace {
 
@@ -190,7 +196,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   for (int i = 1; i < literal_from; ++i) {
     std::string_view a = argv[i];
     if (a == "-V" || a == "--version") {
-      args.version_text = fmt::format("agentexec {}\n", AGENTEXEC_VERSION);
+      args.version_text = fmt::format("agentexec {} ({})\n", AGENTEXEC_VERSION, AGENTEXEC_COMMIT);
       return args;
     }
   }

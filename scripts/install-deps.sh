@@ -1,17 +1,43 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages agentexec builds and tests with. Idempotent and quiet
-# when everything is present; needs root (or sudo) only when something is missing.
+# Installs the Debian 12 packages agentexec needs, by purpose:
+#   install-deps.sh [build]   building the product only (what a CI job that builds needs)
+#   install-deps.sh test      + the test suite's libraries and tools (make test runs this)
+#   install-deps.sh bench     + the benchmarks' libraries and tools (make bench runs this)
+#   install-deps.sh dist      + what `make dist` needs for the static binary
+#   install-deps.sh all       everything
+# Idempotent and quiet when everything is present; needs root (or sudo) only when something
+# is missing.
 set -euo pipefail
 
-packages=(
+build=(
   build-essential cmake pkg-config git
   rapidjson-dev libtomlplusplus-dev libfmt-dev libseccomp-dev libcurl4-openssl-dev
-  libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  jq python3 procps time hyperfine
+  libcli11-dev
 )
-# Tests only: `make test` also builds the suite with clang under ASan+UBSan and the
-# libFuzzer harnesses (make test-asan, make fuzz).
-packages+=(clang libclang-rt-14-dev)
+# Tests: GoogleTest, the loopback model/MCP servers (python3), the CI-step tests (jq,
+# python3-yaml for tests/dist/gha.py and gitlab.py, procps),
+# and node + npm for the YAML validators (tests/dist; they skip when npm cannot reach the
+# registry). A node that is already installed (e.g. from NodeSource, which bundles npm) is
+# kept: Debian's npm package would conflict with it.
+test=(libgtest-dev libgmock-dev jq python3 python3-yaml procps
+  clang libclang-rt-14-dev)  # clang: make test-asan, make fuzz (libFuzzer)
+command -v npm >/dev/null || test+=(nodejs npm)
+bench=(libbenchmark-dev jq python3 procps time hyperfine)
+# make dist: static OpenSSL/zlib/c-ares archives and dpkg-dev (dpkg-source, to unpack
+# Debian's curl source for scripts/build-static-curl.sh), ca-certificates for the fetch.
+dist=(libssl-dev zlib1g-dev libc-ares-dev dpkg-dev ca-certificates)
+
+packages=("${build[@]}")
+for what in "${@:-build}"; do
+  case "$what" in
+    build) ;;
+    test) packages+=("${test[@]}") ;;
+    bench) packages+=("${bench[@]}") ;;
+    dist) packages+=("${dist[@]}") ;;
+    all) packages+=("${test[@]}" "${bench[@]}" "${dist[@]}") ;;
+    *) echo "install-deps: unknown set '$what' (build, test, bench, dist, all)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

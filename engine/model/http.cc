@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "base/tls_roots.h"
+
 namespace ae {
 namespace {
 
@@ -17,6 +19,12 @@ constexpr size_t kMaxErrorBody = 64 * 1024;
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// Probed once per process: the portable binary has no built-in CA path (base/tls_roots.h).
+const TlsRoots& Roots() {
+  static const TlsRoots roots = HostTlsRoots();
+  return roots;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -151,6 +159,8 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &OnWrite);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+  if (!Roots().file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, Roots().file.c_str());
+  if (!Roots().dir.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, Roots().dir.c_str());
 
   curl_multi_add_handle(multi, easy);
   using std::chrono::duration_cast;

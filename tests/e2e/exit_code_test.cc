@@ -45,7 +45,7 @@ TEST_F(ExitCodeTest, CompletedIs0AndVersionPrints) {
   EXPECT_EQ(Run({"--json", "hi"}).exit_code, 0);
   RunOutput v = RunAgentexec({"-V"}, {ws_.repo(), ws_.Env()});
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_EQ(v.out, "agentexec " AGENTEXEC_VERSION "\n");
+  EXPECT_EQ(v.out, "agentexec " AGENTEXEC_VERSION " (" AGENTEXEC_COMMIT ")\n");
   RunOutput h = RunAgentexec({"exec", "--help"}, {ws_.repo(), ws_.Env()});
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("--output-last-message"), std::string::npos);

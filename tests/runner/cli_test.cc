@@ -267,7 +267,8 @@ TEST(Cli, HelpAndVersionWinAndAreDistinct) {
   EXPECT_FALSE(help->version_text.has_value());
   Result<CliArgs> version = Parse({"exec", "-V"});
   ASSERT_TRUE(version.ok());
-  EXPECT_EQ(version->version_text, std::string("agentexec ") + AGENTEXEC_VERSION + "\n");
+  EXPECT_EQ(version->version_text,
+            std::string("agentexec ") + AGENTEXEC_VERSION + " (" + AGENTEXEC_COMMIT + ")\n");
   EXPECT_FALSE(version->help_text.has_value());
   // After "--" they are the prompt.
   Result<CliArgs> literal = Parse({"--", "-h"});

@@ -1,0 +1,181 @@
+"""The GitHub Action (action.yml), run step by step by tests/dist/gha.py against the real
+binary: installed from a release tarball (file:// base), run with the scripted provider or
+over loopback HTTP, with GITHUB_OUTPUT / GITHUB_STEP_SUMMARY in temp files."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gha  # noqa: E402
+from gha import _read  # noqa: E402
+import support  # noqa: E402
+
+
+class ActionTest(unittest.TestCase):
+    def setUp(self):
+        self.t = support.Tmp()
+        self.tmp = self.t.__enter__()
+        self.release = os.path.join(self.tmp, "release")
+        os.makedirs(self.release)
+        support.make_release(support.agentexec_bin(), self.release)
+        self.repo = support.demo_repo(os.path.join(self.tmp, "repo"))
+
+    def tearDown(self):
+        self.t.__exit__(None, None, None)
+
+    def run_action(self, turns_file, **inputs):
+        home = support.scripted_home(os.path.join(self.tmp, "home"), turns_file)
+        env = support.base_env(self.tmp, home)
+        env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
+        runner = gha.Runner(self.repo, env=env, tmp=self.tmp)
+        inputs.setdefault("version", support.version())
+        result = runner.run_action(gha.REPO_ROOT, inputs)
+        summary = _read(runner.summary_file)
+        return result, summary, runner
+
+    def test_demo_fix_sets_outputs_summary_and_artifact(self):
+        result, summary, runner = self.run_action(support.DEMO_TURNS,
+                                                  prompt="make the failing test pass")
+        logs = "\n".join(s[3] for s in result.steps)
+        self.assertTrue(result.success, logs)
+        out = result.outputs
+        self.assertEqual(out["exit-code"], "0")
+        events = _read(out["events-file"]).splitlines()
+        for line in events:
+            json.loads(line)
+        thread = json.loads(events[0])["thread_id"]
+        self.assertEqual(out["thread-id"], thread)
+        self.assertRegex(thread, r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$")
+        finals = [json.loads(l)["item"]["text"] for l in events
+                  if '"agent_message"' in l and json.loads(l)["type"] == "item.completed"]
+        self.assertEqual(out["final-message"], finals[-1])
+        self.assertEqual(_read(os.path.join(os.path.dirname(out["events-file"]),
+                                           "final-message.md")), finals[-1])
+        # The installed binary is the release's, on the tool cache path.
+        self.assertIn(os.path.join(runner.runner["tool_cache"], "agentexec"), logs + " ".join(
+            runner.path_prepend))
+        # The summary: status, every command with its exit code, the file, tokens, message.
+        self.assertTrue(summary.startswith("### agentexec: completed\n"), summary)
+        cmds = [json.loads(l)["item"] for l in events if '"command_execution"' in l
+                and json.loads(l)["type"] == "item.completed"]
+        self.assertGreaterEqual(len(cmds), 2)
+        self.assertIn(f"#### Commands ({len(cmds)})", summary)
+        for c in cmds:
+            self.assertIn(f"| {c['exit_code']} | <code>", summary)
+        self.assertIn("| 1 | <code>", summary)  # the first test run fails
+        self.assertIn(f"- <code>{os.path.realpath(self.repo)}/calc.py</code> (update)", summary)
+        self.assertRegex(summary, r"#### Tokens\ninput \d+ \(cached \d+\), output \d+")
+        self.assertTrue(summary.rstrip("\n").endswith(finals[-1]), summary)
+        # The fix happened in the workspace.
+        self.assertIn("len(values)", _read(os.path.join(self.repo, "calc.py")))
+        # The artifact step uploaded the run's directory.
+        uploads = [w for u, w in result.uses if u.startswith("actions/upload-artifact@")]
+        self.assertEqual(uploads, [{"name": "agentexec-events",
+                                    "path": os.path.dirname(out["events-file"]),
+                                    "if-no-files-found": "warn"}])
+
+    def test_failed_run_fails_the_step_and_still_reports(self):
+        turns = support.write_turns(os.path.join(self.tmp, "fail.json"),
+                                    [{"fail": "simulated failure"}])
+        result, summary, _ = self.run_action(turns, prompt="anything")
+        self.assertFalse(result.success)
+        run = [s for s in result.steps if s[0] == "Run agentexec"][0]
+        self.assertEqual(run[1:3], ("failure", 1))
+        self.assertEqual(result.outputs["exit-code"], "1")
+        self.assertEqual(result.outputs["final-message"], "")
+        self.assertTrue(summary.startswith("### agentexec: failed\n"), summary)
+        self.assertIn("**Error:** ", summary)
+        self.assertIn("simulated failure", summary)
+        self.assertIn("_agentexec exited with code 1_", summary)
+        # upload-artifact has if: always(): the events are kept for a failed run.
+        self.assertTrue(any(u.startswith("actions/upload-artifact@") for u, _ in result.uses))
+
+    def test_limit_exit_code_4_propagates(self):
+        turns = support.write_turns(os.path.join(self.tmp, "loop.json"), [
+            {"items": [{"type": "function_call", "name": "update_plan",
+                        "arguments": {"plan": [{"step": "x", "status": "pending"}]}}]}] * 3)
+        result, summary, _ = self.run_action(turns, prompt="loop", **{"max-turns": "1"})
+        self.assertFalse(result.success)
+        self.assertEqual(result.outputs["exit-code"], "4")
+        self.assertIn("_agentexec exited with code 4_", summary)
+
+    def test_prompt_file_inline_schema_and_quoted_args(self):
+        turns = support.write_turns(os.path.join(self.tmp, "json.json"), [
+            {"items": [{"type": "message", "text": "{\"ok\": true}"}]}])
+        prompt = os.path.join(self.tmp, "prompt.txt")
+        with open(prompt, "w") as f:
+            f.write("answer in JSON\n")
+        out_file = os.path.join(self.tmp, "dir with space", "last.txt")
+        result, _, _ = self.run_action(
+            turns, **{"prompt-file": prompt, "sandbox": "read-only",
+                      "output-schema": '{"type": "object", "properties": {"ok": {"type": "boolean"}}}',
+                      "args": f"--ephemeral -c 'model_verbosity=\"low\"' -o '{out_file}'"})
+        self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
+        self.assertEqual(result.outputs["final-message"], '{"ok": true}')
+        self.assertEqual(_read(out_file), '{"ok": true}')
+
+    def test_usage_error_without_prompt_is_exit_2(self):
+        result, _, _ = self.run_action(support.DEMO_TURNS)
+        self.assertFalse(result.success)
+        run = [s for s in result.steps if s[0] == "Run agentexec"][0]
+        self.assertEqual(run[2], 2)
+        self.assertIn("agentexec step: no prompt: set the prompt or prompt-file input", run[3])
+
+    def test_checksum_mismatch_refuses_the_binary(self):
+        for f in glob.glob(os.path.join(self.release, "*.sha256")):
+            with open(f, "w") as out:
+                out.write("0" * 64 + "  " + os.path.basename(f)[:-7] + "\n")
+        result, _, _ = self.run_action(support.DEMO_TURNS, prompt="x")
+        self.assertFalse(result.success)
+        install = [s for s in result.steps if s[0] == "Install agentexec"][0]
+        self.assertEqual(install[1], "failure")
+        self.assertIn("checksum mismatch", install[3])
+        run = [s for s in result.steps if s[0] == "Run agentexec"][0]
+        self.assertEqual(run[1], "skipped")
+
+    def test_api_key_and_base_url_reach_the_server_not_the_commands(self):
+        turns = support.write_turns(os.path.join(self.tmp, "http.json"), [
+            {"items": [{"type": "function_call", "name": "exec_command",
+                        "arguments": {"cmd": "env | grep -c test-secret-key || true"}}]},
+            {"items": [{"type": "message", "text": "done over HTTP"}]}])
+        port_file = os.path.join(self.tmp, "port")
+        log_dir = os.path.join(self.tmp, "log")
+        server = subprocess.Popen([sys.executable, os.path.join(support.REPO_ROOT,
+                                   "tests/support/model_server.py"), "--script", turns,
+                                   "--port-file", port_file, "--log-dir", log_dir,
+                                   "--max-seconds", "120"])
+        try:
+            for _ in range(600):
+                if os.path.exists(port_file):
+                    break
+                time.sleep(0.05)
+            port = int(_read(port_file))
+            home = os.path.join(self.tmp, "home-http")
+            os.makedirs(home)
+            env = support.base_env(self.tmp, home)
+            env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
+            runner = gha.Runner(self.repo, env=env, tmp=self.tmp)
+            result = runner.run_action(gha.REPO_ROOT, {
+                "prompt": "over http", "version": support.version(),
+                "api-key": "test-secret-key", "base-url": f"http://127.0.0.1:{port}/v1"})
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
+        self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
+        self.assertEqual(result.outputs["final-message"], "done over HTTP")
+        first = json.loads(_read(os.path.join(log_dir, "request-001.json")))
+        self.assertEqual(first["headers"]["authorization"], "Bearer test-secret-key")
+        events = [json.loads(l) for l in _read(result.outputs["events-file"]).splitlines()]
+        cmd = [e["item"] for e in events if e["type"] == "item.completed"
+               and e["item"]["type"] == "command_execution"][0]
+        self.assertEqual(cmd["aggregated_output"], "0\n")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,171 @@
+"""The GitLab CI/CD component (templates/agentexec.yml) and the GitLab examples, run by
+tests/dist/gitlab.py against the real binary and the scripted provider."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gitlab  # noqa: E402
+import support  # noqa: E402
+from gitlab import _read  # noqa: E402
+
+TEMPLATE = os.path.join(support.REPO_ROOT, "templates/agentexec.yml")
+EXAMPLES = os.path.join(support.REPO_ROOT, "ci-examples/gitlab")
+
+
+class GitLabTest(unittest.TestCase):
+    def setUp(self):
+        self.t = support.Tmp()
+        self.tmp = self.t.__enter__()
+        self.repo = support.demo_repo(os.path.join(self.tmp, "project"))
+        # The image: agentexec on PATH, the scripts where the Dockerfile copies them.
+        self.bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(self.bindir)
+        os.symlink(support.agentexec_bin(), os.path.join(self.bindir, "agentexec"))
+
+    def tearDown(self):
+        self.t.__exit__(None, None, None)
+
+    def env(self, turns):
+        home = support.scripted_home(os.path.join(self.tmp, "home"), turns)
+        env = support.base_env(self.tmp, home)
+        env["PATH"] = self.bindir + ":" + env["PATH"]
+        env.update({"CI_PIPELINE_ID": "77", "CI_DEFAULT_BRANCH": "main",
+                    "CI_SERVER_HOST": "gitlab.example.com", "CI_PROJECT_PATH": "g/p",
+                    "OPENAI_API_KEY": "sk-from-project-variable"})
+        return env
+
+    # The image's layout, from the repository (the docker test checks the Dockerfile copies
+    # the same files there).
+    IMAGE_VARS = {"AGENTEXEC_SCRIPTS": os.path.join(support.REPO_ROOT, "scripts")}
+
+    def component_job(self, **inputs):
+        jobs = gitlab.load_component(TEMPLATE, inputs)
+        self.assertEqual(len(jobs), 1)
+        return next(iter(jobs.items()))
+
+    def test_component_inputs_are_checked(self):
+        with self.assertRaisesRegex(ValueError, "unknown inputs: \\['promt'\\]"):
+            gitlab.load_component(TEMPLATE, {"promt": "x"})
+        with self.assertRaisesRegex(ValueError, "input sandbox: 'full' is not one of"):
+            gitlab.load_component(TEMPLATE, {"sandbox": "full"})
+
+    def test_component_runs_the_demo_and_keeps_artifacts(self):
+        name, job = self.component_job(prompt="make the failing test pass $HOME stays text",
+                                       **{"job-name": "fix"})
+        self.assertEqual(name, "fix")
+        self.assertEqual(job["image"]["name"], "ghcr.io/OWNER/agentexec:0.1.0")
+        r = gitlab.run_job(job, self.repo, self.env(support.DEMO_TURNS), self.IMAGE_VARS)
+        self.assertEqual(r.code, 0, r.log)
+        self.assertEqual(r.artifacts, {"agentexec-out/": True})
+        out = os.path.join(self.repo, "agentexec-out")
+        events = [json.loads(l) for l in _read(os.path.join(out, "events.jsonl")).splitlines()]
+        final = [e["item"]["text"] for e in events if e["type"] == "item.completed"
+                 and e["item"]["type"] == "agent_message"][-1]
+        self.assertEqual(_read(os.path.join(out, "final-message.md")), final)
+        self.assertEqual(_read(os.path.join(out, "exit-code")), "0\n")
+        summary = _read(os.path.join(out, "summary.md"))
+        self.assertTrue(summary.startswith("### agentexec: completed\n"))
+        self.assertIn(summary.strip(), r.log)  # after_script prints it into the job log
+        patch = _read(os.path.join(out, "changes.patch"))
+        self.assertIn("diff --git a/calc.py b/calc.py", patch)
+        self.assertNotIn("agentexec-out", patch.split("\n")[0])
+        # The prompt reached agentexec unexpanded (expand: false).
+        rollouts = subprocess.run(["grep", "-rl", "stays text", os.path.join(self.tmp, "home")],
+                                  capture_output=True, text=True).stdout
+        self.assertTrue(rollouts, "prompt not in the session log")
+        self.assertEqual(subprocess.run(["grep", "-rl", "$HOME stays text",
+                                         os.path.join(self.tmp, "home")],
+                                        capture_output=True).returncode, 0)
+
+    def test_component_failure_fails_the_job_and_keeps_artifacts(self):
+        turns = support.write_turns(os.path.join(self.tmp, "f.json"), [{"fail": "boom"}])
+        _, job = self.component_job(prompt="x")
+        r = gitlab.run_job(job, self.repo, self.env(turns), self.IMAGE_VARS)
+        self.assertEqual(r.code, 1, r.log)
+        self.assertEqual(r.artifacts, {"agentexec-out/": True})
+        self.assertIn("### agentexec: failed", r.log)
+
+    def test_open_mr_example_pushes_with_merge_request_options(self):
+        wf = yaml_load(os.path.join(EXAMPLES, "open-mr.yml"))
+        inc = wf["include"][0]
+        self.assertTrue(inc["component"].endswith("/agentexec/agentexec@0.1.0"))
+        jobs = gitlab.load_component(TEMPLATE, inc["inputs"])
+        agent = dict(jobs["agent"], **{k: v for k, v in wf["agent"].items()})
+        env = self.env(support.DEMO_TURNS)
+        r = gitlab.run_job(agent, self.repo, env, self.IMAGE_VARS)
+        self.assertEqual(r.code, 0, r.log)
+        # The publish job runs in a fresh clone with the agent's artifacts.
+        remote = os.path.join(self.tmp, "remote.git")
+        subprocess.run(["git", "clone", "-q", "--bare", self.repo, remote], check=True)
+        support.git(remote, "config", "receive.advertisePushOptions", "true")
+        hook = os.path.join(remote, "hooks", "pre-receive")
+        with open(hook, "w") as f:
+            f.write('#!/bin/sh\ni=0\nwhile [ "$i" -lt "${GIT_PUSH_OPTION_COUNT:-0}" ]; do\n'
+                    '  eval "echo \\"\\$GIT_PUSH_OPTION_$i\\"" >> "$(dirname "$0")/../push-options"\n'
+                    '  i=$((i+1))\ndone\n')
+        os.chmod(hook, 0o755)
+        publish = os.path.join(self.tmp, "publish")
+        subprocess.run(["git", "clone", "-q", remote, publish], check=True)
+        os.rename(os.path.join(self.repo, "agentexec-out"), os.path.join(publish, "agentexec-out"))
+        # The example pushes to https://...; the test's git rewrites that URL to the remote.
+        gitconfig = os.path.join(self.tmp, "gitconfig")
+        with open(gitconfig, "w") as f:
+            f.write(f'[url "{remote}"]\n\tinsteadOf = https://agentexec:tok@gitlab.example.com/g/p.git\n')
+        env["GIT_CONFIG_GLOBAL"] = gitconfig
+        r = gitlab.run_job(wf["open-mr"], publish, env, {"AGENT_PUSH_TOKEN": "tok"})
+        self.assertEqual(r.code, 0, r.log)
+        self.assertEqual(_read(os.path.join(remote, "push-options")).splitlines(), [
+            "merge_request.create", "merge_request.target=main",
+            "merge_request.title=agent: make the failing test pass",
+            "merge_request.remove_source_branch"])
+        fixed = support.git(remote, "show", "agent/fix-77:calc.py")
+        self.assertIn("len(values)", fixed)
+        msg = support.git(remote, "log", "-1", "--format=%B", "agent/fix-77")
+        self.assertTrue(msg.startswith("agent: make the failing test pass\n"), msg)
+
+    def test_open_mr_example_without_changes_opens_nothing(self):
+        wf = yaml_load(os.path.join(EXAMPLES, "open-mr.yml"))
+        os.makedirs(os.path.join(self.repo, "agentexec-out"))
+        open(os.path.join(self.repo, "agentexec-out", "changes.patch"), "w").close()
+        r = gitlab.run_job(wf["open-mr"], self.repo, self.env(support.DEMO_TURNS), {})
+        self.assertEqual(r.code, 0, r.log)
+        self.assertIn("The agent changed nothing; no merge request.", r.log)
+
+    def docker_job(self, fake_sandbox_exit3=False):
+        wf = yaml_load(os.path.join(EXAMPLES, "docker-executor.yml"))
+        job = wf["agent"]
+        script = "\n".join(job["script"]).replace(
+            "/usr/local/share/agentexec/scripts", os.path.join(support.REPO_ROOT, "scripts"))
+        self.assertIn("agentexec sandbox -s", script)
+        job = dict(job, script=[script])
+        turns = support.write_turns(os.path.join(self.tmp, "c.json"), [
+            {"items": [{"type": "message", "text": "changelog updated"}]}])
+        env = self.env(turns)
+        if fake_sandbox_exit3:
+            env["AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK"] = "1"
+        return gitlab.run_job(job, self.repo, env, {})
+
+    def test_docker_executor_example_runs_sandboxed(self):
+        r = self.docker_job()
+        self.assertEqual(r.code, 0, r.log)
+        self.assertNotIn("WARNING: no kernel sandbox here", r.log)
+        self.assertIn("changelog updated", r.log)
+        self.assertEqual(r.artifacts, {"agentexec-out/": True})
+
+    def test_docker_executor_example_falls_back_on_exit_3(self):
+        r = self.docker_job(fake_sandbox_exit3=True)
+        self.assertEqual(r.code, 0, r.log)
+        self.assertIn("WARNING: no kernel sandbox here; running with -s danger-full-access", r.log)
+        self.assertIn("changelog updated", r.log)
+
+
+def yaml_load(path):
+    import yaml
+    return yaml.safe_load(_read(path))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
