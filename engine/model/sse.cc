@@ -1,5 +1,6 @@
 #include "engine/model/sse.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -7,9 +8,26 @@
 namespace ae {
 
 Status SseParser::Feed(std::string_view bytes, const Handler& on_event) {
-  const bool first = bytes_fed_ == 0;
   bytes_fed_ += bytes.size();
-  if (first && bytes.substr(0, 3) == "\xEF\xBB\xBF") bytes.remove_prefix(3);
+  if (!head_done_) {
+    // A leading BOM is dropped even when the network splits it across reads: the first
+    // bytes are held until they either complete the BOM or differ from it.
+    constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    const size_t take = std::min(bytes.size(), kBom.size() - head_.size());
+    head_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (head_.size() < kBom.size() && kBom.starts_with(head_)) return {};
+    head_done_ = true;
+    if (head_ != kBom) {
+      std::string held = std::move(head_);
+      if (Status s = FeedLines(held, on_event); !s.ok()) return s;
+    }
+    head_.clear();
+  }
+  return FeedLines(bytes, on_event);
+}
+
+Status SseParser::FeedLines(std::string_view bytes, const Handler& on_event) {
   if (skip_lf_ && !bytes.empty()) {
     if (bytes.front() == '\n') bytes.remove_prefix(1);
     skip_lf_ = false;

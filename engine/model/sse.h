@@ -36,14 +36,17 @@ class SseParser {
   size_t bytes_fed() const { return bytes_fed_; }
 
  private:
+  Status FeedLines(std::string_view bytes, const Handler& on_event);
   void Line(std::string_view line, const Handler& on_event);
   void Dispatch(const Handler& on_event);
 
   size_t max_event_bytes_;
   size_t bytes_fed_ = 0;
-  std::string partial_;    // an unterminated line carried to the next Feed
-  bool skip_lf_ = false;   // the last piece ended in CR: a leading LF completes a CRLF
-  bool saw_data_ = false;  // a data field was seen in the current event
+  std::string head_;        // the stream's first bytes while they may still be a BOM
+  bool head_done_ = false;  // the leading BOM (if any) has been dropped
+  std::string partial_;     // an unterminated line carried to the next Feed
+  bool skip_lf_ = false;    // the last piece ended in CR: a leading LF completes a CRLF
+  bool saw_data_ = false;   // a data field was seen in the current event
   SseEvent current_;
 };
 

@@ -20,11 +20,11 @@ namespace ae::fuzz {
 // While a flag is true the harnesses skip inputs that trip that known bug, so the smoke pass
 // in `make test` guards everything else. Reproducers live in tests/fuzz/<harness>/known/;
 // after merging a fix, set its flag to false and run `make fuzz` (and the known/ inputs).
-inline constexpr bool kPendingJsonDepth = true;     // robust: iterative JSON, bounded depth
-inline constexpr bool kPendingJsonNumbers = true;   // robust: numbers that cannot be written
-inline constexpr bool kPendingRawUtf8 = true;       // robust: raw JSON strings made valid UTF-8
-inline constexpr bool kPendingSseSplitBom = true;   // engine/model/sse.cc: a BOM cut across reads
-inline constexpr bool kPendingPatchNulPath = true;  // writes: refuse a patch path holding NUL
+inline constexpr bool kPendingJsonDepth = false;     // robust: iterative JSON, bounded depth
+inline constexpr bool kPendingJsonNumbers = false;   // robust: numbers that cannot be written
+inline constexpr bool kPendingRawUtf8 = false;       // robust: raw JSON strings made valid UTF-8
+inline constexpr bool kPendingSseSplitBom = false;   // engine/model/sse.cc: a BOM cut across reads
+inline constexpr bool kPendingPatchNulPath = false;  // writes: refuse a patch path holding NUL
 // ---------------------------------------------------------------------------------------------
 
 [[noreturn]] inline void Fail(const std::string& what, std::string_view detail = {}) {

@@ -121,6 +121,20 @@ TEST(SseParser, LeadingBomIsSkipped) {
             (std::vector<Ev>{{"", "x", ""}}));
 }
 
+// The network may cut anywhere, the BOM included (found by tests/fuzz/sse_fuzz.cc).
+TEST(SseParser, LeadingBomSplitAcrossReadsIsSkipped) {
+  EXPECT_EQ(Parse(std::vector<std::string>{"\xEF", "\xBB",
+                                           "\xBF"
+                                           "data: x\n\n"}),
+            (std::vector<Ev>{{"", "x", ""}}));
+  EXPECT_EQ(Parse(std::vector<std::string>{"\xEF\xBB",
+                                           "\xBF"
+                                           "data: y\n\n"}),
+            (std::vector<Ev>{{"", "y", ""}}));
+  // Bytes that only start like a BOM belong to the first line (here an unknown field name).
+  EXPECT_EQ(Parse(std::vector<std::string>{"\xEF", "data: z\n\n"}), std::vector<Ev>{});
+}
+
 TEST(SseParser, VeryLongLineAcrossManyReads) {
   std::string payload(3 << 20, 'x');
   payload[12345] = 'y';

@@ -426,6 +426,19 @@ TEST(PatchParser, HunksAndChunks) {
   EXPECT_TRUE(u.chunks[1].end_of_file);
 }
 
+// The kernel reads a path only up to its first NUL, so such a path would write another file
+// than the one the patch names (found by tests/fuzz/apply_patch_fuzz.cc).
+TEST(PatchParser, APathHoldingNulIsRefused) {
+  using namespace std::string_literals;
+  auto add = patch::ParsePatch("*** Begin Patch\n*** Add File: a.py\0.sh\n+x\n*** End Patch"s);
+  ASSERT_FALSE(add.ok());
+  EXPECT_EQ(add.message(), "invalid hunk at line 2, the path holds a NUL byte");
+  auto move = patch::ParsePatch(
+      "*** Begin Patch\n*** Update File: u.py\n*** Move to: v\0w\n@@\n-a\n+b\n*** End Patch"s);
+  ASSERT_FALSE(move.ok());
+  EXPECT_EQ(move.message(), "invalid hunk at line 2, the path holds a NUL byte");
+}
+
 TEST(PatchSeek, FuzzLevelsInOrder) {
   std::vector<std::string_view> lines = {"a  ", "  a", "a\u2014b"};
   EXPECT_EQ(patch::SeekSequence(lines, {"a  "}, 0, false), 0u);  // exact

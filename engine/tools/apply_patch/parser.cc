@@ -199,6 +199,10 @@ Result<Patch> ParsePatch(std::string_view text) {
                                    first));
     }
     if (hunk.path.empty()) return InvalidHunk(line_number, "the hunk header has no path");
+    // The kernel reads a path up to its first NUL: such a path would name another file.
+    if (hunk.path.find('\0') != std::string::npos || hunk.move_to.find('\0') != std::string::npos) {
+      return InvalidHunk(line_number, "the path holds a NUL byte");
+    }
     patch.hunks.push_back(std::move(hunk));
     i += consumed;
     line_number += consumed;
