@@ -70,19 +70,23 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   Emitter emitter(sinks);
 
   // A sandbox that cannot be enforced ends the run before any work, framed like every other
-  // failure: thread.started, turn.started, error, turn.failed (README "Exit codes").
-  auto fail_before_turn = [&](SessionOutcome outcome, ErrorCode code, std::string message) {
-    SessionInfo info;
-    info.cwd = config.cwd;
-    info.model = config.model.model;
-    info.provider = config.provider.id;
-    info.approval = ApprovalPolicyName(config.approval);
-    info.sandbox = sandbox::ModeName(config.sandbox.mode);
-    info.reasoning_effort = config.model.reasoning_effort;
-    emitter.Emit(ThreadStarted{result.thread_id, info});
-    emitter.Emit(TurnStarted{});
+  // failure: thread.started, turn.started, error, turn.failed (README "Exit codes"). A client
+  // that cannot be made (no key) is found before the header instead: only the `error`.
+  auto fail_before_turn = [&](SessionOutcome outcome, ErrorCode code, std::string message,
+                              bool framed = true) {
+    if (framed) {
+      SessionInfo info;
+      info.cwd = config.cwd;
+      info.model = config.model.model;
+      info.provider = config.provider.id;
+      info.approval = ApprovalPolicyName(config.approval);
+      info.sandbox = sandbox::ModeName(config.sandbox.mode);
+      info.reasoning_effort = config.model.reasoning_effort;
+      emitter.Emit(ThreadStarted{result.thread_id, info});
+      emitter.Emit(TurnStarted{});
+    }
     emitter.Emit(StreamError{message});
-    emitter.Emit(TurnFailed{message, code, Usage{}, record.Stats()});
+    if (framed) emitter.Emit(TurnFailed{message, code, Usage{}, record.Stats()});
     result.outcome = outcome;
     result.code = code;
     result.stats = record.Stats();
@@ -120,7 +124,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
   if (!client.ok()) {
     return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.message()),
-                            client.message());
+                            client.message(), /*framed=*/false);
   }
 
   TurnContext turn;

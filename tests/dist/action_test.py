@@ -114,7 +114,7 @@ class ActionTest(unittest.TestCase):
         out_file = os.path.join(self.tmp, "dir with space", "last.txt")
         result, _, _ = self.run_action(
             turns, **{"prompt-file": prompt, "sandbox": "read-only",
-                      "output-schema": '{"type": "object", "properties": {"ok": {"type": "boolean"}}}',
+                      "output-schema": '{"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false}',
                       "args": f"--ephemeral -c 'model_verbosity=\"low\"' -o '{out_file}'"})
         self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
         self.assertEqual(result.outputs["final-message"], '{"ok": true}')

@@ -315,9 +315,12 @@ TEST_F(ExitCodeTest, ASessionFileOnAFullDiskIsReportedAndExit5) {
     }
   }
   EXPECT_EQ(warnings, 1) << out.out;
-  EXPECT_EQ(lines.back(),
+  EXPECT_EQ(NormalizeThreadId(lines.back()),
             R"({"type":"turn.completed","usage":{"input_tokens":0,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0}})");
+            R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+            R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+            R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+            R"("requests":1,"duration_ms":<ms>})");
   EXPECT_NE(out.err.find("warning: cannot write session file"), std::string::npos) << out.err;
   // --ephemeral writes nothing, so nothing is lost.
   EXPECT_EQ(Run({"--json", "--ephemeral", prompt}, options).exit_code, 0);

@@ -451,8 +451,11 @@ TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   RunOutput out = Run({"--json", "hi"});
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(
-      out.lines().back(),
-      R"({"type":"turn.failed","error":{"message":"Quota exceeded (insufficient_quota): You exceeded your current quota. Check your plan and billing details, or use another key; retrying cannot help."}})");
+      NormalizeThreadId(out.lines().back()),
+      R"({"type":"turn.failed","error":{"message":"Quota exceeded (insufficient_quota): You exceeded your current quota. Check your plan and billing details, or use another key; retrying cannot help.","code":"rate_limited"},)"
+      R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+      R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+      R"("requests":1,"duration_ms":<ms>})");
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
@@ -502,17 +505,18 @@ TEST_F(HttpTest, AnOverflowingNumberInAnOutputItemKeepsEverythingValid) {
   // session file must all stay valid, and the session must resume.
   Serve(R"({"turns":[{"items":[{"type":"message","text":"ok"}]},
                      {"items":[{"type":"message","text":"again"}]}]})",
-        {"raw_item=%7B%22type%22%3A%22function_call%22%2C%22name%22%3A%22exec_command%22%2C"
-         "%22call_id%22%3A%22c9%22%2C%22arguments%22%3A%7B%22cmd%22%3A%22echo%20hi%22%2C%22n%22"
-         "%3A1.8e308%7D%2C%22extra%22%3A-1.8e308%7D:requests=1"});
+        {"raw_item=%7B%22type%22%3A%22function_call%22%2C%22name%22%3A%22exec_command%22%2C%22call_"
+         "id%22%3A%22c9%22%2C%22arguments%22%3A%22%7B%5C%22cmd%5C%22%3A%5C%22echo%20hi%5C%"
+         "22%2C%5C%22n%5C%22%3A1.8e308%7D%22%2C%22extra%22%3A-1.8e308%7D:requests=1"});
   RunOutput out = Run({"--json", "-s", "danger-full-access", "hi"});
   EXPECT_EQ(out.exit_code, 0) << out.err;
   std::vector<LoggedRequest> requests = server_.Requests();
   ASSERT_EQ(requests.size(), 2u);
-  // The item is replayed as the model sent it, its unwritable numbers as strings.
+  // The item is replayed as the model sent it, its unwritable numbers as strings (the
+  // arguments are a JSON string, as the real service sends them, and stay one).
   EXPECT_NE(requests[1].body_json.find(
                 R"({"type":"function_call","name":"exec_command","call_id":"c9",)"
-                R"("arguments":{"cmd":"echo hi","n":"Infinity"},"extra":"-Infinity"})"),
+                R"("arguments":"{\"cmd\":\"echo hi\",\"n\":1.8e308}","extra":"-Infinity"})"),
             std::string::npos)
       << requests[1].body_json;
   RunOutput resumed = Run({"resume", "--last", "--json", "more"});

@@ -289,7 +289,7 @@ TEST_F(FaultTest, ConnectionResetBeforeHeaders) {
   Expect(Run(), 0, "turn.completed");
   Serve(kOk, {"hostile=reset_before_headers"}, "responses", 1);
   std::string last = Expect(Run(), 1, "turn.failed");
-  EXPECT_EQ(FailedMessage(last).rfind("error sending request for url", 0), 0u) << last;
+  EXPECT_EQ(FailedMessage(last).rfind("cannot reach 127.0.0.1:", 0), 0u) << last;
 }
 
 TEST_F(FaultTest, ConnectionResetAfterHeaders) {

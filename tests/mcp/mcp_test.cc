@@ -191,11 +191,13 @@ TEST_F(McpTest, GarbageOnStdoutFailsAtOnce) {
 
 TEST_F(McpTest, SilentServerTimesOutAndIsStopped) {
   McpServerSpec s = Spec({"--no-answer"});
-  s.startup_timeout_ms = 300;
+  // Long enough for the Python server to start and read the request it will never answer
+  // (the log below must show it heard it), short enough to keep the test quick.
+  s.startup_timeout_ms = 2000;
   Start({s});
   EXPECT_EQ(sink_.Jsonl(),
             R"({"type":"item.completed","item":{"id":"item_0","type":"error","message":)"
-            R"("MCP server 'docs' failed to start: no answer to initialize within 300 ms )"
+            R"("MCP server 'docs' failed to start: no answer to initialize within 2 s )"
             R"j((raise startup_timeout_sec in [mcp_servers.docs] if it needs longer)"}})j"
             "\n");
   EXPECT_EQ(servers_.client("docs"), nullptr);
