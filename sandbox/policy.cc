@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -235,11 +236,24 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
       AddCarveout(policy.read_only_carveouts, ResolvePath(JoinPath(root, value)));
     }
   }
+  // The shared temporary roots (/tmp, $TMPDIR) are scanned too, but only as far as the bound
+  // goes and without a warning: a busy machine's /tmp exceeds any bound, and a warning on every
+  // run would teach users to ignore warnings. The workspace and the roots the user named warn.
+  std::vector<std::string> temp_roots;
+  for (const char* temp :
+       {static_cast<const char*>("/tmp"), static_cast<const char*>(std::getenv("TMPDIR"))}) {
+    std::string canonical, reason;
+    if (temp != nullptr && temp[0] == '/' && Canonical(temp, &canonical, &reason)) {
+      temp_roots.push_back(canonical);
+    }
+  }
   const size_t roots = policy.writable_roots.size();
   for (size_t i = 0; i < roots; ++i) {
     const std::string writable = policy.writable_roots[i];
     AddParentRepositories(policy.read_only_carveouts, writable);
-    if (!AddNestedRepositories(policy.read_only_carveouts, writable)) {
+    const bool shared_temp = writable != root && std::find(temp_roots.begin(), temp_roots.end(),
+                                                           writable) != temp_roots.end();
+    if (!AddNestedRepositories(policy.read_only_carveouts, writable) && !shared_temp) {
       policy.warnings.push_back(fmt::format(
           "sandbox: the search for nested repositories in {} stopped at its bound ({} levels, "
           "{} directories): a .git or .agentexec beyond it is writable in this run",
