@@ -279,9 +279,15 @@ int AddKey() {
 // pipe of the caller's. With `wait` the probe itself then blocks, so the test can end it from
 // outside (timeout, SIGTERM, SIGKILL of agentexec).
 int Daemon(const std::string& mode, const char* marker, bool wait) {
+  // "started" is printed only once the daemon has left the group and exec'd: the pipe's write
+  // end is close-on-exec, so EOF means every copy is gone. Otherwise a group kill at command
+  // end could reach a daemon that had not yet called setsid, and the test would see nothing.
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return Report(false, "pipe2");
   pid_t pid = ::fork();
   if (pid < 0) return Report(false, "fork");
   if (pid == 0) {
+    ::close(ready[0]);
     if (mode == "setsid" || mode == "doublefork") ::setsid();
     if (mode == "setpgid") ::setpgid(0, 0);
     if (mode == "doublefork" && ::fork() != 0) ::_exit(0);
@@ -290,6 +296,13 @@ int Daemon(const std::string& mode, const char* marker, bool wait) {
     ::execl("/bin/sleep", "sleep", marker, nullptr);
     ::_exit(127);
   }
+  ::close(ready[1]);
+  char byte;
+  ssize_t n;
+  do {
+    n = ::read(ready[0], &byte, 1);
+  } while (n > 0 || (n < 0 && errno == EINTR));
+  ::close(ready[0]);
   if (mode == "doublefork") ::waitpid(pid, nullptr, 0);
   std::printf("started\n");
   std::fflush(stdout);
