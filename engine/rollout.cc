@@ -124,6 +124,27 @@ void RolloutWriter::AddUsage(const Usage& u) {
       u.reasoning_output_tokens));
 }
 
+void RolloutWriter::AddCompaction(const std::vector<std::string>& history, int64_t tokens_before,
+                                  int64_t tokens_after) {
+  JsonWriter w;
+  size_t reserve = 256;
+  for (const std::string& item : history) reserve += item.size() + 1;
+  w.Reserve(reserve);
+  w.StartObject();
+  w.Key("type"), w.String("compacted");
+  w.Key("payload");
+  w.StartObject();
+  w.Key("tokens_before"), w.Int64(tokens_before);
+  w.Key("tokens_after"), w.Int64(tokens_after);
+  w.Key("replacement_history");
+  w.StartArray();
+  for (const std::string& item : history) w.Raw(item);
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  WriteLine(std::string(w.view()));
+}
+
 Result<LoadedRollout> LoadRollout(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -153,6 +174,15 @@ Result<LoadedRollout> LoadRollout(const std::string& path) {
                              StringMember(p, "provider"),   StringMember(p, "sandbox")};
     } else if (type == "response_item") {
       out.items.push_back(ToJson(p));
+    } else if (type == "compacted" && p.IsObject()) {
+      const rapidjson::Value* replacement = FindJsonMember(p, "replacement_history");
+      if (replacement == nullptr || !replacement->IsArray()) {
+        return MakeError(
+            fmt::format("{}:{}: compacted line without a replacement_history array", path, number));
+      }
+      out.items.clear();
+      for (const auto& item : replacement->GetArray()) out.items.push_back(ToJson(item));
+      ++out.compactions;
     } else if (type == "usage" && p.IsObject()) {
       out.usage += Usage{GetInt(p, "input_tokens"), GetInt(p, "cached_input_tokens"),
                          GetInt(p, "cache_write_input_tokens"), GetInt(p, "output_tokens"),

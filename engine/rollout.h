@@ -6,6 +6,9 @@
 //                                     "provider":…,"sandbox":…}}
 //   {"type":"response_item","payload":<Responses-API input item>}
 //   {"type":"usage","payload":{"input_tokens":…,…}}          (after each model request)
+//   {"type":"compacted","payload":{"tokens_before":…,"tokens_after":…,
+//                                  "replacement_history":[<input item>,…]}}
+//     the history was compacted: on load the replacement stands for every item before it
 #pragma once
 
 #include <functional>
@@ -43,6 +46,9 @@ class RolloutWriter {
   // drops, and is reported once through the error handler; failed() stays true.
   void AddItem(const std::string& item_json);
   void AddUsage(const Usage& usage);
+  // The history was compacted into `history` (it replaces every item written before).
+  void AddCompaction(const std::vector<std::string>& history, int64_t tokens_before,
+                     int64_t tokens_after);
   const std::string& path() const { return path_; }
 
   // Called once, with a message naming the file and the error, when writing first fails.
@@ -63,8 +69,9 @@ class RolloutWriter {
 struct LoadedRollout {
   std::string path;
   SessionMeta meta;
-  std::vector<std::string> items;
-  Usage usage;  // cumulative over every request recorded
+  std::vector<std::string> items;  // after the last compaction: its replacement history first
+  Usage usage;                     // cumulative over every request recorded
+  int compactions = 0;             // compacted lines read
 };
 
 Result<LoadedRollout> LoadRollout(const std::string& path);

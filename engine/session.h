@@ -34,6 +34,7 @@ struct SessionConfig {
   int64_t command_timeout_ms = 10000;
   std::optional<std::string> output_schema_json;  // already validated as a JSON object
   int max_turns = 0;                              // model requests in this run; 0 = no limit
+  int64_t max_tokens = 0;                         // thread input+output tokens; 0 = no limit
   size_t project_doc_max_bytes = 32 * 1024;       // AGENTS.md budget
   std::string developer_instructions;             // extra text from config, appended to ours
   std::vector<std::string> images;                // -i: data: URLs sent with the prompt

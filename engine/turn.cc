@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/compaction.h"
 #include "engine/history.h"
 #include "engine/output_schema.h"
 
@@ -89,6 +90,13 @@ void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>
   }
 }
 
+// The message a turn fails with when the input still exceeds the context window after the
+// history was compacted for it.
+std::string StillTooLarge(const std::string& error) {
+  return "the input still exceeds the model's context window after compacting the history: " +
+         error;
+}
+
 }  // namespace
 
 TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
@@ -109,6 +117,44 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     return failed;
   };
 
+  ContextTracker context;
+  const CompactionSettings compaction{deps.context_window, deps.auto_compact_token_limit,
+                                      deps.prompt_cache_key};
+  // A compaction that could not bring the history under the limit is not repeated before the
+  // next response: that would loop without progress.
+  bool compacted_since_response = false;
+  auto count = [&](const Usage& usage) {
+    result.usage += usage;
+    record.OnUsage(usage);
+    if (deps.rollout != nullptr) deps.rollout->AddUsage(usage);
+  };
+  // Replaces the history with its compacted form; an error is the failed turn's message.
+  auto compact = [&]() -> Status {
+    const int64_t before = context.Tokens(history);
+    record.OnRequest();
+    Result<CompactionResult> compacted =
+        CompactHistory(deps.client, history, before, compaction, observer, deps.cancel);
+    if (!compacted.ok()) return compacted.error();
+    count(compacted->usage);
+    history = std::move(compacted->history);
+    context.Reset();
+    compacted_since_response = true;
+    if (deps.rollout != nullptr) {
+      deps.rollout->AddCompaction(history, compacted->tokens_before, compacted->tokens_after);
+    }
+    deps.emitter.CompleteNew(
+        ContextCompactionItem{compacted->tokens_before, compacted->tokens_after});
+    return {};
+  };
+  auto compaction_failed = [&](const Status& why) {
+    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+    TurnResult failed;
+    failed.outcome = SessionOutcome::kFailed;
+    failed.error = "context compaction failed: " + why.message();
+    failed.code = ClassifyModelError(failed.error);
+    return fail(failed);
+  };
+
   for (int request = 1;; ++request) {
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     if (deps.max_turns > 0 && request > deps.max_turns) {
@@ -120,13 +166,41 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
           deps.max_turns, deps.max_turns == 1 ? "" : "s", deps.max_turns);
       return fail(limit);
     }
+    if (const int64_t used = result.usage.input_tokens + result.usage.output_tokens;
+        deps.max_tokens > 0 && used >= deps.max_tokens) {
+      TurnResult limit;
+      limit.outcome = SessionOutcome::kLimitReached;
+      limit.code = ErrorCode::kMaxTokens;
+      limit.error = fmt::format(
+          "token budget reached: the thread used {} input+output tokens and the model asked for "
+          "more work (--max-tokens {})",
+          used, deps.max_tokens);
+      return fail(limit);
+    }
+    if (deps.auto_compact_token_limit > 0 && !compacted_since_response &&
+        context.Tokens(history) >= deps.auto_compact_token_limit) {
+      if (Status s = compact(); !s.ok()) return compaction_failed(s);
+    }
 
-    // The history moves into the request and back: no copy of it per model request.
-    Prompt prompt{std::move(history), tools_json, deps.output_schema_json, deps.prompt_cache_key};
-    record.OnRequest();
-    Result<ModelResponse> response = deps.client.Stream(prompt, observer, deps.cancel);
-    history = std::move(prompt.input);
-    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+    Result<ModelResponse> response = MakeError("no request sent");
+    for (bool retried = false;; retried = true) {
+      // The history moves into the request and back: no copy of it per model request.
+      Prompt prompt{std::move(history), tools_json, deps.output_schema_json, deps.prompt_cache_key};
+      record.OnRequest();
+      response = deps.client.Stream(prompt, observer, deps.cancel);
+      history = std::move(prompt.input);
+      if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+      if (response.ok() || !IsContextWindowExceeded(response.message())) break;
+      // The service counted more than we estimated: compact and retry, once.
+      if (retried) {
+        TurnResult failed;
+        failed.outcome = SessionOutcome::kFailed;
+        failed.code = ErrorCode::kContextLength;
+        failed.error = StillTooLarge(response.message());
+        return fail(failed);
+      }
+      if (Status s = compact(); !s.ok()) return compaction_failed(s);
+    }
     if (!response.ok()) {
       TurnResult failed;
       failed.outcome = SessionOutcome::kFailed;
@@ -134,12 +208,12 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       failed.error = response.message();
       return fail(failed);
     }
-    result.usage += response->usage;
-    record.OnUsage(response->usage);
-    if (deps.rollout != nullptr) deps.rollout->AddUsage(response->usage);
+    count(response->usage);
 
     std::vector<ToolCall> calls;
     for (const OutputItem& item : response->items) RecordItem(item, deps, history, calls, result);
+    context.OnResponse(response->usage, history.size());
+    compacted_since_response = false;
     if (calls.empty()) break;
 
     std::vector<ToolResult> outputs = deps.router.DispatchAll(calls, env);

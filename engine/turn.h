@@ -24,10 +24,13 @@ struct TurnDeps {
   Emitter& emitter;
   CancelToken& cancel;
   std::optional<std::string> output_schema_json;
-  int max_turns = 0;                 // model requests; 0 = unlimited
-  RolloutWriter* rollout = nullptr;  // null: --ephemeral
-  Usage usage_before;                // earlier runs of a resumed thread
-  std::string prompt_cache_key;      // the thread id
+  int max_turns = 0;                     // model requests; 0 = unlimited
+  int64_t max_tokens = 0;                // the thread's input+output tokens; 0 = unlimited
+  int64_t context_window = 0;            // tokens; 0 = unknown
+  int64_t auto_compact_token_limit = 0;  // compact before a request this large; 0 = never
+  RolloutWriter* rollout = nullptr;      // null: --ephemeral
+  Usage usage_before;                    // earlier runs of a resumed thread
+  std::string prompt_cache_key;          // the thread id
   // Empty: none.
   FinalAnswerCheck final_answer_check;
   ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself
@@ -42,7 +45,9 @@ struct TurnResult {
   Usage usage;
 };
 
-// `history` holds the initial items and grows with every model item and tool output.
+// `history` holds the initial items and grows with every model item and tool output; when
+// the next request would reach the auto-compact limit, or the service answers that the input
+// exceeds the context window, it is compacted (engine/compaction.h) and the turn goes on.
 // Emits everything from the first model request to turn.completed / error + turn.failed.
 TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history);
 

@@ -146,6 +146,7 @@ std::string HelpText() {
       "      --skip-git-repo-check        Allow running outside a git repository\n"
       "      --ephemeral                  Write no session file\n"
       "      --max-turns N                Stop after N model requests\n"
+      "      --max-tokens N               Stop when the thread has used N input+output tokens\n"
       "      --timeout DURATION           Stop after DURATION: 90s, 10m, 1h30m, 500ms\n"
       "      --last                       With resume: the newest session in this directory\n"
       "  -h, --help                       Print this help\n"
@@ -165,7 +166,7 @@ std::string HelpText() {
       "  1        the turn failed: model/API error, missing API key, broken stream\n"
       "  2        usage or configuration error\n"
       "  3        the chosen sandbox cannot be enforced on this kernel\n"
-      "  4        a limit was reached: --max-turns, --timeout\n"
+      "  4        a limit was reached: --max-turns, --timeout, --max-tokens\n"
       "  5        an output could not be written (-o FILE)\n"
       "  6        the final answer does not validate against --output-schema\n"
       "  130/143  interrupted by SIGINT/SIGTERM\n"
@@ -206,7 +207,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.allow_extras();  // unknown options are reported below, in our words
 
   std::vector<std::string> positionals;
-  std::string color = "auto", max_turns, timeout;
+  std::string color = "auto", max_turns, max_tokens, timeout;
   const auto last = CLI::MultiOptionPolicy::TakeLast;
 
   app.add_flag("--json,--experimental-json", args.json);
@@ -229,6 +230,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_flag("--oss", args.oss);
   app.add_option("-a,--ask-for-approval", args.approval)->multi_option_policy(last);
   app.add_option("--max-turns", max_turns)->multi_option_policy(last);
+  app.add_option("--max-tokens", max_tokens)->multi_option_policy(last);
   app.add_option("--timeout", timeout)->multi_option_policy(last);
   app.add_flag("--print-config", args.print_config);
   app.add_flag("--progress", args.progress);
@@ -288,6 +290,14 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
       return InvalidValue(max_turns, "--max-turns <N>", "expected a positive integer");
     }
     args.max_turns = static_cast<int>(n);
+  }
+  if (!max_tokens.empty()) {
+    char* end = nullptr;
+    long long n = std::strtoll(max_tokens.c_str(), &end, 10);
+    if (*end != '\0' || n <= 0) {
+      return InvalidValue(max_tokens, "--max-tokens <N>", "expected a positive integer");
+    }
+    args.max_tokens = n;
   }
   if (!timeout.empty()) {
     Result<int64_t> ms = ParseDurationMs(timeout);

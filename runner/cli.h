@@ -61,6 +61,7 @@ struct CliArgs {
   bool oss = false;
   std::optional<std::string> approval;  // -a never | on-failure
   std::optional<int> max_turns;         // --max-turns N (> 0)
+  std::optional<int64_t> max_tokens;    // --max-tokens N (> 0)
   std::optional<int64_t> timeout_ms;    // --timeout DURATION
   bool print_config = false;
   bool progress = false;  // --progress: item.updated for running commands (--json)

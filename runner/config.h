@@ -71,6 +71,7 @@ struct Config {
   int64_t project_doc_max_bytes = 32 * 1024;
   int64_t command_timeout_ms = 10000;
   int64_t max_turns = 0;   // 0 = no limit
+  int64_t max_tokens = 0;  // the thread's input+output tokens; 0 = no limit
   int64_t timeout_ms = 0;  // 0 = no limit
   std::string developer_instructions;
   std::string profile;  // the profile in use, "" = none

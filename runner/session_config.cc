@@ -212,6 +212,9 @@ std::vector<FlagSetting> FlagsFrom(const CliArgs& args) {
   if (args.max_turns) {
     flags.push_back({"max_turns", std::to_string(*args.max_turns), "--max-turns", true});
   }
+  if (args.max_tokens) {
+    flags.push_back({"max_tokens", std::to_string(*args.max_tokens), "--max-tokens", true});
+  }
   if (args.timeout_ms)
     flags.push_back({"timeout", FormatDurationMs(*args.timeout_ms), "--timeout"});
   return flags;
@@ -322,6 +325,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
 
   session.command_timeout_ms = ClampDurationMs(config.command_timeout_ms);
   session.max_turns = static_cast<int>(std::min<int64_t>(config.max_turns, INT_MAX));
+  session.max_tokens = config.max_tokens;
   session.project_doc_max_bytes = static_cast<size_t>(config.project_doc_max_bytes);
   session.developer_instructions = config.developer_instructions;
   session.warnings = config.warnings;

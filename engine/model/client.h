@@ -75,6 +75,13 @@ struct ModelResponse {
   Usage usage;
 };
 
+// What a provider's own compaction returned: the items that stand for the history (for the
+// Responses API, user messages and an opaque `compaction` item), and the request's usage.
+struct CompactedOutput {
+  std::vector<std::string> items;
+  Usage usage;
+};
+
 // Live notifications while a request runs. Output items are delivered only in the final
 // ModelResponse, after response.completed, so a retried stream never duplicates an item.
 class StreamObserver {
@@ -91,6 +98,14 @@ class ModelClient {
   // Streams one response. Errors carry the message the turn fails with.
   virtual Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
                                        CancelToken& cancel) = 0;
+  // The provider's compaction endpoint, given the history to compact as `prompt.input`.
+  // nullopt: the provider has none, and the caller summarises with a normal request instead.
+  // Retries are announced through `observer` as for Stream.
+  virtual Result<std::optional<CompactedOutput>> Compact(const Prompt& /*prompt*/,
+                                                         StreamObserver& /*observer*/,
+                                                         CancelToken& /*cancel*/) {
+    return std::optional<CompactedOutput>();
+  }
 };
 
 // The message a request fails with when the input no longer fits the model's context window

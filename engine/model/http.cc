@@ -35,7 +35,8 @@ struct Transfer {
   CURL* easy;
   Clock::time_point last_activity;  // last body progress (or the head's arrival)
   bool sink_aborted = false;
-  bool decided = false;  // whether this response streams to the sink was decided
+  bool decided = false;      // whether this response streams to the sink was decided
+  bool accept_json = false;  // HttpRequest::accept_json
 };
 
 bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
@@ -94,7 +95,8 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
     r.status = status;
     const bool ok = status >= 200 && status < 300;
     r.event_stream =
-        ok && (r.content_type.empty() || StartsWithNoCase(r.content_type, "text/event-stream"));
+        ok && (r.content_type.empty() || StartsWithNoCase(r.content_type, "text/event-stream") ||
+               (t->accept_json && StartsWithNoCase(r.content_type, "application/json")));
   }
   if (r.event_stream) {
     r.body_started = true;
@@ -137,6 +139,7 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
   }
   const Clock::time_point started = Clock::now();
   Transfer t{&response, &sink, easy, started};
+  t.accept_json = request.accept_json;
 
   curl_easy_reset(easy);
   curl_slist* headers = nullptr;

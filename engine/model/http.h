@@ -27,6 +27,9 @@ struct HttpRequest {
   int64_t header_timeout_ms = 600000;  // no response head this long after the start; <= 0: never
   int64_t total_timeout_ms = 0;        // the whole request, head and body; <= 0: never
   std::string user_agent;              // "" = UserAgent()
+  // A 2xx application/json answer goes to the sink like an event stream (the compaction
+  // endpoint answers with one JSON object); otherwise it is collected as an error body.
+  bool accept_json = false;
 };
 
 class HttpBodySink {

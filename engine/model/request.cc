@@ -284,6 +284,29 @@ std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& pro
   return std::string(w.view());
 }
 
+std::string BuildCompactRequest(const ModelOptions& options, const Prompt& prompt) {
+  Writer w;
+  size_t reserve = 256;
+  for (const auto& item : prompt.input) reserve += item.size() + 1;
+  w.Reserve(reserve);
+  const std::vector<bool> keep = ReplayableItems(prompt.input);
+  w.StartObject();
+  w.Key("model");
+  w.String(options.model);
+  w.Key("input");
+  w.StartArray();
+  for (size_t i = 0; i < prompt.input.size(); ++i) {
+    if (keep[i]) w.Raw(prompt.input[i]);
+  }
+  w.EndArray();
+  if (!prompt.prompt_cache_key.empty()) {
+    w.Key("prompt_cache_key");
+    w.String(prompt.prompt_cache_key);
+  }
+  w.EndObject();
+  return std::string(w.view());
+}
+
 Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& prompt) {
   auto messages = MapHistory(prompt);
   if (!messages) return messages.error();

@@ -23,6 +23,11 @@ std::vector<bool> ReplayableItems(const std::vector<std::string>& input);
 // parallel_tool_calls, reasoning, store, include, prompt_cache_key, text.
 std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt);
 
+// POST {base_url}/responses/compact (the public compaction endpoint): model, input (the
+// history, replayable items only, as for /responses) and prompt_cache_key; nothing else, since
+// the endpoint takes no tools, reasoning or text options.
+std::string BuildCompactRequest(const ModelOptions& options, const Prompt& prompt);
+
 // POST {base_url}/chat/completions. Fails when a history item or the tools are not JSON.
 // Custom (free-form) tools are offered as functions taking one string parameter "input".
 Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& prompt);

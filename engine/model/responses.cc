@@ -105,6 +105,60 @@ class ResponsesDecoder : public StreamDecoder {
   bool complete_ = false;
 };
 
+// The answer of POST /responses/compact: one JSON object
+// {"object":"response.compaction","output":[items...],"usage":{...}}.
+class CompactDecoder : public StreamDecoder {
+ public:
+  bool json_body() const override { return true; }
+  Status OnEvent(SseEvent& event, bool* fatal) override {
+    rapidjson::Document doc;
+    std::optional<JsonParseError> bad = ParseJsonInto(event.data, &doc);
+    const rapidjson::Value* output =
+        bad || !doc.IsObject() ? nullptr : FindJsonMember(doc, "output");
+    if (output == nullptr || !output->IsArray()) {
+      *fatal = true;  // the same request would get the same answer
+      reason_ = bad ? fmt::format("the compaction answer is not JSON (offset {}: {})", bad->offset,
+                                  bad->reason)
+                    : std::string("the compaction answer has no `output` array");
+      return MakeError(reason_);
+    }
+    for (const auto& item : output->GetArray()) {
+      if (!item.IsObject()) continue;
+      OutputItem out;
+      out.raw_json = ToJson(item);
+      response_.items.push_back(std::move(out));
+    }
+    response_.id = StringAt(&doc, "id");
+    const rapidjson::Value* usage = FindJsonMember(doc, "usage");
+    if (usage != nullptr) {
+      response_.usage.input_tokens = IntAt(usage, "input_tokens");
+      response_.usage.cached_input_tokens =
+          IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
+      response_.usage.output_tokens = IntAt(usage, "output_tokens");
+      response_.usage.reasoning_output_tokens =
+          IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
+    }
+    complete_ = true;
+    return {};
+  }
+  bool complete() const override { return complete_; }
+  std::string incomplete_reason() const override {
+    return reason_.empty() ? "the compaction answer ended early" : reason_;
+  }
+  ModelResponse TakeResponse() override { return std::move(response_); }
+
+ private:
+  ModelResponse response_;
+  std::string reason_;
+  bool complete_ = false;
+};
+
+// Whether a failed compaction request means the provider has no compaction endpoint.
+bool NoSuchEndpoint(const std::string& message) {
+  return message.starts_with("unexpected status 404 ") ||
+         message.starts_with("unexpected status 405 ");
+}
+
 class ResponsesClient : public ModelClient {
  public:
   ResponsesClient(ProviderInfo provider, ModelOptions options, std::string api_key)
@@ -120,11 +174,37 @@ class ResponsesClient : public ModelClient {
         cancel);
   }
 
+  // POST /responses/compact, as codex compacts with OpenAI. A provider that answers 404 or 405
+  // has no such endpoint: the history is then summarised with a normal request, from now on.
+  Result<std::optional<CompactedOutput>> Compact(const Prompt& prompt, StreamObserver& observer,
+                                                 CancelToken& cancel) override {
+    if (no_compact_endpoint_) return std::optional<CompactedOutput>();
+    HttpRequest req =
+        MakeHttpRequest(provider_, key_, "/responses/compact",
+                        BuildCompactRequest(options_, prompt), prompt.prompt_cache_key);
+    req.accept_json = true;
+    for (std::string& h : req.headers) {
+      if (h.starts_with("accept: ")) h = "accept: application/json";
+    }
+    Result<ModelResponse> response = StreamWithRetries(
+        http_, req, provider_, [] { return std::make_unique<CompactDecoder>(); }, observer, cancel);
+    if (!response.ok()) {
+      if (!NoSuchEndpoint(response.message())) return response.error();
+      no_compact_endpoint_ = true;
+      return std::optional<CompactedOutput>();
+    }
+    CompactedOutput out;
+    out.usage = response->usage;
+    for (OutputItem& item : response->items) out.items.push_back(std::move(item.raw_json));
+    return std::optional<CompactedOutput>(std::move(out));
+  }
+
  private:
   ProviderInfo provider_;
   ModelOptions options_;
   std::string key_;
   HttpClient http_;
+  bool no_compact_endpoint_ = false;
 };
 
 }  // namespace

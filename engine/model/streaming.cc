@@ -139,6 +139,15 @@ class DecoderSink : public HttpBodySink {
   // Complete events only: comments and partial lines do not count as a live stream.
   uint64_t progress() const override { return events_; }
   bool OnBody(std::string_view bytes) override {
+    if (decoder_.json_body()) {
+      ++events_;  // any byte is progress: there are no events to count
+      if (json_.size() + bytes.size() > kMaxJsonBody) {
+        error_ = fmt::format("the response body is larger than {} bytes", kMaxJsonBody);
+        return false;
+      }
+      json_.append(bytes);
+      return true;
+    }
     Status fed = parser_.Feed(bytes, [this](SseEvent& ev) {
       ++events_;
       if (!error_.empty()) return;
@@ -150,8 +159,19 @@ class DecoderSink : public HttpBodySink {
   }
   const std::string& error() const { return error_; }
   bool fatal() const { return fatal_; }
+  // The body ended cleanly: a JSON body is decoded now.
+  void OnCleanEnd() {
+    if (decoder_.json_body() && error_.empty()) {
+      SseEvent whole{"", std::move(json_), ""};
+      Status s = decoder_.OnEvent(whole, &fatal_);
+      if (!s) error_ = s.message();
+    }
+    decoder_.OnCleanEnd();
+  }
 
  private:
+  static constexpr size_t kMaxJsonBody = 256u << 20;
+  std::string json_;
   StreamDecoder& decoder_;
   SseParser parser_;
   std::string error_;
@@ -177,7 +197,7 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
     DecoderSink sink(*decoder);
     HttpResponse r = http.Post(request, sink, cancel);
     using O = HttpResponse::Outcome;
-    if (r.outcome == O::kDone && r.event_stream) decoder->OnCleanEnd();
+    if (r.outcome == O::kDone && r.event_stream) sink.OnCleanEnd();
     if (decoder->complete()) {  // whatever happened after the end does not matter
       a.response = decoder->TakeResponse();
       return a;

@@ -40,6 +40,9 @@ class StreamDecoder {
   // Why the stream is unfinished when it ended without completing.
   virtual std::string incomplete_reason() const = 0;
   virtual ModelResponse TakeResponse() = 0;
+  // The body is one JSON document, not an event stream (HttpRequest::accept_json): it reaches
+  // OnEvent whole, as one event's data, when the body ends.
+  virtual bool json_body() const { return false; }
 };
 
 // The prefix codex puts on every broken-stream reason.

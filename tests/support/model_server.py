@@ -5,6 +5,7 @@ Serves scripted model turns over the two HTTP wires agentexec speaks:
 
   POST /v1/responses          OpenAI Responses API, server-sent events
   POST /v1/chat/completions   OpenAI Chat Completions, streamed chunks
+  POST /v1/responses/compact  the Responses API's compaction endpoint (one JSON answer)
 
 Usage:
   model_server.py --script TURNS.json [--port 0] --port-file FILE [--log-dir DIR]
@@ -26,7 +27,23 @@ after --max-seconds, and at once on SIGTERM or SIGINT.
 
 Turns: the same JSON format as agentexec's scripted provider (engine/model/scripted.h):
   {"turns": [{"items": [...], "usage": {...}}, {"fail": "message"}, ...]}
-Both endpoints share one request counter and one turn cursor. A request is served the next
+Script options (top-level keys next to "turns", all optional; issue 14, context management):
+  "context_window": N   a request whose input is estimated above N tokens is refused as the
+                        service refuses it: HTTP 400, code context_length_exceeded (the turn is
+                        not consumed). Estimate: for each input item (responses, compact) or
+                        message (chat), the bytes of its compact JSON / 4, rounded up, summed.
+  "auto_usage": true    a turn without "usage" reports input_tokens = that estimate and
+                        output_tokens = the same estimate of its output items.
+  "auto_summary": true  a request that offers no tools (a summarisation request) is answered
+                        with one assistant message "Summary of the work so far (request N)."
+                        and consumes no turn.
+POST /v1/responses/compact (strict: only the documented keys model, input, instructions,
+previous_response_id, prompt_cache_key, prompt_cache_retention, service_tier; the input rules of
+/v1/responses) answers {"id","object":"response.compaction","created_at","output","usage"}:
+the output is the input's user messages verbatim, then one {"type":"compaction","id",
+"encrypted_content"} item whose content this server can verify when it is replayed (a
+compaction item it did not issue is refused). It consumes no turn.
+All endpoints share one request counter; the two streaming endpoints share one turn cursor. A request is served the next
 unconsumed turn; the turn counts as consumed only when the request was answered in full
 without a fault, so a retried request gets the same turn again. A "fail" turn answers every
 request with a failure (responses: a response.failed event; chat: an in-stream error) and is
@@ -215,8 +232,26 @@ class Disconnected(Exception):
     pass
 
 
+def estimate_tokens(items):
+    """The context-window estimate: compact JSON bytes / 4 per item, rounded up (as agentexec's
+    engine/compaction.cc estimates, so a test can reason about both)."""
+    if not isinstance(items, list):
+        return 0
+    return sum((len(dumps(it).encode()) + 3) // 4 for it in items)
+
+
+def context_length_exceeded(chat):
+    if chat:
+        msg = "This model's maximum context length was exceeded. Please reduce the length of the messages."
+    else:
+        msg = "Your input exceeds the context window of this model. Please adjust your input and try again."
+    return {"message": msg, "type": "invalid_request_error", "param": "messages" if chat else "input",
+            "code": "context_length_exceeded"}
+
+
 class State:
-    def __init__(self, turns, faults, log_dir, strict=True):
+    def __init__(self, turns, faults, log_dir, strict=True, options=None):
+        self.options = options or {}
         self.strict = strict
         self.turns = turns
         self.faults = faults
@@ -305,11 +340,15 @@ class Handler(BaseHTTPRequestHandler):
         turn = state.turns[turn_index] if turn_index < len(state.turns) else None
         self.log_request_file(n, raw, turn_index + 1 if turn is not None else None, fault)
 
-        if path not in ("/v1/responses", "/v1/chat/completions"):
+        if path not in ("/v1/responses", "/v1/chat/completions", "/v1/responses/compact"):
             self.send_json(404, {"error": {"message": f"no such endpoint: POST {path}"}})
             return
         chat = path == "/v1/chat/completions"
+        compact = path == "/v1/responses/compact"
         body = None
+        if compact:
+            self.serve_compact(n, raw, fault)
+            return
         if state.strict:
             try:
                 body = json.loads(raw.decode("utf-8"))
@@ -324,6 +363,28 @@ class Handler(BaseHTTPRequestHandler):
                 self.log_rejection(n, err)
                 self.send_json(status, {"error": err})
                 return
+        if body is None:
+            try:
+                body = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                body = None
+        window = state.options.get("context_window")
+        if window and isinstance(body, dict) and not fault:
+            if estimate_tokens(body.get("messages" if chat else "input")) > window:
+                err = context_length_exceeded(chat)
+                self.log_rejection(n, err)
+                self.send_json(400, {"error": err})
+                return
+        if state.options.get("auto_summary") and isinstance(body, dict) and not fault \
+                and not body.get("tools"):
+            turn = {"items": [{"type": "message",
+                               "text": f"Summary of the work so far (request {n})."}]}
+            try:
+                self.start_stream()
+                self.serve_turn(chat, turn, 0, n, None, body)
+            except Disconnected:
+                self.close_connection = True
+            return
         if fault and fault.kind == "hostile":
             self.serve_hostile(fault.value, chat, turn, turn_index)
             return
@@ -380,6 +441,50 @@ class Handler(BaseHTTPRequestHandler):
             with state.lock:
                 if state.consumed == turn_index:
                     state.consumed += 1
+
+    def serve_compact(self, n, raw, fault):
+        """POST /v1/responses/compact: one JSON answer; never consumes a turn."""
+        state = self.server.state
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            self.send_json(400, {"error": {
+                "message": f"We could not parse the JSON body of your request. ({e})",
+                "type": "invalid_request_error", "param": None, "code": None}})
+            return
+        if state.strict:
+            refused = wire_rules.check_compact(body)
+            if refused:
+                status, err = refused
+                self.log_rejection(n, err)
+                self.send_json(status, {"error": err})
+                return
+        if fault and fault.kind == "status":
+            code = int(fault.value)
+            err = {"message": fault.options.get("message", f"injected status {code}"),
+                   "type": "invalid_request_error", "param": None, "code": fault.options.get("code")}
+            self.send_json(code, {"error": err})
+            return
+        items = body.get("input", []) if isinstance(body, dict) else []
+        window = state.options.get("context_window")
+        if window and estimate_tokens(items) > window:
+            err = context_length_exceeded(False)
+            self.log_rejection(n, err)
+            self.send_json(400, {"error": err})
+            return
+        kept = [it for it in items if isinstance(it, dict)
+                and it.get("type", "message") == "message" and it.get("role") == "user"]
+        cid = f"cmp_{n}"
+        output = kept + [{"type": "compaction", "id": cid,
+                          "encrypted_content": wire_rules.encrypted_content_for(cid)}]
+        tokens = estimate_tokens(items)
+        self.send_json(200, {"id": f"resp_{n}", "object": "response.compaction",
+                             "created_at": int(time.time()), "output": output,
+                             "usage": {"input_tokens": tokens,
+                                       "input_tokens_details": {"cached_tokens": 0},
+                                       "output_tokens": estimate_tokens(output[-1:]),
+                                       "output_tokens_details": {"reasoning_tokens": 0},
+                                       "total_tokens": tokens + estimate_tokens(output[-1:])}})
 
     def slow_start(self, fault, chat):
         """comment_keepalive / dribble: S seconds of bytes that complete no event. Returns False
@@ -453,6 +558,10 @@ class Handler(BaseHTTPRequestHandler):
         items = [item_json(it, turn_no, i, n if strict else None, encrypted)
                  for i, it in enumerate(turn.get("items", []))]
         usage = turn.get("usage", {})
+        if "usage" not in turn and self.server.state.options.get("auto_usage") \
+                and isinstance(body, dict):
+            usage = {"input_tokens": estimate_tokens(body.get("messages" if chat else "input")),
+                     "output_tokens": estimate_tokens(items)}
         send = self.send_chat_event if chat else self.send_sse_event
         resp_id = f"resp_{n}"
         if chat:
@@ -898,7 +1007,8 @@ def main():
     timer.start()
 
     server = Server(("127.0.0.1", args.port), Handler)
-    server.state = State(turns, faults, args.log_dir, strict=not args.lenient)
+    options = {k: script[k] for k in ("context_window", "auto_usage", "auto_summary") if k in script}
+    server.state = State(turns, faults, args.log_dir, strict=not args.lenient, options=options)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(f"{server.server_address[1]}\n")

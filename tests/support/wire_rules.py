@@ -18,6 +18,9 @@ Responses API (POST /v1/responses):
     every call its output; with store: false a reasoning item with an id and no
     encrypted_content is a 404; encrypted_content must be one this server issued; a reasoning
     item needs a following item (the output it belongs to).
+Compaction (POST /v1/responses/compact): only model, input, instructions, previous_response_id,
+  prompt_cache_key, prompt_cache_retention, service_tier; the input rules above; a `compaction`
+  item replayed later must carry an encrypted_content this server issued.
 Chat Completions (POST /v1/chat/completions):
   - top-level keys (400 "Unrecognized request argument supplied: x"); `model` and `messages`
     required; roles system|developer|user|assistant|tool; a tool message answers a tool_call_id
@@ -345,6 +348,13 @@ def check_input(items, store, issued_ok=encrypted_content_valid):
                 return error(f"No tool call found for function call output with call_id {cid}.",
                              "input")
             outputs.add(cid)
+        elif t == "compaction":
+            enc = item.get("encrypted_content")
+            if not isinstance(enc, str):
+                return missing(f"{base}.encrypted_content")
+            if not issued_ok(enc):
+                return error(f"The encrypted content for item {item.get('id')} could not be "
+                             f"verified.", None, "invalid_encrypted_content")
         elif t == "reasoning":
             rid = item.get("id")
             enc = item.get("encrypted_content")
@@ -422,6 +432,28 @@ def check_responses(body):
             return problem
     # The service stores responses unless told not to.
     return check_input(body.get("input", []), body.get("store", True))
+
+
+COMPACT_KEYS = {"model", "input", "instructions", "previous_response_id", "prompt_cache_key",
+                "prompt_cache_retention", "service_tier"}
+
+
+def check_compact(body):
+    """POST /v1/responses/compact: only its documented parameters (no tools, reasoning, text,
+    include or store), `model` required, and the input rules of /v1/responses; compaction stores
+    nothing, so reasoning must carry its encrypted content."""
+    if not isinstance(body, dict):
+        return error("The request body must be a JSON object.", None, "invalid_json")
+    for key in body:
+        if key not in COMPACT_KEYS:
+            return unknown_parameter(key)
+    if "model" not in body:
+        return missing("model")
+    if not isinstance(body["model"], str) or not body["model"]:
+        return invalid_type("model", "a string", _json_type(body["model"]))
+    if "prompt_cache_key" in body and not isinstance(body["prompt_cache_key"], str):
+        return invalid_type("prompt_cache_key", "a string", _json_type(body["prompt_cache_key"]))
+    return check_input(body.get("input", []), False)
 
 
 def check_chat(body):
