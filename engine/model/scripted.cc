@@ -44,9 +44,34 @@ class ScriptedClient : public ModelClient {
   ScriptedClient(std::string path, std::vector<Turn> turns)
       : path_(std::move(path)), turns_(std::move(turns)) {}
 
-  Result<ModelResponse> Stream(const Prompt& /*prompt*/, StreamObserver& observer,
+  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
                                CancelToken& cancel) override {
     if (cancel.cancelled()) return MakeError("model request cancelled");
+    // A request that offers no tools is context compaction's summarisation request: a script
+    // cannot know when it comes, so it is answered here and consumes no turn.
+    if (prompt.tools_json == "[]") {
+      ModelResponse r;
+      r.id = "resp_scripted_summary";
+      OutputItem summary;
+      summary.kind = OutputItem::Kind::kMessage;
+      summary.text =
+          fmt::format("Summary of the work so far ({} history items).", prompt.input.size());
+      JsonWriter w;
+      w.StartObject();
+      w.Key("type"), w.String("message");
+      w.Key("role"), w.String("assistant");
+      w.Key("content");
+      w.StartArray();
+      w.StartObject();
+      w.Key("type"), w.String("output_text");
+      w.Key("text"), w.String(summary.text);
+      w.EndObject();
+      w.EndArray();
+      w.EndObject();
+      summary.raw_json = std::string(w.view());
+      r.items.push_back(std::move(summary));
+      return r;
+    }
     const size_t n = next_++;
     if (n >= turns_.size()) {
       return MakeError(

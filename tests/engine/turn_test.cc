@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <functional>
 
+#include <fmt/format.h>
+
+#include "engine/compaction.h"
 #include "engine/history.h"
 #include "engine/orchestrator.h"
 #include "outputs/jsonl_sink.h"
@@ -91,12 +95,14 @@ class TurnTest : public ::testing::Test {
     history_ = {MessageInputItem("user", "hi")};
   }
 
-  TurnResult Run(int max_turns = 0, std::optional<std::string> output_schema = std::nullopt) {
+  TurnResult Run(int max_turns = 0, std::optional<std::string> output_schema = std::nullopt,
+                 const std::function<void(TurnDeps&)>& configure = {}) {
     client_.clock_ms = &now_ms_;
     ResultRecorder record([this] { return now_ms_; });
     TurnDeps deps{turn_,    client_, router_,       orchestrator_,
                   emitter_, cancel_, output_schema, max_turns};
     deps.record = &record;
+    if (configure) configure(deps);
     return RunTurn(deps, history_);
   }
 
@@ -287,6 +293,77 @@ TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
   EXPECT_EQ(
       sink_.lines[2],
       R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}})");
+}
+
+// Issue 14: the history is compacted before the request that would reach the limit, with a
+// summarisation request that offers no tools, and the turn goes on from the compacted history.
+TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
+  client_.responses.push_back(Response({Call("echo", "{}", "c1")}, Usage{200, 0, 0, 10, 0}));
+  client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
+  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.auto_compact_token_limit = 100; });
+  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 3u);
+  const Prompt& summarise = client_.prompts[1];
+  EXPECT_EQ(summarise.tools_json, "[]");
+  ASSERT_EQ(summarise.input.size(), 4u);  // prompt, call, output, compaction prompt
+  EXPECT_EQ(summarise.input.back(), MessageInputItem("user", kCompactionPrompt));
+  const std::vector<std::string> compacted = {
+      MessageInputItem("user", "hi"),
+      MessageInputItem("user", std::string(kSummaryPrefix) + "\nSUMMARY")};
+  EXPECT_EQ(client_.prompts[2].input, compacted);
+  // 210 counted by the service, plus the tool output appended since.
+  const int64_t before =
+      210 + EstimateTokens(std::string_view(
+                R"({"type":"function_call_output","call_id":"c1","output":"echo:{}"})"));
+  EXPECT_EQ(sink_.lines[0], fmt::format(R"({{"type":"item.completed","item":{{"id":"item_0",)"
+                                        R"("type":"context_compaction","tokens_before":{},)"
+                                        R"("tokens_after":{}}}}})",
+                                        before, EstimateTokens(compacted)));
+  EXPECT_EQ(r.usage, (Usage{250, 0, 0, 15, 0}));  // the summarisation request counts too
+  EXPECT_EQ(r.stats.requests, 3);
+}
+
+TEST_F(TurnTest, ContextLengthExceededCompactsAndRetriesOnce) {
+  const std::string exceeded = std::string(kContextWindowExceeded) + " (too long)";
+  client_.responses.push_back(MakeError(exceeded));
+  client_.responses.push_back(Response({Message("SUMMARY")}));
+  client_.responses.push_back(Response({Message("Done.")}));
+  TurnResult r = Run();
+  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 3u);
+  EXPECT_EQ(client_.prompts[2].input.back(),
+            MessageInputItem("user", std::string(kSummaryPrefix) + "\nSUMMARY"));
+  EXPECT_NE(sink_.lines[0].find(R"("type":"context_compaction")"), std::string::npos);
+}
+
+TEST_F(TurnTest, ASecondContextLengthExceededFailsTheTurn) {
+  const std::string exceeded = std::string(kContextWindowExceeded) + " (too long)";
+  client_.responses.push_back(MakeError(exceeded));
+  client_.responses.push_back(Response({Message("SUMMARY")}));
+  client_.responses.push_back(MakeError(exceeded));
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.code, ErrorCode::kContextLength);
+  EXPECT_EQ(r.error,
+            "the input still exceeds the model's context window after compacting the history: "
+            "Your input exceeds the context window of this model. Please adjust your input and "
+            "try again. (too long)");
+  EXPECT_EQ(client_.prompts.size(), 3u);  // no third attempt
+}
+
+TEST_F(TurnTest, TheTokenBudgetStopsTheRunWhenTheModelWantsMore) {
+  client_.responses.push_back(Response({Call("echo", "{}", "c1")}, Usage{10, 0, 0, 5, 0}));
+  client_.responses.push_back(Response({Call("echo", "{}", "c2")}, Usage{10, 0, 0, 5, 0}));
+  client_.responses.push_back(Response({Message("never")}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.max_tokens = 20; });
+  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.code, ErrorCode::kMaxTokens);
+  EXPECT_EQ(r.error,
+            "token budget reached: the thread used 30 input+output tokens and the model asked "
+            "for more work (--max-tokens 20)");
+  EXPECT_EQ(client_.prompts.size(), 2u);
+  EXPECT_EQ(echo_->calls, 2);  // the calls of the last response ran: the session resumes cleanly
 }
 
 }  // namespace
