@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "tests/e2e/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
@@ -522,6 +525,239 @@ TEST_F(HttpTest, AnOverflowingNumberInAnOutputItemKeepsEverythingValid) {
   RunOutput resumed = Run({"resume", "--last", "--json", "more"});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(server_.Requests().size(), 3u);
+}
+
+// --- Issue 14: context compaction and the token budget, against the strict server ---------
+
+// A long run: `calls` tool calls (every fifth a command, the others plan updates), then an
+// answer, then one more answer for a resumed run. The server refuses any request whose input
+// is estimated above `window` tokens and counts usage itself.
+std::string LongRunScript(int calls, int window) {
+  std::string turns;
+  for (int i = 1; i <= calls; ++i) {
+    std::string call =
+        i % 5 == 0
+            ? fmt::format(
+                  R"({{"type":"function_call","name":"exec_command","arguments":{{"cmd":"echo step {}"}}}})",
+                  i)
+            : fmt::format(
+                  R"({{"type":"function_call","name":"update_plan","arguments":{{"plan":[{{"step":"step {}","status":"in_progress"}}]}}}})",
+                  i);
+    turns +=
+        fmt::format(R"({{"items":[{{"type":"reasoning","summary":["Step {}"]}},{}]}},)", i, call);
+  }
+  turns += R"({"items":[{"type":"message","text":"All done."}]},)";
+  turns += R"({"items":[{"type":"message","text":"Resumed."}]})";
+  return fmt::format(
+      R"({{"context_window":{},"auto_usage":true,"auto_summary":true,"turns":[{}]}})", window,
+      turns);
+}
+
+// The request log entries the strict server refused (its "rejected" field).
+std::vector<std::string> Rejections(const TestModelServer& server) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(server.dir() + "/log")) {
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("\"rejected\"") != std::string::npos) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Compactions(const RunOutput& out) {
+  std::vector<std::pair<int64_t, int64_t>> found;
+  for (const std::string& line : out.lines()) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (!d.IsObject() || !d.HasMember("item")) continue;
+    const rapidjson::Value& item = d["item"];
+    if (std::string(item["type"].GetString()) != "context_compaction") continue;
+    found.emplace_back(item["tokens_before"].GetInt64(), item["tokens_after"].GetInt64());
+  }
+  return found;
+}
+
+std::string SessionFile(const std::string& home) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(home + "/sessions")) {
+    if (e.path().extension() == ".jsonl") {
+      std::ifstream in(e.path());
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+  }
+  return {};
+}
+
+const std::vector<std::string> kSmallWindow = {"-c", "model_context_window=8000", "-c",
+                                               "model_auto_compact_token_limit=6000"};
+
+std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.begin(), more.begin(), more.end());
+  return args;
+}
+
+TEST_F(HttpTest, ThreeHundredCallsCompactWithinTheWindowAndResumeFromTheCompactedHistory) {
+  Serve(LongRunScript(300, 8000));
+  RunOptions options;
+  options.timeout_s = 240;
+  RunOutput out = Run(
+      With({"--json", "-s", "workspace-write", "work through the steps"}, kSmallWindow), options);
+  ASSERT_EQ(out.exit_code, 0) << out.err
+                              << out.out.substr(out.out.size() > 3000 ? out.out.size() - 3000 : 0);
+  // The answer, then the plan's todo_list completes, then turn.completed.
+  const std::string answer = out.lines()[out.lines().size() - 3];
+  EXPECT_NE(answer.find(R"("type":"agent_message","text":"All done.")"), std::string::npos)
+      << answer;
+  auto compactions = Compactions(out);
+  EXPECT_GE(compactions.size(), 2u) << out.out;
+  for (const auto& [before, after] : compactions) {
+    EXPECT_GE(before, 6000);
+    EXPECT_LT(after, before / 2);
+  }
+  // No request exceeded the window and every one kept the call/output rules: the strict
+  // server refuses either, and logs the refusal.
+  EXPECT_EQ(Rejections(server_), std::vector<std::string>{});
+  std::vector<LoggedRequest> requests = server_.Requests();
+  int compact_requests = 0;
+  for (const LoggedRequest& r : requests) compact_requests += r.path == "/v1/responses/compact";
+  EXPECT_EQ(static_cast<size_t>(compact_requests), compactions.size());
+  EXPECT_EQ(requests.size(), 301u + compactions.size());
+
+  // The session file records each compaction; resume starts from the last one.
+  std::string session = SessionFile(ws_.home());
+  size_t compacted_lines = 0;
+  for (size_t at = session.find(R"("type":"compacted")"); at != std::string::npos;
+       at = session.find(R"("type":"compacted")", at + 1)) {
+    ++compacted_lines;
+  }
+  EXPECT_EQ(compacted_lines, compactions.size());
+  std::string thread = out.lines()[0].substr(38, 36);
+  RunOutput resumed =
+      Run(With({"--json", "-s", "workspace-write", "resume", thread, "and now?"}, kSmallWindow),
+          options);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
+  rapidjson::Document first;
+  first.Parse(server_.Requests().back().body_json.c_str());
+  const rapidjson::Value& input = first["input"];
+  ASSERT_TRUE(input.IsArray());
+  // The calls the last compaction summarised are not sent again.
+  std::set<std::string> summarised;
+  for (const LoggedRequest& r : server_.Requests()) {
+    if (r.path != "/v1/responses/compact") continue;
+    rapidjson::Document body;
+    body.Parse(r.body_json.c_str());
+    summarised.clear();
+    for (const auto& item : body["input"].GetArray()) {
+      if (item.HasMember("call_id")) summarised.insert(item["call_id"].GetString());
+    }
+  }
+  ASSERT_FALSE(summarised.empty());
+  int compaction_items = 0;
+  for (const auto& item : input.GetArray()) {
+    compaction_items += std::string(item["type"].GetString()) == "compaction";
+    if (item.HasMember("call_id")) {
+      EXPECT_FALSE(summarised.contains(item["call_id"].GetString())) << item["call_id"].GetString();
+    }
+  }
+  EXPECT_EQ(compaction_items, 1);
+  EXPECT_STREQ(input[0]["role"].GetString(), "developer");
+  EXPECT_STREQ(input[input.Size() - 1]["content"][0]["text"].GetString(), "and now?");
+  EXPECT_LT(input.Size(), 200u);  // the full history holds over 900 items
+}
+
+TEST_F(HttpTest, TheChatWireCompactsWithASummarisationRequest) {
+  Serve(LongRunScript(80, 4000), {}, "chat");
+  RunOptions options;
+  options.timeout_s = 120;
+  RunOutput out =
+      Run(With({"--json", "-s", "workspace-write", "work through the steps"},
+               {"-c", "model_context_window=4000", "-c", "model_auto_compact_token_limit=3000"}),
+          options);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  auto compactions = Compactions(out);
+  EXPECT_GE(compactions.size(), 2u) << out.out;
+  EXPECT_EQ(Rejections(server_), std::vector<std::string>{});
+  int summaries = 0;
+  for (const LoggedRequest& r : server_.Requests()) {
+    rapidjson::Document body;
+    body.Parse(r.body_json.c_str());
+    if (body.HasMember("tools")) continue;
+    ++summaries;
+    const rapidjson::Value& messages = body["messages"];
+    EXPECT_EQ(std::string(messages[messages.Size() - 1]["content"].GetString())
+                  .rfind("The conversation is about to be compacted", 0),
+              0u);
+  }
+  EXPECT_EQ(static_cast<size_t>(summaries), compactions.size());
+}
+
+TEST_F(HttpTest, ContextLengthExceededCompactsAndRetriesOnce) {
+  Serve(kToolTurns, {"status=400:code=context_length_exceeded:message=too long:requests=2"},
+        "responses", 0);
+  RunOutput out = Run({"--json", "-s", "workspace-write", "say hi"});
+  ASSERT_EQ(out.exit_code, 0) << out.err << out.out;
+  EXPECT_EQ(Compactions(out).size(), 1u) << out.out;
+  std::vector<LoggedRequest> requests = server_.Requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[1].path, "/v1/responses");
+  EXPECT_EQ(requests[2].path, "/v1/responses/compact");
+  EXPECT_EQ(requests[3].path, "/v1/responses");
+  rapidjson::Document retry;
+  retry.Parse(requests[3].body_json.c_str());
+  const rapidjson::Value& input = retry["input"];
+  EXPECT_STREQ(input[input.Size() - 1]["type"].GetString(), "compaction");
+}
+
+TEST_F(HttpTest, ASecondContextLengthExceededFailsTheTurnWithAClearMessage) {
+  Serve(kToolTurns, {"status=400:code=context_length_exceeded:message=too long:requests=2,4"},
+        "responses", 0);
+  RunOutput out = Run({"--json", "-s", "workspace-write", "say hi"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  const std::string message =
+      "the input still exceeds the model's context window after compacting the history: Your "
+      "input exceeds the context window of this model. Please adjust your input and try again. "
+      "(too long)";
+  std::vector<std::string> lines = Normalized(out);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[lines.size() - 2], R"({"type":"error","message":")" + message + R"("})");
+  EXPECT_EQ(lines.back().rfind(R"({"type":"turn.failed","error":{"message":")" + message +
+                                   R"(","code":"context_length"},"usage":)",
+                               0),
+            0u)
+      << lines.back();
+  EXPECT_EQ(server_.RequestCount(), 4);
+}
+
+TEST_F(HttpTest, TheTokenBudgetStopsTheRunWithExit4AndTheSessionResumes) {
+  Serve(kToolTurns);
+  RunOutput out = Run({"--json", "-s", "workspace-write", "--max-tokens", "1000", "say hi"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  const std::string message =
+      "token budget reached: the thread used 1050 input+output tokens and the model asked for "
+      "more work (--max-tokens 1000)";
+  EXPECT_EQ(
+      Normalized(out),
+      (std::vector<std::string>{
+          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
+          R"({"type":"turn.started"})",
+          R"({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Checking**\nLooking at the repo."}})",
+          R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Running echo."}})",
+          R"({"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"","exit_code":null,"status":"in_progress"}})",
+          R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"hi\n","exit_code":0,"status":"completed"}})",
+          R"({"type":"error","message":")" + message + R"("})",
+          R"({"type":"turn.failed","error":{"message":")" + message +
+              R"(","code":"max_tokens"},"usage":{"input_tokens":1000,"cached_input_tokens":200,)"
+              R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+              R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
+              R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+              R"("requests":1,"duration_ms":<ms>})"}));
+  // The session holds the call and its output: a resume with a larger budget goes on.
+  std::string thread = out.lines()[0].substr(38, 36);
+  RunOutput resumed =
+      Run({"--json", "-s", "workspace-write", "-c", "max_tokens=5000", "resume", thread, "go on"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
+  EXPECT_EQ(
+      resumed.lines()[resumed.lines().size() - 2],
+      R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Done."}})");
 }
 
 }  // namespace
