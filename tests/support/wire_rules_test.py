@@ -33,11 +33,14 @@ def body(**over):
 
 
 class Server:
+    def __init__(self, script=None):
+        self.script = script or TURNS
+
     def __enter__(self):
         self.dir = tempfile.TemporaryDirectory()
         script = os.path.join(self.dir.name, "turns.json")
         with open(script, "w") as f:
-            json.dump(TURNS, f)
+            json.dump(self.script, f)
         port_file = os.path.join(self.dir.name, "port")
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "model_server.py"),
                                       "--script", script, "--port-file", port_file,
@@ -64,6 +67,34 @@ class Server:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+
+
+class ContextWindowTest(unittest.TestCase):
+    """The script's context_window: an input estimated above it is refused as the service does."""
+
+    def test_over_the_window_is_context_length_exceeded(self):
+        with Server(dict(TURNS, context_window=40, auto_usage=True)) as server:
+            small = body(input=[USER])
+            self.assertLessEqual(wire_rules_estimate([USER]), 40)
+            status, text = server.post("/responses", small)
+            self.assertEqual(status, 200, text)
+            usage = [json.loads(l[6:]) for l in text.splitlines() if l.startswith("data: {")][-1]
+            self.assertEqual(usage["response"]["usage"]["input_tokens"], wire_rules_estimate([USER]))
+            for path in ("/responses", "/responses/compact"):
+                payload = body(input=[USER] * 10) if path == "/responses" else \
+                    {"model": "m", "input": [USER] * 10}
+                status, text = server.post(path, payload)
+                self.assertEqual(status, 400, text)
+                self.assertEqual(json.loads(text)["error"], {
+                    "message": "Your input exceeds the context window of this model. Please "
+                               "adjust your input and try again.",
+                    "type": "invalid_request_error", "param": "input",
+                    "code": "context_length_exceeded"})
+
+
+def wire_rules_estimate(items):
+    return sum((len(json.dumps(i, separators=(",", ":"), ensure_ascii=False).encode()) + 3) // 4
+               for i in items)
 
 
 class StrictServerTest(unittest.TestCase):
@@ -117,6 +148,38 @@ class StrictServerTest(unittest.TestCase):
         self.refused(body(reasoning={"summary": "none"}), 400,
                      "Invalid value: 'none'. Supported values are: 'auto', 'concise', and "
                      "'detailed'.", "reasoning.summary", "invalid_value")
+
+    # -- compaction (issue 14) ------------------------------------------------------------
+    def test_compact_takes_only_its_documented_parameters(self):
+        compact = {"model": "gpt-5.5", "input": [USER], "prompt_cache_key": "t"}
+        status, text = self.server.post("/responses/compact", compact)
+        self.assertEqual(status, 200, text)
+        answer = json.loads(text)
+        self.assertEqual(answer["object"], "response.compaction")
+        self.assertEqual(answer["output"][0], USER)
+        self.assertEqual(answer["output"][-1]["type"], "compaction")
+        for key in ("tools", "reasoning", "store", "include", "stream", "text"):
+            self.refused(dict(compact, **{key: body()[key] if key in body() else {}}), 400,
+                         f"Unknown parameter: '{key}'.", key, "unknown_parameter",
+                         path="/responses/compact")
+        self.refused({"input": [USER]}, 400, "Missing required parameter: 'model'.", "model",
+                     "missing_required_parameter", path="/responses/compact")
+        call = {"type": "function_call", "call_id": "c1", "name": "exec_command",
+                "arguments": "{}"}
+        self.refused(dict(compact, input=[USER, call]), 400,
+                     "No tool output found for function call c1.", "input",
+                     path="/responses/compact")
+
+    def test_a_compaction_item_is_replayed_only_as_issued(self):
+        status, text = self.server.post("/responses/compact", {"model": "m", "input": [USER]})
+        self.assertEqual(status, 200, text)
+        item = json.loads(text)["output"][-1]
+        events = self.served(body(input=[USER, item, USER]))
+        self.assertEqual(events[-1]["type"], "response.completed")
+        forged = dict(item, encrypted_content="gAAAABforged")
+        self.refused(body(input=[USER, forged]), 400,
+                     f"The encrypted content for item {item['id']} could not be verified.",
+                     None, "invalid_encrypted_content")
 
     # -- tools ----------------------------------------------------------------------------
     def test_tool_name_pattern_length_and_duplicates(self):
