@@ -85,6 +85,11 @@ TEST(HumanSinkTest, ErrorsAndWarnings) {
             "failed (timeout) after 1m01s: 2 requests, 0 tokens, 0 commands, 0 files changed\n");
 }
 
+TEST(HumanSinkTest, ACompactionIsOneLine) {
+  EXPECT_EQ(Render({ItemCompleted{Item{"item_4", ContextCompactionItem{182311, 9874}}}}),
+            "context compacted: 182,311 -> 9,874 tokens\n");
+}
+
 TEST(HumanSinkTest, ColourOnlyWhenAsked) {
   HumanSinkOptions opt;
   opt.color = true;
