@@ -422,5 +422,16 @@ TEST(ReviewCli, UsageErrors) {
   }
 }
 
+TEST(Cli, MaxTokensIsAPositiveTokenCount) {
+  Result<CliArgs> args = Parse({"--max-tokens", "5000000000", "p"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_EQ(args->max_tokens, 5000000000);
+  for (const char* bad : {"0", "-5", "lots"}) {
+    EXPECT_EQ(Parse({"--max-tokens", bad}).message(),
+              std::string("error: invalid value '") + bad +
+                  "' for '--max-tokens <N>'\n  [expected a positive integer]" + kUsageTail);
+  }
+}
+
 }  // namespace
 }  // namespace ae
