@@ -94,6 +94,19 @@ std::vector<std::string> InitialContextOf(const std::vector<std::string>& histor
   return out;
 }
 
+// Passes retry notices on but not the summary's text: it is no answer of the agent's, and
+// human mode would print it as one.
+class RetriesOnly : public StreamObserver {
+ public:
+  explicit RetriesOnly(StreamObserver& inner) : inner_(inner) {}
+  void OnRetry(int attempt, int max, const std::string& reason) override {
+    inner_.OnRetry(attempt, max, reason);
+  }
+
+ private:
+  StreamObserver& inner_;
+};
+
 }  // namespace
 
 int64_t EstimateTokens(std::string_view text) {
@@ -199,6 +212,7 @@ Result<CompactionResult> CompactHistory(ModelClient& client,
                                         StreamObserver& observer, CancelToken& cancel) {
   CompactionResult result;
   result.tokens_before = tokens_before;
+  RetriesOnly quiet(observer);
   // The compaction request must itself fit: a twentieth of the window stays free for the
   // answer, and the prompt's own tokens.
   int64_t fit = 0;
@@ -212,7 +226,7 @@ Result<CompactionResult> CompactHistory(ModelClient& client,
   prompt.tools_json = "[]";
   prompt.prompt_cache_key = settings.prompt_cache_key;
 
-  Result<std::optional<CompactedOutput>> remote = client.Compact(prompt, observer, cancel);
+  Result<std::optional<CompactedOutput>> remote = client.Compact(prompt, quiet, cancel);
   if (!remote.ok()) return remote.error();
   if (remote->has_value()) {
     result.history = AdoptRemoteCompaction(history, (*remote)->items);
@@ -220,7 +234,7 @@ Result<CompactionResult> CompactHistory(ModelClient& client,
     result.remote = true;
   } else {
     prompt.input.push_back(MessageInputItem("user", kCompactionPrompt));
-    Result<ModelResponse> response = client.Stream(prompt, observer, cancel);
+    Result<ModelResponse> response = client.Stream(prompt, quiet, cancel);
     if (!response.ok()) return response.error();
     std::string summary;
     for (const OutputItem& item : response->items) {

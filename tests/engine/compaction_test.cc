@@ -187,5 +187,79 @@ TEST(Compaction, ACompactedLineWithoutItsHistoryIsCorruption) {
   std::filesystem::remove_all(home);
 }
 
+// A client whose summarisation streams text and a retry notice, and which may have a remote
+// compaction endpoint.
+class SummarisingClient : public ModelClient {
+ public:
+  std::optional<CompactedOutput> remote;
+  std::vector<Prompt> streamed;
+  std::vector<Prompt> compacted;
+  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
+                               CancelToken&) override {
+    streamed.push_back(prompt);
+    observer.OnRetry(1, 5, "idle timeout");
+    observer.OnTextDelta("NOTE");
+    OutputItem note;
+    note.kind = OutputItem::Kind::kMessage;
+    note.text = "NOTE";
+    return ModelResponse{"r", {note}, Usage{7, 0, 0, 3, 0}};
+  }
+  Result<std::optional<CompactedOutput>> Compact(const Prompt& prompt, StreamObserver&,
+                                                 CancelToken&) override {
+    compacted.push_back(prompt);
+    return remote;
+  }
+};
+
+class RecordingObserver : public StreamObserver {
+ public:
+  void OnTextDelta(const std::string& d) override { seen.push_back("delta " + d); }
+  void OnRetry(int, int, const std::string& reason) override { seen.push_back("retry " + reason); }
+  std::vector<std::string> seen;
+};
+
+TEST(Compaction, ASummaryIsNotStreamedAsTheAgentsTextButRetriesAreAnnounced) {
+  SummarisingClient client;
+  RecordingObserver observer;
+  CancelToken cancel;
+  std::vector<std::string> history = {kDeveloper, MessageInputItem("user", "go"), Call("c1"),
+                                      ToolOutputItem("c1", "ok", false)};
+  Result<CompactionResult> r = CompactHistory(
+      client, history, 1234, CompactionSettings{0, 1000, "thread"}, observer, cancel);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(observer.seen, std::vector<std::string>{"retry idle timeout"});
+  ASSERT_EQ(client.compacted.size(), 1u);  // the remote endpoint was asked first
+  ASSERT_EQ(client.streamed.size(), 1u);
+  EXPECT_EQ(client.streamed[0].tools_json, "[]");
+  EXPECT_EQ(client.streamed[0].prompt_cache_key, "thread");
+  EXPECT_FALSE(r->remote);
+  EXPECT_EQ(r->tokens_before, 1234);
+  EXPECT_EQ(r->history, (std::vector<std::string>{
+                            kDeveloper, MessageInputItem("user", "go"),
+                            MessageInputItem("user", std::string(kSummaryPrefix) + "\nNOTE")}));
+  EXPECT_EQ(r->tokens_after, EstimateTokens(r->history));
+  EXPECT_EQ(r->usage, (Usage{7, 0, 0, 3, 0}));
+}
+
+TEST(Compaction, TheProvidersEndpointIsUsedWhenItHasOne) {
+  SummarisingClient client;
+  const std::string compaction = R"({"type":"compaction","id":"cmp_1","encrypted_content":"E"})";
+  client.remote =
+      CompactedOutput{{MessageInputItem("user", "go"), compaction}, Usage{9, 0, 0, 1, 0}};
+  RecordingObserver observer;
+  CancelToken cancel;
+  std::vector<std::string> history = {kDeveloper, MessageInputItem("user", "go"), Call("c1"),
+                                      ToolOutputItem("c1", "ok", false)};
+  Result<CompactionResult> r =
+      CompactHistory(client, history, 99, CompactionSettings{}, observer, cancel);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(client.streamed.empty());
+  EXPECT_EQ(client.compacted[0].input, history);  // the compaction prompt is not added
+  EXPECT_TRUE(r->remote);
+  EXPECT_EQ(r->history,
+            (std::vector<std::string>{kDeveloper, MessageInputItem("user", "go"), compaction}));
+  EXPECT_EQ(r->usage, (Usage{9, 0, 0, 1, 0}));
+}
+
 }  // namespace
 }  // namespace ae
