@@ -234,6 +234,7 @@ Result<CompactionResult> CompactHistory(ModelClient& client,
     result.remote = true;
   } else {
     prompt.input.push_back(MessageInputItem("user", kCompactionPrompt));
+    prompt.summarize = true;
     Result<ModelResponse> response = client.Stream(prompt, quiet, cancel);
     if (!response.ok()) return response.error();
     std::string summary;

@@ -54,6 +54,7 @@ struct Prompt {
   std::string tools_json = "[]";   // JSON array of tool specs, Responses-API shape
   std::optional<std::string> output_schema_json;  // --output-schema, a JSON object
   std::string prompt_cache_key;                   // responses: "" = omit; codex sends the thread id
+  bool summarize = false;  // context compaction's summarisation request (no tools are offered)
 };
 
 // One finished output item of a response.

@@ -207,23 +207,32 @@ std::vector<bool> ReplayableItems(const std::vector<std::string>& input) {
   return keep;
 }
 
-std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt) {
-  Writer w;
-  size_t reserve = 512 + prompt.tools_json.size();
+namespace {
+
+// Reserves the body's size and writes `"input":[…]`: the replayable history items, verbatim.
+void WriteInput(Writer& w, const Prompt& prompt, size_t extra) {
+  size_t reserve = extra;
   for (const auto& item : prompt.input) reserve += item.size() + 1;
   w.Reserve(reserve);
   const std::vector<bool> keep = ReplayableItems(prompt.input);
-  w.StartObject();
-  w.Key("model");
-  w.String(options.model);
-  w.Key("stream");
-  w.Bool(true);
   w.Key("input");
   w.StartArray();
   for (size_t i = 0; i < prompt.input.size(); ++i) {
     if (keep[i]) w.Raw(prompt.input[i]);
   }
   w.EndArray();
+}
+
+}  // namespace
+
+std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& prompt) {
+  Writer w;
+  w.StartObject();
+  w.Key("model");
+  w.String(options.model);
+  w.Key("stream");
+  w.Bool(true);
+  WriteInput(w, prompt, 512 + prompt.tools_json.size());
   w.Key("tools");
   w.Raw(prompt.tools_json.empty() ? std::string_view("[]") : std::string_view(prompt.tools_json));
   w.Key("tool_choice");
@@ -286,19 +295,10 @@ std::string BuildResponsesRequest(const ModelOptions& options, const Prompt& pro
 
 std::string BuildCompactRequest(const ModelOptions& options, const Prompt& prompt) {
   Writer w;
-  size_t reserve = 256;
-  for (const auto& item : prompt.input) reserve += item.size() + 1;
-  w.Reserve(reserve);
-  const std::vector<bool> keep = ReplayableItems(prompt.input);
   w.StartObject();
   w.Key("model");
   w.String(options.model);
-  w.Key("input");
-  w.StartArray();
-  for (size_t i = 0; i < prompt.input.size(); ++i) {
-    if (keep[i]) w.Raw(prompt.input[i]);
-  }
-  w.EndArray();
+  WriteInput(w, prompt, 256);
   if (!prompt.prompt_cache_key.empty()) {
     w.Key("prompt_cache_key");
     w.String(prompt.prompt_cache_key);

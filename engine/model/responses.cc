@@ -22,6 +22,18 @@ int64_t IntAt(const rapidjson::Value* v, const char* name) {
   return m && m->IsInt64() ? m->GetInt64() : 0;
 }
 
+// A Responses `usage` object (response.completed, the compaction answer).
+Usage UsageOf(const rapidjson::Value* usage) {
+  Usage u;
+  if (usage == nullptr) return u;
+  u.input_tokens = IntAt(usage, "input_tokens");
+  u.cached_input_tokens = IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
+  u.output_tokens = IntAt(usage, "output_tokens");
+  u.reasoning_output_tokens =
+      IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
+  return u;
+}
+
 class ResponsesDecoder : public StreamDecoder {
  public:
   explicit ResponsesDecoder(StreamObserver& observer) : observer_(observer) {}
@@ -52,15 +64,7 @@ class ResponsesDecoder : public StreamDecoder {
       const rapidjson::Value* resp = FindJsonMember(doc, "response");
       if (resp) {
         if (std::string id = StringAt(resp, "id"); !id.empty()) response_.id = id;
-        const rapidjson::Value* usage = FindJsonMember(*resp, "usage");
-        if (usage) {
-          response_.usage.input_tokens = IntAt(usage, "input_tokens");
-          response_.usage.cached_input_tokens =
-              IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
-          response_.usage.output_tokens = IntAt(usage, "output_tokens");
-          response_.usage.reasoning_output_tokens =
-              IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
-        }
+        response_.usage = UsageOf(FindJsonMember(*resp, "usage"));
       }
       complete_ = true;
     } else if (type == "response.failed" || type == "error") {
@@ -129,15 +133,7 @@ class CompactDecoder : public StreamDecoder {
       response_.items.push_back(std::move(out));
     }
     response_.id = StringAt(&doc, "id");
-    const rapidjson::Value* usage = FindJsonMember(doc, "usage");
-    if (usage != nullptr) {
-      response_.usage.input_tokens = IntAt(usage, "input_tokens");
-      response_.usage.cached_input_tokens =
-          IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
-      response_.usage.output_tokens = IntAt(usage, "output_tokens");
-      response_.usage.reasoning_output_tokens =
-          IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
-    }
+    response_.usage = UsageOf(FindJsonMember(doc, "usage"));
     complete_ = true;
     return {};
   }

@@ -49,7 +49,7 @@ class ScriptedClient : public ModelClient {
     if (cancel.cancelled()) return MakeError("model request cancelled");
     // A request that offers no tools is context compaction's summarisation request: a script
     // cannot know when it comes, so it is answered here and consumes no turn.
-    if (prompt.tools_json == "[]") {
+    if (prompt.summarize) {
       ModelResponse r;
       r.id = "resp_scripted_summary";
       OutputItem summary;

@@ -35,10 +35,9 @@
 //   {"type":"function_call","name":N,"arguments":A,"call_id":C}
 //   {"type":"custom_tool_call","call_id":C,"name":N,"input":I}
 //   {"type":"web_search_call","status":"completed","action":{"type":"search","query":Q}}
-// A request that offers no tools (context compaction's summarisation request, which a script
-// cannot place) is answered with one assistant message "Summary of the work so far (N history
-// items)." and consumes no turn.
-// Each message's text is also streamed as one text delta. Running out of turns fails the
+// Context compaction's summarisation request (Prompt::summarize; a script cannot place it) is
+// answered with one assistant message "Summary of the work so far (N history items)." and consumes
+// no turn. Each message's text is also streamed as one text delta. Running out of turns fails the
 // request: `scripted provider: no turn left for request N (script has M turns): PATH`.
 #pragma once
 

@@ -29,6 +29,23 @@ constexpr const char* kToolTurns = R"({"turns":[
 constexpr const char* kAnswer = R"({"turns":[{"items":[{"type":"message","text":"ok"}],
   "usage":{"input_tokens":5,"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0}}]})";
 
+// What kToolTurns' first request shows: the thread, the reasoning, the commentary, the command.
+const std::vector<std::string> kToolTurnsOpening = {
+    R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
+    R"({"type":"turn.started"})",
+    R"({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Checking**\nLooking at the repo."}})",
+    R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Running echo."}})",
+    R"({"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"","exit_code":null,"status":"in_progress"}})",
+    R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"hi\n","exit_code":0,"status":"completed"}})",
+};
+
+// kToolTurnsOpening, then `rest`.
+std::vector<std::string> AfterToolTurnsOpening(std::vector<std::string> rest) {
+  std::vector<std::string> all = kToolTurnsOpening;
+  all.insert(all.end(), rest.begin(), rest.end());
+  return all;
+}
+
 class HttpTest : public ::testing::Test {
  protected:
   // Starts the server and points agentexec's config at it.
@@ -85,19 +102,13 @@ TEST_F(HttpTest, ResponsesWireReasoningCommentaryAndACommand) {
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(
       Normalized(out),
-      (std::vector<std::string>{
-          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
-          R"({"type":"turn.started"})",
-          R"({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Checking**\nLooking at the repo."}})",
-          R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Running echo."}})",
-          R"({"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"","exit_code":null,"status":"in_progress"}})",
-          R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"hi\n","exit_code":0,"status":"completed"}})",
-          R"({"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Done."}})",
-          R"({"type":"turn.completed","usage":{"input_tokens":2001,"cached_input_tokens":400,)"
-          R"("cache_write_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":14},)"
-          R"("last_usage":{"input_tokens":1001,"cached_input_tokens":200,)"
-          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-          R"("requests":2,"duration_ms":<ms>})"}));
+      AfterToolTurnsOpening(
+          {R"({"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Done."}})",
+           R"({"type":"turn.completed","usage":{"input_tokens":2001,"cached_input_tokens":400,)"
+           R"("cache_write_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":14},)"
+           R"("last_usage":{"input_tokens":1001,"cached_input_tokens":200,)"
+           R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+           R"("requests":2,"duration_ms":<ms>})"}));
 
   std::vector<LoggedRequest> requests = server_.Requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -736,20 +747,14 @@ TEST_F(HttpTest, TheTokenBudgetStopsTheRunWithExit4AndTheSessionResumes) {
       "more work (--max-tokens 1000)";
   EXPECT_EQ(
       Normalized(out),
-      (std::vector<std::string>{
-          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
-          R"({"type":"turn.started"})",
-          R"({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Checking**\nLooking at the repo."}})",
-          R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Running echo."}})",
-          R"({"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"","exit_code":null,"status":"in_progress"}})",
-          R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"hi\n","exit_code":0,"status":"completed"}})",
-          R"({"type":"error","message":")" + message + R"("})",
-          R"({"type":"turn.failed","error":{"message":")" + message +
-              R"(","code":"max_tokens"},"usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-              R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-              R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-              R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-              R"("requests":1,"duration_ms":<ms>})"}));
+      AfterToolTurnsOpening(
+          {R"({"type":"error","message":")" + message + R"("})",
+           R"({"type":"turn.failed","error":{"message":")" + message +
+               R"(","code":"max_tokens"},"usage":{"input_tokens":1000,"cached_input_tokens":200,)"
+               R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+               R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
+               R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
+               R"("requests":1,"duration_ms":<ms>})"}));
   // The session holds the call and its output: a resume with a larger budget goes on.
   std::string thread = out.lines()[0].substr(38, 36);
   RunOutput resumed =

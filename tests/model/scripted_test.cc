@@ -153,5 +153,26 @@ TEST(ScriptedProvider, CancelledRequestFails) {
   EXPECT_EQ(r.message(), "model request cancelled");
 }
 
+// Issue 14: a summarisation request is answered without consuming the script's next turn.
+TEST(ScriptedProvider, ASummarisationRequestConsumesNoTurn) {
+  auto client = MakeModelClient(Scripted(WriteTempFile("s.json", kScript)), ModelOptions{});
+  ASSERT_TRUE(client.ok());
+  CancelToken cancel;
+  RecordingObserver obs;
+  Prompt summarise;
+  summarise.input = {"{}", "{}", "{}"};
+  summarise.summarize = true;
+  auto s = (*client)->Stream(summarise, obs, cancel);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(s->items.size(), 1u);
+  EXPECT_EQ(s->items[0].text, "Summary of the work so far (3 history items).");
+  EXPECT_EQ(s->items[0].raw_json,
+            R"({"type":"message","role":"assistant","content":[{"type":"output_text",)"
+            R"("text":"Summary of the work so far (3 history items)."}]})");
+  auto r1 = (*client)->Stream(Prompt{}, obs, cancel);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(r1->items.size(), 6u);  // still the script's first turn
+}
+
 }  // namespace
 }  // namespace ae

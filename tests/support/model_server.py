@@ -389,19 +389,7 @@ class Handler(BaseHTTPRequestHandler):
             self.serve_hostile(fault.value, chat, turn, turn_index)
             return
         if fault and fault.kind == "status":
-            code = int(fault.value)
-            msg = fault.options.get("message", f"injected status {code}")
-            headers = []
-            for opt, header in (("retry_after", "Retry-After"), ("retry_after_ms", "retry-after-ms"),
-                                ("reset_requests", "x-ratelimit-reset-requests"),
-                                ("reset_tokens", "x-ratelimit-reset-tokens")):
-                if opt in fault.options:
-                    headers.append((header, fault.options[opt]))
-            err = {"message": msg, "type": "test_error"}
-            if "code" in fault.options:
-                err = {"message": msg, "type": "invalid_request_error", "param": None,
-                       "code": fault.options["code"]}
-            self.send_json(code, {"error": err}, headers)
+            self.send_status_fault(fault)
             return
         if fault and fault.kind == "content_type":
             body = dumps({"error": {"message": "not a stream"}}).encode()
@@ -442,6 +430,21 @@ class Handler(BaseHTTPRequestHandler):
                 if state.consumed == turn_index:
                     state.consumed += 1
 
+    def send_status_fault(self, fault):
+        code = int(fault.value)
+        msg = fault.options.get("message", f"injected status {code}")
+        headers = []
+        for opt, header in (("retry_after", "Retry-After"), ("retry_after_ms", "retry-after-ms"),
+                            ("reset_requests", "x-ratelimit-reset-requests"),
+                            ("reset_tokens", "x-ratelimit-reset-tokens")):
+            if opt in fault.options:
+                headers.append((header, fault.options[opt]))
+        err = {"message": msg, "type": "test_error"}
+        if "code" in fault.options:
+            err = {"message": msg, "type": "invalid_request_error", "param": None,
+                   "code": fault.options["code"]}
+        self.send_json(code, {"error": err}, headers)
+
     def serve_compact(self, n, raw, fault):
         """POST /v1/responses/compact: one JSON answer; never consumes a turn."""
         state = self.server.state
@@ -460,10 +463,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(status, {"error": err})
                 return
         if fault and fault.kind == "status":
-            code = int(fault.value)
-            err = {"message": fault.options.get("message", f"injected status {code}"),
-                   "type": "invalid_request_error", "param": None, "code": fault.options.get("code")}
-            self.send_json(code, {"error": err})
+            self.send_status_fault(fault)
             return
         items = body.get("input", []) if isinstance(body, dict) else []
         window = state.options.get("context_window")
