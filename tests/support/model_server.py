@@ -350,12 +350,8 @@ class Handler(BaseHTTPRequestHandler):
             self.serve_compact(n, raw, fault)
             return
         if state.strict:
-            try:
-                body = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as e:
-                self.send_json(400, {"error": {
-                    "message": f"We could not parse the JSON body of your request. ({e})",
-                    "type": "invalid_request_error", "param": None, "code": None}})
+            ok, body = self.parse_body(raw)
+            if not ok:
                 return
             refused = (wire_rules.check_chat if chat else wire_rules.check_responses)(body)
             if refused:
@@ -430,6 +426,16 @@ class Handler(BaseHTTPRequestHandler):
                 if state.consumed == turn_index:
                     state.consumed += 1
 
+    def parse_body(self, raw):
+        """(True, the JSON body), or (False, None) after answering 400 as the service does."""
+        try:
+            return True, json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            self.send_json(400, {"error": {
+                "message": f"We could not parse the JSON body of your request. ({e})",
+                "type": "invalid_request_error", "param": None, "code": None}})
+            return False, None
+
     def send_status_fault(self, fault):
         code = int(fault.value)
         msg = fault.options.get("message", f"injected status {code}")
@@ -448,12 +454,8 @@ class Handler(BaseHTTPRequestHandler):
     def serve_compact(self, n, raw, fault):
         """POST /v1/responses/compact: one JSON answer; never consumes a turn."""
         state = self.server.state
-        try:
-            body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            self.send_json(400, {"error": {
-                "message": f"We could not parse the JSON body of your request. ({e})",
-                "type": "invalid_request_error", "param": None, "code": None}})
+        ok, body = self.parse_body(raw)
+        if not ok:
             return
         if state.strict:
             refused = wire_rules.check_compact(body)
