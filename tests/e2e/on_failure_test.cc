@@ -105,10 +105,10 @@ TEST_F(OnFailureTest, AWriteTheSandboxRefusedIsRerunWithTheEvidence) {
   EXPECT_NE(lines[3].find(R"("status":"failed")"), std::string::npos) << lines[3];
   EXPECT_EQ(lines[4],
             R"({"type":"item.completed","item":{"id":"item_1","type":"error","message":"command )"
-            R"(was denied by the sandbox (workspace-write: writing )" +
+            R"(was denied by the sandbox (workspace-write: its write to )" +
                 outside_ +
-                R"(/f is refused by the policy (outside the writable roots) and allowed outside )"
-                R"(it); retrying it once outside the sandbox because approval_policy is )"
+                R"(/f was refused (outside the writable roots) and is allowed outside the )"
+                R"(sandbox); retrying it once outside the sandbox because approval_policy is )"
                 R"(on-failure: /bin/bash -lc 'touch )" +
                 outside_ + R"(/f'"}})");
   EXPECT_NE(lines[6].find(R"("exit_code":0,"status":"completed")"), std::string::npos) << lines[6];
