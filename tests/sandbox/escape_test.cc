@@ -31,6 +31,7 @@
 #include <map>
 #include <set>
 
+#include "base/json.h"
 #include "sandbox/landlock.h"
 #include "test_util.h"
 
@@ -713,23 +714,40 @@ class EscapeSuite : public ::testing::Test {
         {"dies of SIGSYS", "kill -SYS $$"},
         {"control: a write the sandbox refuses", "touch " + out_ + "/control", true},
     };
-    std::string turns = R"({"turns":[)";
-    for (size_t i = 0; i < tricks.size(); ++i) {
-      std::string cmd = "echo run >> runs-" + std::to_string(i) + "; " + tricks[i].cmd;
-      std::string escaped;
-      for (char c : cmd) {
-        if (c == '"' || c == '\\') escaped += '\\';
-        if (c == '\n') {
-          escaped += "\\n";
-          continue;
-        }
-        escaped += c;
+    // The scripted provider's turns: one exec_command per trick, then a final message.
+    JsonWriter turns;
+    turns.StartObject();
+    turns.Key("turns");
+    turns.StartArray();
+    for (size_t i = 0; i <= tricks.size(); ++i) {
+      turns.StartObject();
+      turns.Key("items");
+      turns.StartArray();
+      turns.StartObject();
+      if (i == tricks.size()) {
+        turns.Key("type");
+        turns.String("message");
+        turns.Key("text");
+        turns.String("done");
+      } else {
+        turns.Key("type");
+        turns.String("function_call");
+        turns.Key("name");
+        turns.String("exec_command");
+        turns.Key("arguments");
+        turns.StartObject();
+        turns.Key("cmd");
+        turns.String("echo run >> runs-" + std::to_string(i) + "; " + tricks[i].cmd);
+        turns.EndObject();
       }
-      turns += R"({"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":")" +
-               escaped + R"("}}]},)";
+      turns.EndObject();
+      turns.EndArray();
+      turns.EndObject();
     }
-    turns += R"({"items":[{"type":"message","text":"done"}]}]})";
-    WriteText(base_ + "/turns.json", turns);
+    turns.EndArray();
+    turns.EndObject();
+    EXPECT_TRUE(turns.ok());
+    WriteText(base_ + "/turns.json", std::string(turns.view()));
     if (::geteuid() == 0 && Unprivileged(config)) {
       Sh("chown 65534:65534 turns.json", base_);
     }
@@ -773,6 +791,17 @@ class EscapeSuite : public ::testing::Test {
     return tally.attempts;
   }
 
+  // Every attempt and every on-failure trick in `config`, printed as a table titled `title`;
+  // returns the number of attempts.
+  int RunConfig(Config config, const char* title, int* escapes, Table* table) {
+    int attempts = RunAll(config, escapes, table);
+    EXPECT_GE(RunOnFailure(config, escapes, table), 10);
+    attempts += (*table)["on-failure escalation"].attempts;
+    std::printf("[ escapes  ] %s: %d attempts, %d escapes\n", title, attempts, *escapes);
+    PrintTable(title, *table);
+    return attempts;
+  }
+
   // The issue 11 channels must each have run in the full configuration.
   static void ExpectChannels(const Table& table) {
     for (const char* channel : {"process tree", "inherited descriptors", "terminal",
@@ -802,11 +831,7 @@ TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
   }
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kFull, &escapes, &table);
-  EXPECT_GE(RunOnFailure(Config::kFull, &escapes, &table), 10);
-  attempts += table["on-failure escalation"].attempts;
-  std::printf("[ escapes  ] full sandbox: %d attempts, %d escapes\n", attempts, escapes);
-  PrintTable("full sandbox (root)", table);
+  int attempts = RunConfig(Config::kFull, "full sandbox (root)", &escapes, &table);
   EXPECT_GE(attempts, 180);
   ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
@@ -815,11 +840,8 @@ TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
 TEST_F(EscapeSuite, LandlockAndSeccompAloneHaveNoEscapes) {
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kLandlockSeccompOnly, &escapes, &table);
-  EXPECT_GE(RunOnFailure(Config::kLandlockSeccompOnly, &escapes, &table), 10);
-  attempts += table["on-failure escalation"].attempts;
-  std::printf("[ escapes  ] landlock + seccomp only: %d attempts, %d escapes\n", attempts, escapes);
-  PrintTable("landlock + seccomp only (root, no namespaces)", table);
+  int attempts = RunConfig(Config::kLandlockSeccompOnly,
+                           "landlock + seccomp only (root, no namespaces)", &escapes, &table);
   EXPECT_GE(attempts, 130);
   int limits = 0;
   for (const auto& [channel, t] : table) limits += t.limits;
@@ -865,7 +887,9 @@ TEST_F(EscapeSuite, TheSuiteSeesEscapesWithoutASandbox) {
 }
 
 // Switches the fixture to nobody; false (with the reason in *skip) when that cannot run here.
-bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, std::string* skip) {
+// *check_output gets what `agentexec sandbox` said as nobody (its warnings).
+bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, std::string* skip,
+                              std::string* check_output) {
   if (::geteuid() != 0) {
     *skip = "needs root to switch to an unprivileged user";
     return false;
@@ -882,26 +906,20 @@ bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, st
     *skip = "agentexec is not runnable as nobody here: " + check.output;
     return false;
   }
+  *check_output = check.output;
   return true;
 }
 
 TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
-  std::string skip;
-  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip)) GTEST_SKIP() << skip;
-  Ran check = RunProcess({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-                          AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"},
-                         ws_);
-  if (check.output.find("could not create a mount namespace") != std::string::npos) {
-    GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check.output;
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  if (check.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check;
   }
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kUnprivileged, &escapes, &table);
-  EXPECT_GE(RunOnFailure(Config::kUnprivileged, &escapes, &table), 10);
-  attempts += table["on-failure escalation"].attempts;
-  std::printf("[ escapes  ] unprivileged user (user namespace): %d attempts, %d escapes\n",
-              attempts, escapes);
-  PrintTable("unprivileged user (user namespace)", table);
+  int attempts =
+      RunConfig(Config::kUnprivileged, "unprivileged user (user namespace)", &escapes, &table);
   EXPECT_GE(attempts, 150);
   ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
@@ -910,16 +928,13 @@ TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
 // Docker's default seccomp profile refuses unshare: an unprivileged user with Landlock and
 // seccomp alone. Every escape must be a limit the run warned about.
 TEST_F(EscapeSuite, UnprivilegedWithoutNamespacesHasOnlyWarnedLimits) {
-  std::string skip;
-  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip)) GTEST_SKIP() << skip;
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kUnprivilegedNoNamespaces, &escapes, &table);
-  EXPECT_GE(RunOnFailure(Config::kUnprivilegedNoNamespaces, &escapes, &table), 10);
-  attempts += table["on-failure escalation"].attempts;
-  std::printf("[ escapes  ] unprivileged user without namespaces: %d attempts, %d escapes\n",
-              attempts, escapes);
-  PrintTable("unprivileged user, landlock + seccomp only (no namespaces)", table);
+  int attempts =
+      RunConfig(Config::kUnprivilegedNoNamespaces,
+                "unprivileged user, landlock + seccomp only (no namespaces)", &escapes, &table);
   EXPECT_GE(attempts, 110);
   int limits = 0;
   for (const auto& [channel, t] : table) limits += t.limits;
