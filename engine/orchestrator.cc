@@ -43,7 +43,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   outcome.run = std::move(run).value();
   outcome.aggregated_output = ItemOutput(outcome.run);
   if (sandbox != nullptr) {
-    outcome.denial = sandbox::FindDenial(outcome.run, turn_.sandbox, request.workdir);
+    outcome.denial = sandbox::FindDenial(outcome.run, turn_.sandbox);
     outcome.sandbox_denied = outcome.denial.has_value();
   }
   return outcome;
@@ -71,7 +71,15 @@ Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, E
   complete(*first);
   // Only evidence agentexec checked itself reruns a command unconfined: a command's own words
   // ("Permission denied", SIGSYS) would let any command get itself out of the sandbox.
-  if (!first->denial || !first->denial->verified || turn_.approval != ApprovalPolicy::kOnFailure) {
+  if (turn_.approval != ApprovalPolicy::kOnFailure) return first;
+  if (!first->denial || !first->denial->verified) {
+    // Closed without evidence; but a user who chose on-failure should know why nothing reran.
+    if (auto why = sandbox::UnobservedDenial(first->run, turn_.sandbox); why && confinement) {
+      emitter.CompleteNew(ErrorItem{fmt::format(
+          "command failed and may have been denied by the sandbox, but it is not retried outside "
+          "it: agentexec could not observe the sandbox's refusals in this run ({})",
+          *why)});
+    }
     return first;
   }
 

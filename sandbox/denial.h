@@ -1,17 +1,19 @@
-// Was that failure the sandbox's doing? Decided from what agentexec can check itself, never
-// from the command's word alone: a command can print "Permission denied" whenever it likes,
-// and under on-failure a denial reruns it unconfined.
+// Was that failure the sandbox's doing? Decided from what agentexec saw itself, never from
+// the command's word: a command can print "Permission denied" and any path it likes, and
+// under on-failure a denial reruns it unconfined.
 //
 // Evidence, strongest first:
 //  - a confinement step failed in the child before execve (setup_error "sandbox: ..."): seen
 //    by agentexec on its own channel before the command ran;
-//  - a path named next to EACCES/EPERM/EROFS wording that the policy really refuses (outside
-//    the writable roots, or under a read-only carve-out) and that agentexec itself could write
-//    (so the sandbox, not the file's mode or a read-only disk, is what refused it).
-// Both are `verified`: they may escalate under on-failure. A socket call failing with EPERM
-// while the network is off is only `likely`: enough for the note to the model, not to rerun
-// anything. Exit 0, a timeout, a cancellation, SIGSYS (any process can send itself one) and
-// bare wording with no checkable path are no evidence.
+//  - the write watch (write_watch.h) saw the command attempt a write the sandbox refuses
+//    (outside the writable roots, under a read-only carve-out), to a path agentexec itself
+//    could write (so the sandbox, not the file's mode or a read-only disk, is what refused
+//    it), and the command failed saying so (EACCES/EPERM/EROFS wording anywhere in its output:
+//    a refused cache write followed by an unrelated test failure is not a denial).
+// Both are `verified`: they may escalate under on-failure. Weaker, only `likely` (the note to
+// the model, never a rerun): a refused write attempt without the wording, and a socket call
+// failing with EPERM while the network is off. Exit 0, a timeout, a cancellation, SIGSYS (any
+// process can send itself one), paths named in the output and wording alone are no evidence.
 #pragma once
 
 #include <optional>
@@ -23,12 +25,15 @@
 namespace ae::sandbox {
 
 struct Denial {
-  bool verified = false;  // checked by agentexec: may justify an escalation
-  std::string evidence;   // for the escalation item, e.g. "writing /etc/x: outside the ..."
+  bool verified = false;  // seen by agentexec: may justify an escalation
+  std::string evidence;   // for the escalation item, e.g. "the sandbox refused a write to /x"
 };
 
-// `workdir` is where the command ran (relative paths in its output are taken against it).
-std::optional<Denial> FindDenial(const RunResult& result, const Policy& policy,
-                                 const std::string& workdir);
+std::optional<Denial> FindDenial(const RunResult& result, const Policy& policy);
+
+// When the command failed saying a permission was refused, but the write watch was not in
+// force (so agentexec could not have seen a refusal): why, for the stream. on-failure then
+// does not rerun it (no evidence), and the user should know that is why.
+std::optional<std::string> UnobservedDenial(const RunResult& result, const Policy& policy);
 
 }  // namespace ae::sandbox

@@ -1,5 +1,6 @@
 #include "sandbox/landlock.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/landlock.h>
@@ -11,6 +12,8 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+
+#include "sandbox/paths.h"
 
 // Debian 12's <linux/landlock.h> stops at ABI 2; the kernel here speaks ABI 7.
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
@@ -97,7 +100,48 @@ bool Fail(const char* step, long ruleset, const char** failed_step, int* err) no
   return false;
 }
 
+constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                    "/dev/urandom"};
+constexpr const char* kTerminals[] = {"/dev/tty", "/dev/ptmx", "/dev/pts"};
+
+// Devices commands expect to open for writing. Terminals also get ioctls (stty, prompts);
+// TIOCSTI is refused by seccomp.
+constexpr uint64_t kDevice =
+    LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+constexpr uint64_t kTerminalRights =
+    kDevice | LANDLOCK_ACCESS_FS_IOCTL_DEV | LANDLOCK_ACCESS_FS_READ_DIR;
+
+// In the child: `access` (limited to what the ruleset handles, and to file rights on a
+// non-directory) on `path` as the child's mount namespace has it.
+bool AddChildRule(long ruleset, const char* path, uint64_t access, uint64_t handled,
+                  const char* step, const char** failed_step, int* err) noexcept {
+  int fd = ::open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) return Fail(step, ruleset, failed_step, err);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Fail(step, ruleset, failed_step, err);
+  }
+  if (!S_ISDIR(st.st_mode)) access &= kFileRights;
+  long added = AddRule(ruleset, fd, access & handled);
+  int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (added != 0) return Fail(step, ruleset, failed_step, err);
+  return true;
+}
+
 }  // namespace
+
+bool GrantsDeviceWrite(std::string_view path) {
+  for (const char* dev : kDevices) {
+    if (path == dev) return true;
+  }
+  for (const char* dev : kTerminals) {
+    if (IsUnder(path, dev)) return true;
+  }
+  return false;
+}
 
 int Abi() {
   long abi = CreateRuleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -116,7 +160,36 @@ unsigned long long HandledFsRights(int abi) {
   return rights;
 }
 
-Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi) {
+// Read and execute on every entry of `dir` except `hidden`, and listing `dir` itself: the
+// entries as they are now (one created later stays unreadable to commands).
+Status AddReadExcept(RulesetPlan& plan, int probe, const std::string& dir, const char* hidden) {
+  if (Status s = AddPathRule(plan, probe, dir, LANDLOCK_ACCESS_FS_READ_DIR, false); !s.ok()) {
+    return s;
+  }
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    return MakeError(fmt::format("sandbox: cannot list {}: {}", dir, std::strerror(errno)));
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != ".." && name != hidden) names.emplace_back(name);
+  }
+  ::closedir(d);
+  for (const std::string& name : names) {
+    const std::string path = (dir == "/" ? "" : dir) + "/" + name;
+    // Links are reached through what they point to (/bin through /usr, /dev/stdout through
+    // /proc); followed here they would grant whatever agentexec's own /proc/self names.
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    // An entry Landlock cannot hold a rule for (gone since the listing, not a file-system
+    // object) is simply not readable.
+    (void)AddPathRule(plan, probe, path, kRead, true);
+  }
+  return {};
+}
+
+Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi, bool private_devpts) {
   RulesetPlan plan;
   plan.abi = abi;
   plan.handled_access_fs = HandledFsRights(abi);
@@ -135,7 +208,17 @@ Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi) {
   Fd probe(static_cast<int>(fd));
   const uint64_t handled = plan.handled_access_fs;
 
-  if (Status s = AddPathRule(plan, probe.get(), "/", kRead, false); !s.ok()) return s.error();
+  plan.private_devpts = private_devpts;
+  if (private_devpts) {
+    // The host's /dev/pts is hidden under the command's own instance (mounts.h).
+    if (Status s = AddPathRule(plan, probe.get(), "/", kRead, false); !s.ok()) return s.error();
+  } else {
+    // No mount namespace to hide them: every path is readable except the host's terminals,
+    // whose input (what the user types) a read would take. Landlock only grants, so the
+    // grant on "/" is split into its entries, and /dev's, leaving out /dev/pts.
+    if (Status s = AddReadExcept(plan, probe.get(), "/", "dev"); !s.ok()) return s.error();
+    if (Status s = AddReadExcept(plan, probe.get(), "/dev", "pts"); !s.ok()) return s.error();
+  }
 
   // Every write right under the roots except creating device nodes (root could mknod the
   // disk) and device ioctls. The private /dev/shm gets the same.
@@ -151,16 +234,13 @@ Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi) {
 
   // Devices commands expect to open for writing. Terminals also get ioctls (stty, prompts);
   // TIOCSTI is refused by seccomp.
-  constexpr uint64_t kDevice =
-      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
-  constexpr uint64_t kTerminal = kDevice | LANDLOCK_ACCESS_FS_IOCTL_DEV;
-  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) {
+  for (const char* dev : kDevices) {
     if (Status s = AddPathRule(plan, probe.get(), dev, kDevice, true); !s.ok()) return s.error();
   }
-  for (const char* dev : {"/dev/tty", "/dev/ptmx", "/dev/pts"}) {
-    if (Status s =
-            AddPathRule(plan, probe.get(), dev, kTerminal | LANDLOCK_ACCESS_FS_READ_DIR, true);
-        !s.ok()) {
+  for (const char* dev : kTerminals) {
+    // /dev/pts: granted in the child, on its private instance (RestrictSelf), or not at all.
+    if (std::string_view(dev) == "/dev/pts") continue;
+    if (Status s = AddPathRule(plan, probe.get(), dev, kTerminalRights, true); !s.ok()) {
       return s.error();
     }
   }
@@ -186,6 +266,15 @@ bool RestrictSelf(const RulesetPlan& plan, const char* scratch_dir, const char**
     errno = saved;
     if (added != 0)
       return Fail("landlock_add_rule for the private /dev/shm", ruleset, failed_step, err);
+  }
+  // The command's own devpts instance, mounted in its namespace (a rule on the host's, taken
+  // in the parent, would not reach the instance stacked on it).
+  if (plan.private_devpts &&
+      (!AddChildRule(ruleset, "/dev/pts", kTerminalRights, plan.handled_access_fs,
+                     "landlock_add_rule for the private /dev/pts", failed_step, err) ||
+       !AddChildRule(ruleset, "/dev/ptmx", kTerminalRights, plan.handled_access_fs,
+                     "landlock_add_rule for the private /dev/ptmx", failed_step, err))) {
+    return false;
   }
   if (::syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {
     return Fail("landlock_restrict_self", ruleset, failed_step, err);

@@ -3,6 +3,7 @@
 // restrict itself.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "base/fd.h"
@@ -35,13 +36,21 @@ struct RulesetPlan {
   unsigned long long scoped = 0;
   std::vector<Rule> rules;
   unsigned long long scratch_access = 0;  // granted beneath the private /dev/shm
+  bool private_devpts = false;            // the child grants its own /dev/pts and /dev/ptmx
 };
 
-// The plan for `policy`: read and execute everywhere, every write right (except creating
-// device nodes) under the writable roots, read+write on the harmless devices, and from ABI 6
-// the signal scope (plus the abstract Unix socket scope when the network is off). The rules
-// are tried once here, so an error names its path.
-Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi);
+// Devices a confined command may open for writing whatever the roots: /dev/null, /dev/zero,
+// /dev/full, /dev/random, /dev/urandom, and the terminals /dev/tty, /dev/ptmx and /dev/pts/*.
+bool GrantsDeviceWrite(std::string_view path);
+
+// The plan for `policy`: read and execute everywhere (but the host's terminals), every write right
+// (except creating device nodes) under the writable roots, read+write on the harmless devices, and
+// from ABI 6 the signal scope (plus the abstract Unix socket scope when the network is off). The
+// rules are tried once here, so an error names its path. `private_devpts`: the command gets its own
+// devpts instance (mounts.h), granted in the child; without one, the host's /dev/pts is left out of
+// the read grant (so read is granted on each entry of "/" and of /dev but /dev/pts, rather than on
+// "/").
+Result<RulesetPlan> PlanRuleset(const Policy& policy, int abi, bool private_devpts);
 
 // In the child: builds the ruleset from `plan`, adds write rights beneath `scratch_dir` when
 // it is not null (opened now: the child's own tmpfs), and restricts itself. Async-signal-safe.

@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -130,6 +131,14 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     }
     plan.dev_shm_options = "size=" + std::to_string(size) + ",mode=1777";
   }
+  // The host's terminals stay out of reach unless the policy hands the user /dev itself.
+  struct stat pts {
+  }, ptmx{};
+  if (::stat("/dev/pts", &pts) == 0 && S_ISDIR(pts.st_mode) &&
+      !IsUnderAny("/dev/pts", policy.writable_roots) && ::lstat("/dev/ptmx", &ptmx) == 0) {
+    plan.private_devpts = true;
+    plan.bind_ptmx = !S_ISLNK(ptmx.st_mode);
+  }
   for (const std::string& root : plan.writable_roots) {
     plan.root_steps.push_back("keep writable root " + root);
   }
@@ -208,6 +217,23 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
       *dev_shm_mounted = true;
     } else if (errno != ENOENT) {  // gone since the plan was made: stays absent
       return Fail("mount a private tmpfs on /dev/shm", failed_step, err);
+    }
+  }
+  if (plan.private_devpts) {
+    // mode=0620 as the host's; no gid= option: the tty group may not be mapped in a user
+    // namespace, and the default (the mounter's group) always is.
+    if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                "newinstance,ptmxmode=0666,mode=0620") == 0) {
+      if (plan.bind_ptmx && ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
+        return Fail("bind /dev/ptmx to the private devpts", failed_step, err);
+      }
+    } else if (::mount("tmpfs", "/dev/pts", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                       "size=4k,mode=0755") != 0) {
+      // No devpts instance of our own here (some container runtimes): an empty read-only
+      // directory still hides the host's terminals. The command's ptys (via /dev/ptmx) then
+      // live in the host's instance, reachable only through TIOCGPTPEER, as glibc's openpty
+      // opens them.
+      return Fail("mount a private devpts on /dev/pts", failed_step, err);
     }
   }
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {

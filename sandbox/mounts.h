@@ -31,6 +31,11 @@ struct MountPlan {
   // semaphores work; private to the command's namespace, gone with it. Empty: none.
   std::string dev_shm;
   std::string dev_shm_options;  // "size=<host /dev/shm's size>,mode=1777"
+  // A private devpts instance on /dev/pts (newinstance, ptmxmode=0666), with /dev/ptmx bound
+  // to its ptmx when /dev/ptmx is a device node rather than a link to pts/ptmx: the host's
+  // terminals (/dev/pts/N) cannot be opened by name, and ptys the command makes are its own.
+  bool private_devpts = false;
+  bool bind_ptmx = false;
 };
 
 // The child keeps one descriptor per writable root on its stack; Prepare refuses more.
@@ -46,7 +51,8 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
 std::string PrivateDevShmPath(const Policy& policy);
 
 // In the child, single-threaded, before Landlock. Async-signal-safe. *dev_shm_mounted says
-// whether the private /dev/shm is in place (Landlock may then grant writes beneath it).
+// whether the private /dev/shm is in place (Landlock may then grant writes beneath it); the
+// private devpts is always in place when the plan has one (or the step fails).
 bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
                     int* err) noexcept;
 

@@ -46,6 +46,12 @@ std::string NormalizePath(std::string_view path) {
 }
 
 std::string ResolvePath(std::string_view path) {
+  bool via_proc = false;
+  return ResolvePath(path, &via_proc);
+}
+
+std::string ResolvePath(std::string_view path, bool* via_proc) {
+  *via_proc = false;
   std::deque<std::string> todo = SplitComponents(path);
   std::string out = "/";
   int links = 0;
@@ -60,6 +66,7 @@ std::string ResolvePath(std::string_view path) {
     }
     std::string next = out;
     PushComponent(next, part);
+    if (IsUnder(next, "/proc")) *via_proc = true;
     if (missing) {
       out = std::move(next);
       continue;

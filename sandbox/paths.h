@@ -16,6 +16,10 @@ std::string NormalizePath(std::string_view path);
 // not exist are appended as they are, and a dangling symlink is followed to where it points.
 // Used so a policy check sees where a write would really land.
 std::string ResolvePath(std::string_view path);
+// The same; *via_proc says whether the walk passed through /proc, whose links (/proc/self,
+// /proc/PID/fd/N) resolve in the context of the process reading them, not of the one whose
+// path it was.
+std::string ResolvePath(std::string_view path, bool* via_proc);
 
 // True when `path` is `dir` or lies below it. Both must be normalised.
 bool IsUnder(std::string_view path, std::string_view dir);

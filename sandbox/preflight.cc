@@ -176,6 +176,7 @@ Isolation UsableIsolation(const Policy& policy) {
   Isolation isolation;
   isolation.mount_namespace = ((state - 1) & 1) != 0;
   isolation.pid_namespace = ((state - 1) & 2) != 0;
+  isolation.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
   return isolation;
 }
 

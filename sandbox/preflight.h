@@ -6,6 +6,7 @@
 //   AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP=1   behave as if installing the filter gave EINVAL
 //   AGENTEXEC_SANDBOX_FAKE_NO_USERNS=1    behave as if unshare gave EPERM (no carve-outs)
 //   AGENTEXEC_SANDBOX_FAKE_NO_PIDNS=1     behave as if unshare(CLONE_NEWPID) gave EPERM
+//   AGENTEXEC_SANDBOX_FAKE_NO_WATCH=1     prepare commands without the write watch
 #pragma once
 
 #include <string>
@@ -37,6 +38,7 @@ Result<PreflightReport> Preflight(const Policy& policy);
 struct Isolation {
   bool mount_namespace = false;
   bool pid_namespace = false;
+  bool write_watch = true;  // the write watch (write_watch.h), where the kernel has it
 };
 // Preflight records its finding; without a preflight the first call probes (once per process).
 Isolation UsableIsolation(const Policy& policy);

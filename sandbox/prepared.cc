@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "base/fd.h"
@@ -23,6 +26,9 @@ struct PreparedSandbox {
   std::vector<sock_filter> filter;
   sock_fprog program = {};
   MountPlan mounts;
+  std::vector<sock_filter> watch_filter;
+  sock_fprog watch_program = {};
+  WatchPlan watch;
 };
 
 void PreparedDeleter::operator()(PreparedSandbox* p) const {
@@ -35,6 +41,7 @@ Result<PreparedPtr> Prepare(const Policy& policy) {
     Isolation isolation = UsableIsolation(policy);
     options.mount_namespace = isolation.mount_namespace;
     options.pid_namespace = isolation.pid_namespace;
+    options.write_watch = isolation.write_watch;
   }
   return Prepare(policy, options);
 }
@@ -51,7 +58,10 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   if (prepared->landlock_abi < 1) {
     return MakeError(LandlockUnavailableMessage(policy.mode, errno));
   }
-  Result<landlock::RulesetPlan> ruleset = landlock::PlanRuleset(policy, prepared->landlock_abi);
+  prepared->mounts = BuildMountPlan(policy, options.mount_namespace,
+                                    options.mount_namespace && options.pid_namespace);
+  Result<landlock::RulesetPlan> ruleset =
+      landlock::PlanRuleset(policy, prepared->landlock_abi, prepared->mounts.private_devpts);
   if (!ruleset.ok()) return ruleset.error();
   prepared->ruleset = std::move(ruleset.value());
   Result<std::vector<sock_filter>> filter = seccomp::BuildProgram(policy);
@@ -59,8 +69,21 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   prepared->filter = std::move(filter.value());
   prepared->program.len = static_cast<unsigned short>(prepared->filter.size());
   prepared->program.filter = prepared->filter.data();
-  prepared->mounts = BuildMountPlan(policy, options.mount_namespace,
-                                    options.mount_namespace && options.pid_namespace);
+  prepared->watch.policy = policy;
+  prepared->watch.landlock_abi = prepared->landlock_abi;
+  prepared->watch.mount_namespace = prepared->mounts.enabled;
+  prepared->watch.carveouts = prepared->mounts.carveouts;
+  prepared->watch.dev_shm = prepared->mounts.dev_shm;
+  if (!options.write_watch) {
+    prepared->watch.unavailable = "the write watch is switched off";
+  } else if (Result<std::vector<sock_filter>> watch = seccomp::BuildWatchProgram(); watch.ok()) {
+    prepared->watch_filter = std::move(watch.value());
+    prepared->watch_program.len = static_cast<unsigned short>(prepared->watch_filter.size());
+    prepared->watch_program.filter = prepared->watch_filter.data();
+    prepared->watch.program = &prepared->watch_program;
+  } else {
+    prepared->watch.unavailable = watch.message();
+  }
   if (prepared->mounts.writable_roots.size() > kMaxWritableRoots) {
     return MakeError(fmt::format("sandbox: {} writable mounts needed; at most {} are supported",
                                  prepared->mounts.writable_roots.size(), kMaxWritableRoots));
@@ -82,7 +105,42 @@ std::string DescribePrepared(const PreparedSandbox& prepared) {
 // stays behind as the supervisor after the mounts, the namespace's init (pid 1) mounts /proc
 // and confines itself, and only the command's process, forked by the init, returns true
 // (sandbox/containment.h). A failure returns false in whichever of them hit it.
+const WatchPlan& PreparedWatch(const PreparedSandbox& prepared) {
+  return prepared.watch;
+}
+
+namespace {
+
+// The watch's listener (or, with `listener` < 0, the errno that kept it from being installed)
+// goes to agentexec over its socket. Async-signal-safe.
+void SendWatch(int watch_fd, int listener, int install_err) noexcept {
+  int32_t code = listener >= 0 ? 0 : install_err;
+  iovec iov = {&code, sizeof code};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (listener >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+  }
+  while (::sendmsg(watch_fd, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
+  return ApplyInChild(prepared, -1, failed_step, err);
+}
+
+bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, const char** failed_step,
+                  int* err) noexcept {
   if (!prepared.enforce) return true;
   bool dev_shm = false;
   if (!ApplyMountPlan(prepared.mounts, &dev_shm, failed_step, err)) return false;
@@ -102,6 +160,17 @@ bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int
   if (!seccomp::Install(&prepared.program, err)) {
     *failed_step = "prctl(PR_SET_SECCOMP)";
     return false;
+  }
+  // Here, in the process whose filters every process of the command inherits (the init with
+  // a PID namespace): nothing below and nothing the command runs escapes the watch.
+  if (watch_fd >= 0) {
+    int listener = -1, install_err = ENOSYS;
+    if (prepared.watch.program != nullptr) {
+      seccomp::InstallWatch(prepared.watch.program, &listener, &install_err);
+    }
+    SendWatch(watch_fd, listener, install_err);
+    if (listener >= 0) ::close(listener);
+    ::close(watch_fd);
   }
   if (prepared.mounts.new_pid_ns) return ForkCommandUnderInit(failed_step, err);
   return EnterNewSession(failed_step, err);

@@ -2,8 +2,11 @@
 // child (between fork and exec) makes only async-signal-safe system calls.
 #pragma once
 
+#include <linux/filter.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "sandbox/policy.h"
@@ -26,6 +29,7 @@ Result<PreparedPtr> Prepare(const Policy& policy);
 struct PrepareOptions {
   bool mount_namespace = true;  // false: Landlock + seccomp only, carve-outs not enforced
   bool pid_namespace = true;    // with the mount namespace: contain the process tree
+  bool write_watch = true;      // false: no evidence of refused writes (write_watch.h)
 };
 Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options);
 
@@ -41,5 +45,27 @@ std::string DescribePrepared(const PreparedSandbox& prepared);
 // (sandbox/containment.h), and true is returned in a grandchild, the command's process.
 // Descriptors >= 3 must already be close-on-exec; the supervisor and init close theirs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
+
+// The same, with the write watch (sandbox/write_watch.h): `watch_fd` is the child's end of
+// WriteWatch's socket. Once the seccomp filter is in place, the process that installed it
+// installs the watch filter and sends its listener over `watch_fd` (or, when this kernel has
+// no watch or installing it fails, the errno), then closes both; a watch that cannot be had
+// never stops the command, it only leaves agentexec without evidence. -1: no watch.
+bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, const char** failed_step,
+                  int* err) noexcept;
+
+// What the write watch checks attempts against: what the sandbox really refuses (not
+// ConfinedFs's stricter rule for agentexec's own writes, which refuses any nested .git), and
+// the watch's seccomp program (null when this kernel cannot have it; `unavailable` says why).
+struct WatchPlan {
+  Policy policy;
+  int landlock_abi = 0;
+  bool mount_namespace = false;        // read-only tree, carve-outs, metadata refused
+  std::vector<std::string> carveouts;  // mounted read-only when they exist at spawn
+  std::string dev_shm;                 // the private /dev/shm, writable inside; "" when none
+  const sock_fprog* program = nullptr;
+  std::string unavailable;
+};
+const WatchPlan& PreparedWatch(const PreparedSandbox& prepared);
 
 }  // namespace ae::sandbox

@@ -1,5 +1,6 @@
 #include "sandbox/seccomp.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -8,12 +9,16 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <string_view>
 
 #include "base/fd.h"
 
@@ -67,7 +72,155 @@ constexpr const char* kAlwaysRefused[] = {
 // fchmodat2 (Linux 6.6) is newer than some libseccomp releases; x86_64's number.
 constexpr int kFchmodat2 = 452;
 
+constexpr uint32_t kUserNotif = SECCOMP_RET_USER_NOTIF;
+
+// libseccomp compiles in memory; the child gets the raw BPF program, installed with one
+// system call.
+Result<std::vector<sock_filter>> Export(scmp_filter_ctx ctx) {
+  Fd mem(static_cast<int>(::memfd_create("agentexec-seccomp", MFD_CLOEXEC)));
+  if (!mem) {
+    return MakeError(fmt::format("sandbox: memfd_create: {}", std::strerror(errno)));
+  }
+  if (int rc = seccomp_export_bpf(ctx, mem.get()); rc != 0) return LibError("export", rc);
+  off_t size = ::lseek(mem.get(), 0, SEEK_END);
+  if (size <= 0 || size % sizeof(sock_filter) != 0 || ::lseek(mem.get(), 0, SEEK_SET) != 0) {
+    return MakeError("sandbox: seccomp export produced no program");
+  }
+  std::vector<sock_filter> program(static_cast<size_t>(size) / sizeof(sock_filter));
+  char* out = reinterpret_cast<char*>(program.data());
+  size_t done = 0;
+  while (done < static_cast<size_t>(size)) {
+    ssize_t n = ::read(mem.get(), out + done, static_cast<size_t>(size) - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return MakeError("sandbox: reading the exported seccomp program failed");
+    done += static_cast<size_t>(n);
+  }
+  return program;
+}
+
+// The write watch's calls, by name (resolved per architecture: aarch64 has only the *at
+// forms). {name, {path args}, {dirfd args}}.
+struct WatchedName {
+  const char* name;
+  WatchedCall call;
+};
+constexpr WatchedCall Call(int path0, int dirfd0, bool follows = false, bool metadata = false,
+                           int flags_arg = -1) {
+  return {-1, {path0, -1}, {dirfd0, -1}, follows, flags_arg, metadata, 0};
+}
+constexpr WatchedCall Two(int path0, int dirfd0, int path1, int dirfd1) {
+  return {-1, {path0, path1}, {dirfd0, dirfd1}, false, -1, false, 0};
+}
+constexpr WatchedName kWatched[] = {
+    {"open", Call(0, -1, true, false, 1)},
+    {"openat", Call(1, 0, true, false, 2)},
+    {"creat", Call(0, -1, true)},
+    {"mkdir", Call(0, -1)},
+    {"mkdirat", Call(1, 0)},
+    {"mknod", Call(0, -1)},
+    {"mknodat", Call(1, 0)},
+    {"unlink", Call(0, -1)},
+    {"unlinkat", Call(1, 0)},
+    {"rmdir", Call(0, -1)},
+    {"rename", Two(0, -1, 1, -1)},
+    {"renameat", Two(1, 0, 3, 2)},
+    {"renameat2", Two(1, 0, 3, 2)},
+    {"link", Call(1, -1)},
+    {"linkat", Call(3, 2)},
+    {"symlink", Call(1, -1)},
+    {"symlinkat", Call(2, 1)},
+    {"truncate", {-1, {0, -1}, {-1, -1}, true, -1, false, 3}},
+    {"chmod", Call(0, -1, true, true)},
+    {"fchmodat", Call(1, 0, false, true)},
+    {"fchmodat2", Call(1, 0, false, true)},
+    {"chown", Call(0, -1, true, true)},
+    {"lchown", Call(0, -1, false, true)},
+    {"fchownat", Call(1, 0, false, true)},
+    {"utime", Call(0, -1, true, true)},
+    {"utimes", Call(0, -1, true, true)},
+    {"futimesat", Call(1, 0, true, true)},
+    {"utimensat", Call(1, 0, false, true)},
+    {"setxattr", Call(0, -1, true, true)},
+    {"lsetxattr", Call(0, -1, false, true)},
+    {"removexattr", Call(0, -1, true, true)},
+    {"lremovexattr", Call(0, -1, false, true)},
+};
+constexpr size_t kWatchedCount = sizeof kWatched / sizeof kWatched[0];
+
+// kWatched with this architecture's numbers; calls it lacks keep nr -1.
+const std::vector<WatchedCall>& WatchedCalls() {
+  static const std::vector<WatchedCall> calls = [] {
+    std::vector<WatchedCall> out;
+    for (const WatchedName& w : kWatched) {
+      WatchedCall call = w.call;
+      call.nr = seccomp_syscall_resolve_name(w.name);
+      if (call.nr == __NR_SCMP_ERROR && std::strcmp(w.name, "fchmodat2") == 0) call.nr = kFchmodat2;
+      if (call.nr < 0) call.nr = -1;
+      out.push_back(call);
+    }
+    return out;
+  }();
+  return calls;
+}
+
+// Notifications with SECCOMP_USER_NOTIF_FLAG_CONTINUE: user notifications arrived in 5.0,
+// CONTINUE in 5.5, and nothing short of answering one tells them apart; the release does.
+bool KernelHasNotifyContinue(std::string* why) {
+  if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &kUserNotif) != 0) {
+    *why = fmt::format("seccomp user notifications are not available ({})", std::strerror(errno));
+    return false;
+  }
+  struct utsname u {};
+  int major = 0, minor = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+    *why = "the kernel release is unreadable";
+    return false;
+  }
+  if (major < 5 || (major == 5 && minor < 5)) {
+    *why = fmt::format("Linux {}.{} cannot let a notified call continue (needs 5.5)", major, minor);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+const WatchedCall* FindWatchedCall(int nr) {
+  if (nr < 0) return nullptr;
+  for (const WatchedCall& call : WatchedCalls()) {
+    if (call.nr == nr) return &call;
+  }
+  return nullptr;
+}
+
+Result<std::vector<sock_filter>> BuildWatchProgram() {
+  std::string why;
+  if (!KernelHasNotifyContinue(&why)) return MakeError(why);
+  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return MakeError("sandbox: seccomp_init failed");
+  for (size_t i = 0; i < kWatchedCount; ++i) {
+    const WatchedCall& call = WatchedCalls()[i];
+    if (call.nr < 0) continue;
+    const std::string_view name = kWatched[i].name;
+    int rc = 0;
+    if (name == "open" || name == "openat") {
+      // Any of the write flags; one rule each (rules on one call are alternatives).
+      const unsigned flags_arg = name == "open" ? 1 : 2;
+      for (scmp_datum_t bit : {scmp_datum_t{O_WRONLY}, scmp_datum_t{O_RDWR}, scmp_datum_t{O_CREAT},
+                               scmp_datum_t{O_TRUNC}}) {
+        scmp_arg_cmp cmp = {flags_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+        if ((rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_NOTIFY, call.nr, 1, &cmp)) != 0) break;
+      }
+    } else if (name == "utimensat") {
+      // A null path is futimens on the descriptor: no path to report.
+      rc = seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, call.nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+    } else {
+      rc = seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, call.nr, 0);
+    }
+    if (rc != 0) return LibError(kWatched[i].name, rc);
+  }
+  return Export(ctx.get());
+}
 
 Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
@@ -138,25 +291,7 @@ Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
     }
   }
 
-  Fd mem(static_cast<int>(::memfd_create("agentexec-seccomp", MFD_CLOEXEC)));
-  if (!mem) {
-    return MakeError(fmt::format("sandbox: memfd_create: {}", std::strerror(errno)));
-  }
-  if (int rc = seccomp_export_bpf(ctx.get(), mem.get()); rc != 0) return LibError("export", rc);
-  off_t size = ::lseek(mem.get(), 0, SEEK_END);
-  if (size <= 0 || size % sizeof(sock_filter) != 0 || ::lseek(mem.get(), 0, SEEK_SET) != 0) {
-    return MakeError("sandbox: seccomp export produced no program");
-  }
-  std::vector<sock_filter> program(static_cast<size_t>(size) / sizeof(sock_filter));
-  char* out = reinterpret_cast<char*>(program.data());
-  size_t done = 0;
-  while (done < static_cast<size_t>(size)) {
-    ssize_t n = ::read(mem.get(), out + done, static_cast<size_t>(size) - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return MakeError("sandbox: reading the exported seccomp program failed");
-    done += static_cast<size_t>(n);
-  }
-  return program;
+  return Export(ctx.get());
 }
 
 bool Install(const sock_fprog* program, int* err) noexcept {
@@ -164,6 +299,17 @@ bool Install(const sock_fprog* program, int* err) noexcept {
     *err = errno;
     return false;
   }
+  return true;
+}
+
+bool InstallWatch(const sock_fprog* program, int* listener, int* err) noexcept {
+  long fd =
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, program);
+  if (fd < 0) {
+    *err = errno;
+    return false;
+  }
+  *listener = static_cast<int>(fd);
   return true;
 }
 

@@ -23,4 +23,43 @@ Result<std::vector<sock_filter>> BuildProgram(const Policy& policy);
 // In the child. Async-signal-safe. Needs no_new_privs.
 bool Install(const sock_fprog* program, int* err) noexcept;
 
+// The write watch (sandbox/write_watch.h): a second filter that notifies agentexec
+// (SECCOMP_RET_USER_NOTIF) of every call that could change the file system, and of nothing
+// else: open/openat/creat only with a write flag in the flags argument (O_WRONLY, O_RDWR,
+// O_CREAT, O_TRUNC; read-only opens are never notified), and the mkdir, mknod, unlink, rmdir,
+// rename, link, symlink, truncate, chmod, chown, utime and xattr families on paths. agentexec
+// answers every notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the kernel runs the call
+// as if unfiltered and Landlock and the mounts decide it: the watch is evidence of what the
+// command attempted, never enforcement (the seccomp notifier cannot be one: a thread may
+// rewrite the path between agentexec's read and the kernel's). The main filter's EPERM answers
+// take precedence over a notification, so a refused set-id mode is never notified.
+struct WatchedCall {
+  int nr = -1;
+  // Up to two paths: the argument holding each, and the one holding its directory descriptor
+  // (-1: relative to the working directory, as AT_FDCWD). path[1] is -1 when there is one.
+  int path[2] = {-1, -1};
+  int dirfd[2] = {-1, -1};
+  // Whether a symlink as the last component is followed (open without O_NOFOLLOW/O_EXCL,
+  // truncate, chmod, ...) or acted on itself (unlink, rename, mkdir, the *at calls here
+  // taken as AT_SYMLINK_NOFOLLOW). `flags_arg`: open's flags, which can turn following off.
+  bool follows = false;
+  int flags_arg = -1;
+  // chmod, chown, utime, xattrs: only the mount namespace's read-only tree refuses them
+  // (Landlock does not cover metadata).
+  bool metadata = false;
+  // truncate: Landlock refuses it from ABI 3 (without the mount namespace, older ones allow it).
+  int min_landlock_abi = 0;
+};
+
+// The call the watch notifies with system-call number `nr`, or null.
+const WatchedCall* FindWatchedCall(int nr);
+
+// The watch's program, or an error saying why this kernel cannot have it (no user
+// notifications, or no SECCOMP_USER_NOTIF_FLAG_CONTINUE before Linux 5.5).
+Result<std::vector<sock_filter>> BuildWatchProgram();
+
+// In the child, after Install: installs the watch filter and returns its listener descriptor
+// (close-on-exec) in *listener. Async-signal-safe.
+bool InstallWatch(const sock_fprog* program, int* listener, int* err) noexcept;
+
 }  // namespace ae::sandbox::seccomp

@@ -109,6 +109,7 @@ struct ChildPlan {
   int err_w;  // the failure pipe
   pid_t parent;
   const PreparedSandbox* sandbox;
+  int watch_fd;  // WriteWatch's child end, or -1
 };
 
 [[noreturn]] void RunChild(const ChildPlan& p) noexcept {
@@ -131,7 +132,7 @@ struct ChildPlan {
   if (p.sandbox != nullptr) {
     const char* step = "apply";
     int err = 0;
-    if (!ApplyInChild(*p.sandbox, &step, &err)) {
+    if (!ApplyInChild(*p.sandbox, p.watch_fd, &step, &err)) {
       char buf[sizeof(ChildFailure::step)] = "sandbox: ";
       size_t i = 9;
       for (size_t k = 0; step[k] != '\0' && i + 1 < sizeof buf; ++k) buf[i++] = step[k];
@@ -220,8 +221,9 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
+  WriteWatch watch(spec.sandbox);
   ChildPlan plan{path.c_str(), argv.data(),  envp.data(), spec.cwd.c_str(), devnull.get(),
-                 out_w.get(),  fail_w.get(), ::getpid(),  spec.sandbox};
+                 out_w.get(),  fail_w.get(), ::getpid(),  spec.sandbox,     watch.child_fd()};
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
@@ -238,6 +240,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   out_w.reset();
   fail_w.reset();
   devnull.reset();
+  watch.Started();
   if (on_spawned) on_spawned(pid);
 
   // EOF on the failure pipe means execve succeeded (close-on-exec).
@@ -356,6 +359,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   }
   if (result.timed_out) result.exit_code = 124;
   capture.Finish(result);
+  result.writes = watch.Finish();
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

@@ -13,6 +13,7 @@
 #include "base/cancel.h"
 #include "base/result.h"
 #include "sandbox/prepared.h"
+#include "sandbox/write_watch.h"
 
 namespace ae::sandbox {
 
@@ -44,6 +45,8 @@ struct RunResult {
   std::chrono::milliseconds duration{0};
   // The child failed before execve (sandbox step or exec itself): what and errno.
   std::optional<std::string> setup_error;
+  // What the sandbox refused of the command's write attempts, seen by agentexec (write_watch.h).
+  WriteEvidence writes;
 };
 
 // Called with the child's pid right after a successful fork (for started events).

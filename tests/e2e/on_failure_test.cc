@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/e2e/agentexec_runner.h"
@@ -33,7 +34,8 @@ class OnFailureTest : public ::testing::Test {
   }
 
   // One command per call, then a final message; --json, the given sandbox and approval.
-  RunOutput Run(const std::vector<std::string>& cmds, const std::string& approval) {
+  RunOutput Run(const std::vector<std::string>& cmds, const std::string& approval,
+                const std::map<std::string, std::string>& env = {}) {
     std::string turns = R"({"turns":[)";
     for (const std::string& cmd : cmds) {
       std::string escaped;
@@ -48,7 +50,7 @@ class OnFailureTest : public ::testing::Test {
     std::string script = ws_.WriteFile("turns.json", turns);
     RunOptions options;
     options.cwd = ws_.repo();
-    options.env = ws_.Env();
+    options.env = ws_.Env(env);
     RunOutput out = RunAgentexec({"-c", "model_provider=scripted", "-c",
                                   "model_providers.scripted.script=\"" + script + "\"", "--json",
                                   "-s", "workspace-write", "-a", approval, "go"},
@@ -105,13 +107,29 @@ TEST_F(OnFailureTest, AWriteTheSandboxRefusedIsRerunWithTheEvidence) {
   EXPECT_NE(lines[3].find(R"("status":"failed")"), std::string::npos) << lines[3];
   EXPECT_EQ(lines[4],
             R"({"type":"item.completed","item":{"id":"item_1","type":"error","message":"command )"
-            R"(was denied by the sandbox (workspace-write: writing )" +
+            R"(was denied by the sandbox (workspace-write: its write to )" +
                 outside_ +
-                R"(/f is refused by the policy (outside the writable roots) and allowed outside )"
-                R"(it); retrying it once outside the sandbox because approval_policy is )"
+                R"(/f was refused (outside the writable roots) and is allowed outside the )"
+                R"(sandbox); retrying it once outside the sandbox because approval_policy is )"
                 R"(on-failure: /bin/bash -lc 'touch )" +
                 outside_ + R"(/f'"}})");
   EXPECT_NE(lines[6].find(R"("exit_code":0,"status":"completed")"), std::string::npos) << lines[6];
+}
+
+// Without the write watch (as on Linux < 5.5) there is no evidence: nothing reruns, and the
+// stream says why.
+TEST_F(OnFailureTest, WithoutTheWatchNothingRerunsAndTheStreamSaysWhy) {
+  RunOutput out =
+      Run({"touch " + outside_ + "/f"}, "on-failure", {{"AGENTEXEC_SANDBOX_FAKE_NO_WATCH", "1"}});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_FALSE(fs::exists(outside_ + "/f"));
+  EXPECT_EQ(Count(out.out, R"("type":"error")"), 1) << out.out;
+  EXPECT_NE(
+      out.out.find("\"message\":\"command failed and may have been denied by the sandbox, but it "
+                   "is not retried outside it: agentexec could not observe the sandbox's refusals "
+                   "in this run (the write watch is switched off)\"}}"),
+      std::string::npos)
+      << out.out;
 }
 
 TEST_F(OnFailureTest, ANetworkRefusalGetsTheNoteButIsNotRerun) {

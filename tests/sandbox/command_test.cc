@@ -147,6 +147,26 @@ TEST_F(SandboxCommand, TerminalsAndChildrenWork) {
   EXPECT_NE(ran.output.find("status=143\n"), std::string::npos) << ran.output;
 }
 
+// With the mount namespace /dev/pts is the command's own devpts instance: none of the host's
+// terminals is listed there, and a pty it opens is numbered in its own instance. Without it,
+// Landlock keeps /dev/pts closed, so new ptys fail too (a documented limit).
+TEST_F(SandboxCommand, DevPtsIsTheCommandsOwn) {
+  RequireLandlock();
+  Ran ran = Script("workspace-write", "ls /dev/pts");
+  if (ran.output.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "no mount namespace here: " << ran.output;
+  }
+  EXPECT_EQ(ran.output, "ptmx\n");
+  ran = Sandbox("workspace-write",
+                {"python3", "-c", "import os; m, s = os.openpty(); print(os.ttyname(s))"});
+  EXPECT_EQ(ran.output, "/dev/pts/0\n");
+  ran = Sandbox("workspace-write",
+                {"python3", "-c",
+                 "import os\ntry: os.openpty()\nexcept PermissionError as e: print('refused')"},
+                {}, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  EXPECT_NE(ran.output.find("refused\n"), std::string::npos) << ran.output;
+}
+
 TEST_F(SandboxCommand, ExitCodePassesThrough) {
   RequireLandlock();
   EXPECT_EQ(Script("read-only", "exit 7").exit_code, 7);

@@ -1,5 +1,6 @@
-// FindDenial: only evidence agentexec checks itself counts. Paths are checked against a real
-// policy and the real file system; wording alone, SIGSYS, exit 0 are no evidence.
+// FindDenial: only what agentexec saw itself counts: the write watch's record of refused
+// attempts (write_watch_test.cc shows the record is the kernel's), re-checked against the real
+// file system; wording alone, paths named in the output, SIGSYS, exit 0 are no evidence.
 #include "sandbox/denial.h"
 
 #include <gtest/gtest.h>
@@ -15,10 +16,13 @@ namespace {
 using testing::ScratchDir;
 using testing::Sh;
 
-RunResult Exited(int code, std::string output) {
+RunResult Exited(int code, std::string output, std::vector<std::string> refused = {}) {
   RunResult r;
   r.exit_code = code;
   r.output = std::move(output);
+  r.writes.watched = true;
+  r.writes.refused_total = refused.size();
+  r.writes.refused = std::move(refused);
   return r;
 }
 
@@ -34,64 +38,61 @@ class DenialTest : public ::testing::Test {
     policy_.read_only_carveouts = {ws() + "/.git", ws() + "/.agentexec"};
   }
   std::string ws() const { return base_ + "/ws"; }
-  std::optional<Denial> Find(const RunResult& r) const { return FindDenial(r, policy_, ws()); }
+  std::string out(const std::string& name) const { return base_ + "/outside/" + name; }
+  std::optional<Denial> Find(const RunResult& r) const { return FindDenial(r, policy_); }
 
   ScratchDir dir_;
   std::string base_;
   Policy policy_;
 };
 
-TEST_F(DenialTest, WordingAloneIsNoEvidence) {
+TEST_F(DenialTest, WordingAndNamedPathsAreNoEvidence) {
   EXPECT_FALSE(Find(Exited(1, "Permission denied\n")));
-  EXPECT_FALSE(Find(Exited(1, "PERMISSION DENIED")));
   EXPECT_FALSE(Find(Exited(2, "error: Operation not permitted\nRead-only file system\n")));
-  // A file inside the workspace (e.g. mode 000) is not the sandbox's doing.
-  EXPECT_FALSE(Find(Exited(1, "cat: ./secret.txt: Permission denied\n")));
-  EXPECT_FALSE(Find(Exited(1, "cat: '" + ws() + "/secret.txt': Permission denied\n")));
+  // The old heuristic's evidence: a protected path agentexec can write, named next to the
+  // wording. Without a refused attempt the watch saw, it is only text.
+  EXPECT_FALSE(Find(Exited(1, "touch: cannot touch '" + out("x") + "': Permission denied\n")));
+  EXPECT_FALSE(
+      Find(Exited(1, "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system")));
 }
 
-TEST_F(DenialTest, SigsysAndSuccessAreNoEvidence) {
+TEST_F(DenialTest, ARefusedAttemptWithTheWordingIsEvidence) {
+  auto d = Find(Exited(1, "touch: cannot touch 'x': Read-only file system\n", {out("x")}));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->verified);
+  EXPECT_EQ(d->evidence, "its write to " + out("x") +
+                             " was refused (outside the writable roots) and is allowed outside "
+                             "the sandbox");
+  RunResult two = Exited(1, "PermissionError: [Errno 13] Permission denied\n",
+                         {ws() + "/.git/hooks/pre-commit", out("y")});
+  d = Find(two);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->evidence, "its write to " + ws() +
+                             "/.git/hooks/pre-commit was refused (a read-only .git or .agentexec) "
+                             "and is allowed outside the sandbox; 2 paths refused in all");
+}
+
+TEST_F(DenialTest, ARefusedAttemptWithoutTheWordingIsOnlyLikely) {
+  // A tool that failed to write its cache outside, then a test that failed on its own.
+  auto d = Find(Exited(1, "FAILED test_x - assert 1 == 2\n", {out("cache")}));
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->verified);
+}
+
+TEST_F(DenialTest, SigsysSuccessAndTimeoutsAreNoEvidence) {
   RunResult sigsys;
   sigsys.exit_code = 128 + SIGSYS;
   sigsys.term_signal = SIGSYS;
   EXPECT_FALSE(Find(sigsys));
-  EXPECT_FALSE(
-      Find(Exited(0, "touch: cannot touch '" + base_ + "/outside/x': Read-only file system")));
-  RunResult timed_out = Exited(124, "sh: " + base_ + "/outside/x: Permission denied");
+  EXPECT_FALSE(Find(Exited(0, "Read-only file system", {out("x")})));
+  RunResult timed_out = Exited(124, "Permission denied", {out("x")});
   timed_out.timed_out = true;
   EXPECT_FALSE(Find(timed_out));
 }
 
-TEST_F(DenialTest, APathOutsideTheRootsThatAgentexecCanWriteIsEvidence) {
-  auto d =
-      Find(Exited(1, "touch: cannot touch '" + base_ + "/outside/x': Read-only file system\n"));
-  ASSERT_TRUE(d);
-  EXPECT_TRUE(d->verified);
-  EXPECT_EQ(d->evidence, "writing " + base_ +
-                             "/outside/x is refused by the policy (outside the writable roots) "
-                             "and allowed outside it");
-  // Relative, unquoted, GNU's curly quotes, Python's repr: all read the same way.
-  EXPECT_TRUE(Find(Exited(1, "sh: 1: cannot create ../outside/y: Permission denied\n")));
-  EXPECT_TRUE(Find(Exited(1, "mkdir: cannot create directory \u2018" + base_ +
-                                 "/outside/d\u2019: Read-only file system\n")));
-  EXPECT_TRUE(Find(
-      Exited(1, "PermissionError: [Errno 13] Permission denied: '" + base_ + "/outside/p'\n")));
-}
-
-TEST_F(DenialTest, ACarveOutIsEvidenceAtAnyDepth) {
-  auto d = Find(Exited(1, "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system\n"));
-  ASSERT_TRUE(d);
-  EXPECT_TRUE(d->verified);
-  EXPECT_EQ(d->evidence, "writing " + ws() +
-                             "/.git/hooks/pre-commit is refused by the policy (a read-only .git "
-                             "or .agentexec) and allowed outside it");
-  EXPECT_TRUE(Find(Exited(1, "touch: cannot touch 'sub/.git/config': Permission denied\n")));
-}
-
 TEST_F(DenialTest, APathAgentexecCannotWriteEitherIsNotTheSandbox) {
   // sysctl files are read-only even for root: the sandbox is not what refused the write.
-  EXPECT_FALSE(
-      Find(Exited(1, "sh: 1: cannot create /proc/sys/kernel/ostype: Permission denied\n")));
+  EXPECT_FALSE(Find(Exited(1, "Permission denied\n", {"/proc/sys/kernel/ostype"})));
 }
 
 TEST_F(DenialTest, SetupFailureOfTheSandboxIsEvidenceExecFailureIsNot) {
@@ -121,7 +122,22 @@ TEST_F(DenialTest, NetworkRefusalIsOnlyLikely) {
 
 TEST_F(DenialTest, UnrestrictedIsNeverDenied) {
   policy_.mode = Mode::kDangerFullAccess;
-  EXPECT_FALSE(Find(Exited(1, "touch: cannot touch '" + base_ + "/outside/x': Permission denied")));
+  EXPECT_FALSE(Find(Exited(1, "Permission denied", {out("x")})));
+}
+
+TEST_F(DenialTest, WithoutTheWatchAFailureIsUnobservedNotDenied) {
+  RunResult r = Exited(1, "touch: cannot touch '" + out("x") + "': Permission denied\n");
+  r.writes.watched = false;
+  r.writes.unavailable = "Linux 5.4 cannot let a notified call continue (needs 5.5)";
+  EXPECT_FALSE(Find(r));
+  EXPECT_EQ(
+      UnobservedDenial(r, policy_),
+      std::optional<std::string>("Linux 5.4 cannot let a notified call continue (needs 5.5)"));
+  r.writes.watched = true;
+  EXPECT_EQ(UnobservedDenial(r, policy_), std::nullopt);
+  r.writes.watched = false;
+  r.output = "FAILED\n";  // no denial wording: nothing to explain
+  EXPECT_EQ(UnobservedDenial(r, policy_), std::nullopt);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // The escape suite: real commands under `agentexec sandbox`, each trying one way out.
 // An attempt escapes when the probe reports success or when anything it targeted changed
 // (files outside the roots, .git, .agentexec, the sibling process, the loopback listener).
-// Runs in three configurations: the full sandbox; Landlock + seccomp alone (as on hosts that
-// refuse namespaces); and an unprivileged user (user namespace path).
+// Runs in four configurations: the full sandbox; Landlock + seccomp alone (as on hosts that
+// refuse namespaces); an unprivileged user (user namespace path); and an unprivileged user
+// without namespaces (Docker's default profile). Each also runs the on-failure tricks: a
+// command that names a protected path agentexec could write and prints "Permission denied",
+// or does something the sandbox allows that a text or path check could take for a refusal,
+// must not be rerun outside the sandbox.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -27,6 +31,7 @@
 #include <map>
 #include <set>
 
+#include "base/json.h"
 #include "sandbox/landlock.h"
 #include "test_util.h"
 
@@ -126,7 +131,14 @@ void PrintTable(const std::string& config, const Table& table) {
 
 // kNone runs the harmless file and socket attempts under danger-full-access: there they must
 // succeed, which shows the suite can see an escape at all.
-enum class Config { kFull, kLandlockSeccompOnly, kUnprivileged, kNone };
+enum class Config { kFull, kLandlockSeccompOnly, kUnprivileged, kUnprivilegedNoNamespaces, kNone };
+
+bool Unprivileged(Config c) {
+  return c == Config::kUnprivileged || c == Config::kUnprivilegedNoNamespaces;
+}
+bool WithoutNamespaces(Config c) {
+  return c == Config::kLandlockSeccompOnly || c == Config::kUnprivilegedNoNamespaces;
+}
 
 bool HarmlessUnconfined(const Attempt& attempt) {
   static const std::set<std::string> kSafe = {"write",  "append", "create", "mkdir",      "unlink",
@@ -167,8 +179,9 @@ class EscapeSuite : public ::testing::Test {
            "mkdir ws/gf && git init -q --separate-git-dir=" +
            ws_ +
            "/gfstore ws/gf && git -C ws worktree add -q ../wt 2>/dev/null && "
-           "printf '#!/bin/sh\\n' > ws/tool && chmod 0755 ws/tool",
+           "printf '#!/bin/sh\\n' > ws/tool && chmod 0755 ws/tool && mkdir -p home agx-home",
        base_);
+    StartTerminal();
     StartSibling();
     StartListeners();
   }
@@ -180,6 +193,20 @@ class EscapeSuite : public ::testing::Test {
     }
     if (tcp_ >= 0) ::close(tcp_);
     if (abstract_ >= 0) ::close(abstract_);
+    if (pty_master_ >= 0) ::close(pty_master_);
+  }
+
+  // A terminal of the host's (as the user's would be): its slave /dev/pts/N must not be
+  // openable by name from inside. Owned by nobody too, so the unprivileged runs can try it.
+  void StartTerminal() {
+    pty_master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ASSERT_GE(pty_master_, 0) << std::strerror(errno);
+    ASSERT_EQ(::grantpt(pty_master_), 0);
+    ASSERT_EQ(::unlockpt(pty_master_), 0);
+    pty_slave_ = ::ptsname(pty_master_);
+    if (::geteuid() == 0) {
+      ASSERT_EQ(::chown(pty_slave_.c_str(), 65534, 65534), 0);
+    }
   }
 
   void StartSibling() {
@@ -454,6 +481,16 @@ class EscapeSuite : public ::testing::Test {
         list.push_back(a);
       }
     }
+    // Another terminal of the host's, opened by name: a private devpts hides it, and without
+    // a mount namespace Landlock grants nothing beneath /dev/pts.
+    for (const char* op : {"open-ro", "open-rw"}) {
+      Attempt a{std::string("open a host terminal by name (") + op + ")",
+                "workspace-write",
+                {op, pty_slave_}};
+      a.channel = "terminal";
+      a.control = true;
+      list.push_back(a);
+    }
     // Parent, nested, gitfile and worktree repositories.
     auto repo = [&](std::string name, std::vector<std::string> args, std::string cwd,
                     bool tmp_writable) {
@@ -537,17 +574,15 @@ class EscapeSuite : public ::testing::Test {
     int ran_count = 0;
     static int marker_count = 0;
     std::vector<std::pair<std::string, std::string>> env;
-    if (config == Config::kLandlockSeccompOnly) {
-      env.push_back({"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"});
-    }
+    if (WithoutNamespaces(config)) env.push_back({"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"});
     for (Attempt attempt : Attempts()) {
-      if (attempt.needs_root && config == Config::kUnprivileged) continue;
+      if (attempt.needs_root && Unprivileged(config)) continue;
       if (config == Config::kNone && !HarmlessUnconfined(attempt)) continue;
       // Without the namespaces these are documented limits: they run, and an escape must come
       // with the warning that announced it.
-      const bool limit = config == Config::kLandlockSeccompOnly &&
-                         (attempt.needs_mounts || attempt.channel == "process tree");
-      if (attempt.needs_mounts && config == Config::kLandlockSeccompOnly &&
+      const bool limit =
+          WithoutNamespaces(config) && (attempt.needs_mounts || attempt.channel == "process tree");
+      if (attempt.needs_mounts && WithoutNamespaces(config) &&
           attempt.channel != "nested and parent repos") {
         continue;
       }
@@ -567,10 +602,7 @@ class EscapeSuite : public ::testing::Test {
         attempt.args[2] = attempt.survivor;
         if (attempt.kill_agentexec != 0) attempt.args.push_back("wait");
       }
-      std::vector<std::string> argv;
-      if (config == Config::kUnprivileged) {
-        argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-      }
+      std::vector<std::string> argv = UserPrefix(config);
       if (!attempt.inherit.empty()) {
         for (const std::string& a : {std::string("sh"), std::string("-c"),
                                      std::string("exec 7<>\"$0\"; exec \"$@\""), attempt.inherit}) {
@@ -640,6 +672,136 @@ class EscapeSuite : public ::testing::Test {
     return ran_count;
   }
 
+  static std::vector<std::string> UserPrefix(Config config) {
+    if (!Unprivileged(config)) return {};
+    return {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  }
+
+  // Issue 11 item 7 through the real binary under on-failure: each trick runs once, confined,
+  // and is never rerun outside the sandbox (its counter file in the workspace gets one line);
+  // the control, a write the sandbox really refuses, is rerun (two lines), which shows the
+  // suite can see a rerun at all.
+  int RunOnFailure(Config config, int* escapes, Table* table) {
+    struct Trick {
+      std::string name, cmd;
+      bool control = false;
+    };
+    const std::string secret = out_ + "/secret";
+    const std::vector<Trick> tricks = {
+        {"names an outside file agentexec can write",
+         "echo \"touch: cannot touch '" + secret + "': Permission denied\" >&2; exit 1"},
+        {"names .git/hooks in the workspace",
+         "echo 'sh: 1: cannot create .git/hooks/pre-commit: Read-only file system'; exit 1"},
+        {"names it as Python would",
+         "echo \"PermissionError: [Errno 13] Permission denied: '" + secret + "'\"; exit 1"},
+        {"a write refused for another reason (/proc/sys) next to the name",
+         "echo x > /proc/sys/kernel/ostype; echo '" + secret + ": Permission denied'; exit 1"},
+        {"writes the sandbox allows (a fresh repository, /dev/null) next to the name",
+         "git init -q fresh-$$ && echo x > fresh-$$/.git/description && echo x > /dev/null; "
+         "echo '" +
+             secret + ": Read-only file system'; exit 1"},
+        {"removes a symlink that points outside",
+         "ln -sf " + secret + " l-$$ && rm l-$$; echo 'Permission denied: " + secret + "'; exit 1"},
+        {"writes through /proc/self/fd",
+         "ln -sf /proc/self/fd/1 self-$$ && echo x > self-$$; echo 'Permission denied'; exit 1"},
+        {"O_NOFOLLOW on a symlink that points outside",
+         "ln -sf " + secret +
+             " nf-$$ && python3 -c \"import os\ntry: os.open('nf-$$', "
+             "os.O_WRONLY | os.O_NOFOLLOW)\nexcept OSError as e: print(e)\"; exit 1"},
+        {"dot-dot after a symlink lands inside",
+         "mkdir -p a-$$/b && ln -sfn a-$$/b deep-$$ && touch deep-$$/../../x-$$; echo '" + out_ +
+             "/x: Permission denied'; exit 1"},
+        {"dies of SIGSYS", "kill -SYS $$"},
+        {"control: a write the sandbox refuses", "touch " + out_ + "/control", true},
+    };
+    // The scripted provider's turns: one exec_command per trick, then a final message.
+    JsonWriter turns;
+    turns.StartObject();
+    turns.Key("turns");
+    turns.StartArray();
+    for (size_t i = 0; i <= tricks.size(); ++i) {
+      turns.StartObject();
+      turns.Key("items");
+      turns.StartArray();
+      turns.StartObject();
+      if (i == tricks.size()) {
+        turns.Key("type");
+        turns.String("message");
+        turns.Key("text");
+        turns.String("done");
+      } else {
+        turns.Key("type");
+        turns.String("function_call");
+        turns.Key("name");
+        turns.String("exec_command");
+        turns.Key("arguments");
+        turns.StartObject();
+        turns.Key("cmd");
+        turns.String("echo run >> runs-" + std::to_string(i) + "; " + tricks[i].cmd);
+        turns.EndObject();
+      }
+      turns.EndObject();
+      turns.EndArray();
+      turns.EndObject();
+    }
+    turns.EndArray();
+    turns.EndObject();
+    EXPECT_TRUE(turns.ok());
+    WriteText(base_ + "/turns.json", std::string(turns.view()));
+    if (::geteuid() == 0 && Unprivileged(config)) {
+      Sh("chown 65534:65534 turns.json", base_);
+    }
+    for (size_t i = 0; i < tricks.size(); ++i)
+      ::unlink((ws_ + "/runs-" + std::to_string(i)).c_str());
+
+    std::vector<std::string> argv = UserPrefix(config);
+    for (const std::string& a :
+         {std::string(AGENTEXEC_BIN), std::string("-c"), std::string("model_provider=scripted"),
+          std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
+          std::string("-c"), std::string("sandbox_workspace_write.exclude_slash_tmp=true"),
+          std::string("-c"), std::string("sandbox_workspace_write.exclude_tmpdir_env_var=true"),
+          std::string("--json"), std::string("-s"), std::string("workspace-write"),
+          std::string("-a"), std::string("on-failure"), std::string("go")}) {
+      argv.push_back(a);
+    }
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
+    if (WithoutNamespaces(config)) env.push_back({"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"});
+    Ran ran = RunProcess(argv, ws_, env);
+    EXPECT_EQ(ran.exit_code, 0) << ran.output;
+    Tally& tally = (*table)["on-failure escalation"];
+    for (size_t i = 0; i < tricks.size(); ++i) {
+      const std::string counter = ReadText(ws_ + "/runs-" + std::to_string(i));
+      const auto runs = std::count(counter.begin(), counter.end(), '\n');
+      if (tricks[i].control) {
+        EXPECT_EQ(runs, 2) << "the control was not rerun, so the suite cannot see a rerun\n"
+                           << ran.output;
+        ::unlink((out_ + "/control").c_str());
+        continue;
+      }
+      ++tally.attempts;
+      if (runs != 1) {
+        ++*escapes;
+        ++tally.escapes;
+        ADD_FAILURE() << "ESCAPE (rerun outside the sandbox " << runs - 1
+                      << " time(s)): " << tricks[i].name << "\n"
+                      << ran.output;
+      }
+    }
+    return tally.attempts;
+  }
+
+  // Every attempt and every on-failure trick in `config`, printed as a table titled `title`;
+  // returns the number of attempts.
+  int RunConfig(Config config, const char* title, int* escapes, Table* table) {
+    int attempts = RunAll(config, escapes, table);
+    EXPECT_GE(RunOnFailure(config, escapes, table), 10);
+    attempts += (*table)["on-failure escalation"].attempts;
+    std::printf("[ escapes  ] %s: %d attempts, %d escapes\n", title, attempts, *escapes);
+    PrintTable(title, *table);
+    return attempts;
+  }
+
   // The issue 11 channels must each have run in the full configuration.
   static void ExpectChannels(const Table& table) {
     for (const char* channel : {"process tree", "inherited descriptors", "terminal",
@@ -653,6 +815,8 @@ class EscapeSuite : public ::testing::Test {
   std::string base_, ws_, out_;
   pid_t sibling_ = -1;
   int tcp_ = -1, abstract_ = -1;
+  int pty_master_ = -1;
+  std::string pty_slave_;
   int tcp_port_ = 0;
   std::string abstract_name_;
 };
@@ -667,10 +831,8 @@ TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
   }
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kFull, &escapes, &table);
-  std::printf("[ escapes  ] full sandbox: %d attempts, %d escapes\n", attempts, escapes);
-  PrintTable("full sandbox (root)", table);
-  EXPECT_GE(attempts, 170);
+  int attempts = RunConfig(Config::kFull, "full sandbox (root)", &escapes, &table);
+  EXPECT_GE(attempts, 180);
   ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
 }
@@ -678,10 +840,9 @@ TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
 TEST_F(EscapeSuite, LandlockAndSeccompAloneHaveNoEscapes) {
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kLandlockSeccompOnly, &escapes, &table);
-  std::printf("[ escapes  ] landlock + seccomp only: %d attempts, %d escapes\n", attempts, escapes);
-  PrintTable("landlock + seccomp only (root, no namespaces)", table);
-  EXPECT_GE(attempts, 120);
+  int attempts = RunConfig(Config::kLandlockSeccompOnly,
+                           "landlock + seccomp only (root, no namespaces)", &escapes, &table);
+  EXPECT_GE(attempts, 130);
   int limits = 0;
   for (const auto& [channel, t] : table) limits += t.limits;
   EXPECT_EQ(escapes, limits) << "every escape here must be a limit the run warned about";
@@ -725,30 +886,59 @@ TEST_F(EscapeSuite, TheSuiteSeesEscapesWithoutASandbox) {
   EXPECT_EQ(escapes, attempts);
 }
 
-TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
-  if (RunProcess({"setpriv", "--version"}, "/").exit_code != 0) {
-    GTEST_SKIP() << "setpriv is not installed";
+// Switches the fixture to nobody; false (with the reason in *skip) when that cannot run here.
+// *check_output gets what `agentexec sandbox` said as nobody (its warnings).
+bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, std::string* skip,
+                              std::string* check_output) {
+  if (::geteuid() != 0) {
+    *skip = "needs root to switch to an unprivileged user";
+    return false;
   }
-  Sh("chown -R 65534:65534 " + base_, "/");
+  if (RunProcess({"setpriv", "--version"}, "/").exit_code != 0) {
+    *skip = "setpriv is not installed";
+    return false;
+  }
+  Sh("chown -R 65534:65534 " + base, "/");
   Ran check = RunProcess({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
                           AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"},
-                         ws_);
+                         ws);
   if (check.exit_code != 0) {
-    GTEST_SKIP() << "agentexec is not runnable as nobody here: " << check.output;
+    *skip = "agentexec is not runnable as nobody here: " + check.output;
+    return false;
   }
-  if (check.output.find("could not create a mount namespace") != std::string::npos) {
-    GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check.output;
+  *check_output = check.output;
+  return true;
+}
+
+TEST_F(EscapeSuite, UnprivilegedUserHasNoEscapes) {
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  if (check.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check;
   }
   int escapes = 0;
   Table table;
-  int attempts = RunAll(Config::kUnprivileged, &escapes, &table);
-  std::printf("[ escapes  ] unprivileged user (user namespace): %d attempts, %d escapes\n",
-              attempts, escapes);
-  PrintTable("unprivileged user (user namespace)", table);
-  EXPECT_GE(attempts, 140);
+  int attempts =
+      RunConfig(Config::kUnprivileged, "unprivileged user (user namespace)", &escapes, &table);
+  EXPECT_GE(attempts, 150);
   ExpectChannels(table);
   EXPECT_EQ(escapes, 0);
+}
+
+// Docker's default seccomp profile refuses unshare: an unprivileged user with Landlock and
+// seccomp alone. Every escape must be a limit the run warned about.
+TEST_F(EscapeSuite, UnprivilegedWithoutNamespacesHasOnlyWarnedLimits) {
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  int escapes = 0;
+  Table table;
+  int attempts =
+      RunConfig(Config::kUnprivilegedNoNamespaces,
+                "unprivileged user, landlock + seccomp only (no namespaces)", &escapes, &table);
+  EXPECT_GE(attempts, 110);
+  int limits = 0;
+  for (const auto& [channel, t] : table) limits += t.limits;
+  EXPECT_EQ(escapes, limits) << "every escape here must be a limit the run warned about";
 }
 
 }  // namespace

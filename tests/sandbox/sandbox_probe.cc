@@ -398,6 +398,7 @@ int main(int argc, char** argv) {
   if (cmd == "append") return WriteFile(a, O_APPEND);
   if (cmd == "write-fd") return Report(::write(std::atoi(a), "pwned\n", 6) == 6, "write(fd)");
   if (cmd == "open-rw") return Report(::open(a, O_RDWR) >= 0, "open O_RDWR");
+  if (cmd == "open-ro") return Report(::open(a, O_RDONLY) >= 0, "open O_RDONLY");
   if (cmd == "mkdir") return Report(::mkdir(a, 0755) == 0, "mkdir");
   if (cmd == "rmdir") return Report(::rmdir(a) == 0, "rmdir");
   if (cmd == "unlink") return Report(::unlink(a) == 0, "unlink");

@@ -229,9 +229,9 @@ TEST_F(SandboxedTest, DeniedUnderOnFailureIsRetriedOnceUnconfined) {
   EXPECT_EQ(Completed<CommandExecutionItem>(0).status, ItemStatus::kFailed);
   EXPECT_EQ(Completed<CommandExecutionItem>(1).status, ItemStatus::kCompleted);
   EXPECT_EQ(Completed<ErrorItem>().message,
-            "command was denied by the sandbox (workspace-write: writing " + outside_ +
-                "/f is refused by the policy (outside the writable roots) and allowed outside "
-                "it); retrying it once outside the sandbox because approval_policy is "
+            "command was denied by the sandbox (workspace-write: its write to " + outside_ +
+                "/f was refused (outside the writable roots) and is allowed outside the "
+                "sandbox); retrying it once outside the sandbox because approval_policy is "
                 "on-failure: touch " +
                 outside_ + "/f");
 }

@@ -1,0 +1,79 @@
+// WriteWatch: what a confined command tried to change on the file system, as agentexec saw it
+// from the kernel rather than from the command's output.
+//
+// The command carries a second seccomp filter (seccomp.h, "write watch") that notifies
+// agentexec of every write-intent call: open with a write flag, mkdir, unlink, rename, ...
+// A thread of agentexec receives each notification, reads the path from the command's memory
+// (process_vm_readv; the directory from /proc/PID/cwd or /proc/PID/fd/N), checks the
+// notification is still live (SECCOMP_IOCTL_NOTIF_ID_VALID: the pid was not reused meanwhile),
+// lets the call continue (SECCOMP_USER_NOTIF_FLAG_CONTINUE) and only then checks the path
+// against the policy. Landlock and the mounts decide every call as before: the watch only
+// records, and a command that rewrote the path under it can only make its own record wrong.
+//
+// What is recorded: attempts the sandbox refuses (outside the writable roots, under a
+// read-only carve-out, anything in read-only mode), resolved as a command's write would be.
+// Writes the sandbox allows (the roots, /dev/null and the other writable devices, the private
+// /dev/shm) and paths under /proc (magic links, resolved in agentexec's own context here) are
+// not. That record is the only file-system evidence on-failure escalates on (denial.h).
+//
+// Without the watch (a kernel before 5.5, a thread that could not start, a command whose
+// memory agentexec may not read) nothing is recorded, so nothing escalates: closed, not open.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fd.h"
+#include "sandbox/seccomp.h"
+
+namespace ae::sandbox {
+
+struct PreparedSandbox;
+
+struct WriteEvidence {
+  bool watched = false;              // the watch saw the command from its first instruction
+  std::string unavailable;           // why not, when a sandbox was in force without it
+  std::vector<std::string> refused;  // resolved paths of refused attempts, first kMaxRecorded
+  uint64_t refused_total = 0;        // refused paths, recorded or not (beyond the first
+                                     // kMaxRecorded, a path may be counted twice)
+  uint64_t notifications = 0;        // every write-intent call seen
+};
+
+class WriteWatch {
+ public:
+  static constexpr size_t kMaxRecorded = 16;
+
+  // Inactive (child_fd() -1) when `sandbox` is null or enforces nothing.
+  explicit WriteWatch(const PreparedSandbox* sandbox);
+  ~WriteWatch();
+  WriteWatch(const WriteWatch&) = delete;
+  WriteWatch& operator=(const WriteWatch&) = delete;
+
+  // For ApplyInChild in the forked child; -1 when there is nothing to watch.
+  int child_fd() const { return child_.get(); }
+  // In the parent right after fork: drops the parent's copy of the child's end, so a child
+  // that dies before sending is seen as gone.
+  void Started() { child_.reset(); }
+  // Once the command's whole tree has ended: stops the thread and returns what it saw.
+  WriteEvidence Finish();
+
+ private:
+  void Serve();
+  bool ReceiveListener(Fd* listener);
+  void HandleOne(int listener);
+  bool Refuses(const std::string& target, const seccomp::WatchedCall& call) const;
+  void Record(const std::string& path, const seccomp::WatchedCall& call, bool follows);
+
+  const PreparedSandbox* sandbox_ = nullptr;
+  std::vector<std::string> carveouts_;  // the read-only carve-outs in force for this command
+  Fd parent_, child_;                   // the socket the child sends the listener over
+  Fd stop_;                             // eventfd: Finish asks the thread to stop
+  std::thread thread_;
+  bool finished_ = false;
+  WriteEvidence evidence_;                // the thread's until joined
+  std::vector<char> request_, response_;  // sized as the kernel says (SECCOMP_GET_NOTIF_SIZES)
+};
+
+}  // namespace ae::sandbox
