@@ -123,7 +123,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // A missing key is found before the header: nothing is shown as started that cannot run.
   Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
   if (!client.ok()) {
-    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.message()),
+    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
                             client.message(), /*framed=*/false);
   }
 

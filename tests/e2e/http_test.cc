@@ -259,11 +259,21 @@ TEST_F(HttpTest, TooManyRequestsIsCodeRateLimitedExit1) {
   EXPECT_EQ(FailedCode(out), "rate_limited") << out.out;
 }
 
+// Classified by the error body's `code`, as the API sends it; the same words in a message
+// with no code are just a model error.
 TEST_F(HttpTest, ContextLengthExceededIsCodeContextLengthExit1) {
-  Serve(kAnswer, {"status=400:message=context_length_exceeded"}, "responses", 0);
+  Serve(kAnswer,
+        {"status=400:code=context_length_exceeded:message=Your input exceeds the context window"},
+        "responses", 0);
   RunOutput out = Run({"--json", "hi"});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(FailedCode(out), "context_length") << out.out;
+
+  TestModelServer text_only;
+  Serve(text_only, kAnswer, {"status=400:message=context_length_exceeded"}, "responses", 0);
+  RunOutput text = Run({"--json", "hi"});
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_EQ(FailedCode(text), "model_error") << text.out;
 }
 
 TEST_F(HttpTest, OtherServiceErrorsAreCodeModelErrorExit1) {

@@ -173,18 +173,20 @@ TEST_F(TurnTest, TimeoutIsALimit) {
   EXPECT_EQ(r.code, ErrorCode::kTimeout);
 }
 
-TEST_F(TurnTest, ModelErrorsAreClassified) {
-  EXPECT_EQ(ClassifyModelError("exceeded retry limit, last status: 429 Too Many Requests"),
-            ErrorCode::kRateLimited);
-  EXPECT_EQ(ClassifyModelError("unexpected status 429 Too Many Requests: You exceeded your "
-                               "current quota (insufficient_quota), url: http://x"),
-            ErrorCode::kRateLimited);
-  EXPECT_EQ(ClassifyModelError("unexpected status 401 Unauthorized: bad key, url: http://x"),
-            ErrorCode::kAuth);
-  EXPECT_EQ(ClassifyModelError("Missing environment variable: `MOCK_KEY`."), ErrorCode::kAuth);
-  EXPECT_EQ(ClassifyModelError(R"({"error":{"code":"context_length_exceeded"}})"),
-            ErrorCode::kContextLength);
-  EXPECT_EQ(ClassifyModelError("stream disconnected before completion"), ErrorCode::kModelError);
+// The client classifies (Error::code); the message text is never read, so a message that
+// only mentions a status or a service code stays a model_error.
+TEST_F(TurnTest, ModelErrorsAreClassifiedByTheClientsCodeNotByTheirText) {
+  EXPECT_EQ(ClassifyModelError(MakeError("slow down", "rate_limited")), ErrorCode::kRateLimited);
+  EXPECT_EQ(ClassifyModelError(MakeError("no key", "auth")), ErrorCode::kAuth);
+  EXPECT_EQ(ClassifyModelError(MakeError("too long", "context_length")), ErrorCode::kContextLength);
+  EXPECT_EQ(ClassifyModelError(MakeError("exceeded retry limit, last status: 429 Too Many "
+                                         "Requests (insufficient_quota, 401 Unauthorized, "
+                                         "context_length_exceeded)")),
+            ErrorCode::kModelError);
+  EXPECT_EQ(ClassifyModelError(MakeError("x", "no_such_code")), ErrorCode::kModelError);
+  EXPECT_EQ(ClassifyModelError(MakeError("x", "")), ErrorCode::kModelError);
+  for (ErrorCode code : kAllErrorCodes) EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(code)), code);
+  EXPECT_EQ(ErrorCodeFromName(""), ErrorCode::kNone);
 }
 
 constexpr const char* kAnswerSchema =
