@@ -11,10 +11,17 @@ namespace ae {
 
 struct Error {
   std::string message;
+  // Why, for callers that must tell failures apart without reading the message: the producer
+  // sets a machine-readable name (the model client sets turn.failed's error.code names, see
+  // engine/error_code.h); "" when nobody classified it.
+  std::string code;
 };
 
 inline Error MakeError(std::string message) {
-  return Error{std::move(message)};
+  return Error{std::move(message), {}};
+}
+inline Error MakeError(std::string message, std::string code) {
+  return Error{std::move(message), std::move(code)};
 }
 
 template <class T>

@@ -40,21 +40,16 @@ const char* ErrorCodeName(ErrorCode code) {
   return "model_error";
 }
 
-ErrorCode ClassifyModelError(std::string_view message) {
-  auto has = [&](std::string_view needle) {
-    return message.find(needle) != std::string_view::npos;
-  };
-  if (has("context_length_exceeded") || has("maximum context length") || has("context window")) {
-    return ErrorCode::kContextLength;
+ErrorCode ErrorCodeFromName(std::string_view name) {
+  for (ErrorCode code : kAllErrorCodes) {
+    if (name == ErrorCodeName(code)) return code;
   }
-  if (has("insufficient_quota") || has("429 Too Many Requests") || has("rate_limit_exceeded")) {
-    return ErrorCode::kRateLimited;
-  }
-  if (has("401 Unauthorized") || has("403 Forbidden") || has("Missing environment variable") ||
-      has("invalid_api_key")) {
-    return ErrorCode::kAuth;
-  }
-  return ErrorCode::kModelError;
+  return ErrorCode::kNone;
+}
+
+ErrorCode ClassifyModelError(const Error& error) {
+  ErrorCode code = ErrorCodeFromName(error.code);
+  return code == ErrorCode::kNone ? ErrorCode::kModelError : code;
 }
 
 }  // namespace ae

@@ -4,6 +4,8 @@
 
 #include <string_view>
 
+#include "base/result.h"
+
 namespace ae {
 
 enum class ErrorCode {
@@ -37,9 +39,14 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kOutputUnwritable, ErrorCode::kUsageError,         ErrorCode::kConfigError,
 };
 
-// The code of a failed model request, from the message the model client returned. The
-// clients report errors as text (engine/model/streaming.cc); this reads the HTTP status and
-// the service's error codes they quote. Anything unrecognised is kModelError.
-ErrorCode ClassifyModelError(std::string_view message);
+// The code whose wire name is `name` (ErrorCodeName's inverse); kNone for "" or an unknown
+// name.
+ErrorCode ErrorCodeFromName(std::string_view name);
+
+// The code of a failed model request. The model client classifies its failures where it has
+// the facts (the HTTP status, the error body's `code`/`type`, response.failed's error code, a
+// missing key) and puts the code's name in Error::code; the message text is never read.
+// Unclassified failures (a broken stream, a 5xx, a malformed event) are kModelError.
+ErrorCode ClassifyModelError(const Error& error);
 
 }  // namespace ae

@@ -20,8 +20,7 @@
 namespace ae {
 namespace {
 
-std::string Today(std::string* timezone) {
-  std::time_t now = std::time(nullptr);
+std::string Today(std::time_t now, std::string* timezone) {
   std::tm local{};
   ::localtime_r(&now, &local);
   char date[32];
@@ -51,8 +50,7 @@ std::string DescribeSandbox(const sandbox::Policy& policy, const std::string& cw
   return text;
 }
 
-std::string NowRfc3339() {
-  std::time_t now = std::time(nullptr);
+std::string Rfc3339(std::time_t now) {
   std::tm utc{};
   ::gmtime_r(&now, &utc);
   char buf[32];
@@ -62,11 +60,23 @@ std::string NowRfc3339() {
 
 }  // namespace
 
+SessionDeps SessionDeps::Real() {
+  SessionDeps deps;
+  deps.make_client = MakeModelClient;
+  deps.preflight = [](const sandbox::Policy& policy) { return sandbox::Preflight(policy); };
+  deps.prepare = [](const sandbox::Policy& policy) { return sandbox::Prepare(policy); };
+  deps.make_router = MakeDefaultRouter;
+  deps.new_thread_id = NewUuidV7;
+  deps.now = [] { return std::time(nullptr); };
+  return deps;
+}
+
 SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
-                         const std::vector<EventSink*>& sinks, CancelToken& cancel) {
+                         const std::vector<EventSink*>& sinks, CancelToken& cancel,
+                         const SessionDeps& outside) {
   SessionResult result;
   ResultRecorder record;
-  result.thread_id = config.resume ? config.resume->meta.thread_id : NewUuidV7();
+  result.thread_id = config.resume ? config.resume->meta.thread_id : outside.new_thread_id();
   Emitter emitter(sinks);
 
   // A sandbox that cannot be enforced ends the run before any work, framed like every other
@@ -105,14 +115,14 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   std::vector<std::string> warnings = config.warnings;
   std::string enforcement;
   if (!policy->unrestricted()) {
-    Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
+    Result<sandbox::PreflightReport> report = outside.preflight(*policy);
     if (!report.ok()) {
       return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
                               report.message());
     }
     enforcement = report->description;
     for (const std::string& w : report->warnings) warnings.push_back(w);
-    Result<sandbox::PreparedPtr> made = sandbox::Prepare(*policy);
+    Result<sandbox::PreparedPtr> made = outside.prepare(*policy);
     if (!made.ok()) {
       return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
                               made.message());
@@ -121,9 +131,9 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   }
 
   // A missing key is found before the header: nothing is shown as started that cannot run.
-  Result<std::unique_ptr<ModelClient>> client = MakeModelClient(config.provider, config.model);
+  Result<std::unique_ptr<ModelClient>> client = outside.make_client(config.provider, config.model);
   if (!client.ok()) {
-    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.message()),
+    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
                             client.message(), /*framed=*/false);
   }
 
@@ -151,7 +161,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   std::vector<std::string> initial;
   if (!config.resume) {
     std::string timezone;
-    std::string date = Today(&timezone);
+    std::string date = Today(outside.now(), &timezone);
     initial.push_back(
         MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
     std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes);
@@ -166,7 +176,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
         config.resume
             ? RolloutWriter::Append(config.resume->path)
             : RolloutWriter::Create(
-                  config.home, SessionMeta{result.thread_id, config.cwd, NowRfc3339(),
+                  config.home, SessionMeta{result.thread_id, config.cwd, Rfc3339(outside.now()),
                                            config.model.model, config.provider.id, info.sandbox});
     if (opened.ok()) {
       rollout = std::move(opened.value());
@@ -188,7 +198,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     history.push_back(std::move(item));
   }
 
-  std::unique_ptr<ToolRouter> router = MakeDefaultRouter();
+  std::unique_ptr<ToolRouter> router = outside.make_router();
   // Stopped when RunSession returns; a server that fails to start is an error item, no more.
   McpServers mcp = McpServers::Start(config.mcp_servers, emitter, cancel);
   mcp.RegisterTools(*router);

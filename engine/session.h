@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +17,8 @@
 #include "engine/rollout.h"
 #include "engine/turn_context.h"
 #include "sandbox/policy.h"
+#include "sandbox/preflight.h"
+#include "sandbox/prepared.h"
 
 namespace ae {
 
@@ -68,8 +72,32 @@ struct SessionResult {
   Usage usage;
 };
 
+class ToolRouter;
+
+// What a session reaches outside itself, injectable (as TurnDeps is for the turn) so a whole
+// session runs in a test with fakes: no key, kernel or network needed. The defaults are the
+// real ones.
+struct SessionDeps {
+  // The model client for the provider (engine/model/client.h).
+  std::function<Result<std::unique_ptr<ModelClient>>(const ProviderInfo&, const ModelOptions&)>
+      make_client;
+  // The kernel check of a confining policy, and the sandbox prepared from it
+  // (sandbox/preflight.h, sandbox/prepared.h).
+  std::function<Result<sandbox::PreflightReport>(const sandbox::Policy&)> preflight;
+  std::function<Result<sandbox::PreparedPtr>(const sandbox::Policy&)> prepare;
+  // The tools offered to the model (MCP servers' tools are added to them).
+  std::function<std::unique_ptr<ToolRouter>()> make_router;
+  // A new thread's id, and the wall clock (the session file's created_at, the date and time
+  // zone the model is told).
+  std::function<std::string()> new_thread_id;
+  std::function<std::time_t()> now;
+
+  static SessionDeps Real();
+};
+
 // Runs one turn. Never prints: everything goes to `sinks` as events.
 SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
-                         const std::vector<EventSink*>& sinks, CancelToken& cancel);
+                         const std::vector<EventSink*>& sinks, CancelToken& cancel,
+                         const SessionDeps& deps = SessionDeps::Real());
 
 }  // namespace ae

@@ -204,7 +204,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (!response.ok()) {
       TurnResult failed;
       failed.outcome = SessionOutcome::kFailed;
-      failed.code = ClassifyModelError(response.message());
+      failed.code = ClassifyModelError(response.error());
       failed.error = response.message();
       return fail(failed);
     }

@@ -24,14 +24,37 @@ constexpr const char* kUsage =
     "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
     "[PROMPT]\n";
 
+// The --help lines of AddConfigOptions' options, shown by exec's and sandbox's help alike.
+constexpr const char* kConfigOptionsHelp =
+    "  -c, --config KEY=VALUE           Override a config key, VALUE parsed as TOML "
+    "(repeatable)\n"
+    "  -p, --profile NAME               Use [profiles.NAME] or $AGENTEXEC_HOME/NAME.config.toml\n"
+    "      --ignore-user-config         Do not read $AGENTEXEC_HOME/config.toml or profile "
+    "files\n"
+    "      --strict-config              Unknown config keys are errors, not warnings\n";
+
+constexpr const char* kSandboxUsage =
+    "Usage: agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
+    "[ARGS]...\n";
+
 // Errors look like clap's (what codex users know): the problem, the usage, where to look.
-Error UsageError(const std::string& what) {
+Error UsageError(const std::string& what, const char* usage = kUsage) {
   return MakeError(
-      fmt::format("error: {}\n\n{}\nFor more information, try '--help'.", what, kUsage));
+      fmt::format("error: {}\n\n{}\nFor more information, try '--help'.", what, usage));
 }
 
-Error InvalidValue(std::string_view value, std::string_view option, std::string_view expected) {
-  return UsageError(fmt::format("invalid value '{}' for '{}'\n  [{}]", value, option, expected));
+Error InvalidValue(std::string_view value, std::string_view option, std::string_view expected,
+                   const char* usage = kUsage) {
+  return UsageError(fmt::format("invalid value '{}' for '{}'\n  [{}]", value, option, expected),
+                    usage);
+}
+
+Error UnexpectedArgument(const std::string& extra, const char* usage = kUsage) {
+  const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
+  return UsageError(
+      fmt::format("unexpected argument '{}' found\n\n  tip: to pass '{}' as a value, use '-- {}'",
+                  name, name, name),
+      usage);
 }
 
 bool OneOf(const std::string& value, std::initializer_list<const char*> allowed) {
@@ -47,6 +70,54 @@ std::string DescribeParseError(const CLI::ParseError& e) {
     return fmt::format("a value is required for '{}' but none was supplied", what.substr(0, colon));
   }
   return what;
+}
+
+// The options that choose the configuration and the sandbox: exec and sandbox take them alike.
+void AddConfigOptions(CLI::App& app, CliArgs& args) {
+  const auto last = CLI::MultiOptionPolicy::TakeLast;
+  app.add_option("-p,--profile", args.profile)->multi_option_policy(last);
+  app.add_option("-c,--config", args.config_overrides)->allow_extra_args(false);
+  app.add_option("-s,--sandbox", args.sandbox)->multi_option_policy(last);
+  app.add_option("--add-dir", args.add_dirs)->allow_extra_args(false);
+  app.add_flag("--ignore-user-config", args.ignore_user_config);
+  app.add_flag("--strict-config", args.strict_config);
+}
+
+Status CheckSandboxMode(const CliArgs& args, const char* usage) {
+  if (args.sandbox &&
+      !OneOf(*args.sandbox, {"read-only", "workspace-write", "danger-full-access"})) {
+    return InvalidValue(*args.sandbox, "--sandbox <MODE>",
+                        "possible values: read-only, workspace-write, danger-full-access", usage);
+  }
+  return {};
+}
+
+// `agentexec [exec] sandbox ...`, argv[0] being "sandbox": the options up to the first word
+// that is not one of them, then the command.
+Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
+  CliArgs args;
+  CLI::App app{"agentexec sandbox"};
+  app.set_help_flag("-h,--help");
+  AddConfigOptions(app, args);
+  app.prefix_command();  // the command's own options are the command's
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    args.help_text = SandboxHelpText();
+    return args;
+  } catch (const CLI::ParseError& e) {
+    return UsageError(DescribeParseError(e), kSandboxUsage);
+  }
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") {
+    command.erase(command.begin());
+  } else if (!command.empty() && command.front().starts_with("-")) {
+    return UnexpectedArgument(command.front(), kSandboxUsage);
+  }
+  if (Status ok = CheckSandboxMode(args, kSandboxUsage); !ok.ok()) return ok.error();
+  if (command.empty()) return UsageError("'sandbox' needs a COMMAND to run", kSandboxUsage);
+  args.sandbox_command = std::move(command);
+  return args;
 }
 
 // The review options: only after `review`, at most one target, a known format.
@@ -100,7 +171,8 @@ std::string HelpText() {
       "A drop-in for `codex exec`, built for CI.\n"
       "\n"
       "{}"
-      "       agentexec sandbox [-s MODE] [--add-dir DIR]... -- COMMAND [ARGS]...\n"
+      "       agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
+      "[ARGS]...\n"
       "       agentexec help     Print this help ('agentexec -- help' sends \"help\" as the "
       "prompt)\n"
       "       agentexec schema   Print the JSON Schema of the --json events\n"
@@ -133,12 +205,7 @@ std::string HelpText() {
       "      --yolo                       Same as --dangerously-bypass-approvals-and-sandbox\n"
       "\n"
       "Configuration:\n"
-      "  -c, --config KEY=VALUE           Override a config key, VALUE parsed as TOML "
-      "(repeatable)\n"
-      "  -p, --profile NAME               Use [profiles.NAME] or $AGENTEXEC_HOME/NAME.config.toml\n"
-      "      --ignore-user-config         Do not read $AGENTEXEC_HOME/config.toml or profile "
-      "files\n"
-      "      --strict-config              Unknown config keys are errors, not warnings\n"
+      "{}"
       "      --print-config               Print each effective setting and its source, then exit\n"
       "\n"
       "Run:\n"
@@ -172,10 +239,42 @@ std::string HelpText() {
       "  130/143  interrupted by SIGINT/SIGTERM\n"
       "\n"
       "Configuration: $AGENTEXEC_HOME/config.toml (default ~/.agentexec); see docs/CONFIG.md.\n",
-      AGENTEXEC_VERSION, kUsage);
+      AGENTEXEC_VERSION, kUsage, kConfigOptionsHelp);
+}
+
+std::string SandboxHelpText() {
+  return fmt::format(
+      "agentexec sandbox - run one command under the agentexec sandbox; its exit status is "
+      "passed through.\n"
+      "\n"
+      "{}"
+      "\n"
+      "The sandbox is configured as for a run: the config files, -p, -c and the flags below.\n"
+      "\n"
+      "Options:\n"
+      "  -s, --sandbox MODE               read-only (default) | workspace-write | "
+      "danger-full-access\n"
+      "      --add-dir DIR                Also make DIR writable (repeatable)\n"
+      "{}"
+      "  -h, --help                       Print this help\n"
+      "\n"
+      "Example: agentexec sandbox -s workspace-write -- make test\n"
+      "\n"
+      "Exit codes:\n"
+      "  N        the command's own exit status\n"
+      "  2        usage or configuration error\n"
+      "  3        the chosen sandbox cannot be enforced on this kernel\n"
+      "  126/127  the command cannot be run / was not found\n",
+      kSandboxUsage, kConfigOptionsHelp);
 }
 
 Result<CliArgs> ParseCli(int argc, const char* const* argv) {
+  // `sandbox` first (after an optional `exec`): everything after its options is a command.
+  const int at = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
+  if (argc > at && std::strcmp(argv[at], "sandbox") == 0) {
+    return ParseSandbox(argc - at, argv + at);
+  }
+
   CliArgs args;
 
   // Arguments after "--" are always positional: never options, never keywords.
@@ -214,17 +313,12 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("-o,--output-last-message", args.output_last_message)->multi_option_policy(last);
   app.add_option("--output-schema", args.output_schema)->multi_option_policy(last);
   app.add_option("-m,--model", args.model)->multi_option_policy(last);
-  app.add_option("-p,--profile", args.profile)->multi_option_policy(last);
-  app.add_option("-c,--config", args.config_overrides)->allow_extra_args(false);
-  app.add_option("-s,--sandbox", args.sandbox)->multi_option_policy(last);
+  AddConfigOptions(app, args);
   app.add_flag("--dangerously-bypass-approvals-and-sandbox,--yolo", args.dangerously_bypass);
   app.add_flag("--full-auto", args.full_auto);
   app.add_option("-C,--cd", args.cd)->multi_option_policy(last);
-  app.add_option("--add-dir", args.add_dirs)->allow_extra_args(false);
   app.add_flag("--skip-git-repo-check", args.skip_git_repo_check);
   app.add_flag("--ephemeral", args.ephemeral);
-  app.add_flag("--ignore-user-config", args.ignore_user_config);
-  app.add_flag("--strict-config", args.strict_config);
   app.add_option("--color", color)->multi_option_policy(last);
   app.add_option("-i,--image", args.images)->allow_extra_args(false);
   app.add_flag("--oss", args.oss);
@@ -256,17 +350,10 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   }
   for (const std::string& extra : app.remaining()) {
     if (extra == "--") continue;
-    const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
-    return UsageError(
-        fmt::format("unexpected argument '{}' found\n\n  tip: to pass '{}' as a value, use '-- {}'",
-                    name, name, name));
+    return UnexpectedArgument(extra);
   }
 
-  if (args.sandbox &&
-      !OneOf(*args.sandbox, {"read-only", "workspace-write", "danger-full-access"})) {
-    return InvalidValue(*args.sandbox, "--sandbox <MODE>",
-                        "possible values: read-only, workspace-write, danger-full-access");
-  }
+  if (Status ok = CheckSandboxMode(args, kUsage); !ok.ok()) return ok.error();
   if (!OneOf(color, {"always", "never", "auto"})) {
     return InvalidValue(color, "--color <COLOR>", "possible values: always, never, auto");
   }

@@ -6,9 +6,11 @@
 //   agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [--title T]
 //                           [--format json|markdown] [OPTIONS] [PROMPT]
 //   agentexec [exec] help | schema
+//   agentexec [exec] sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND...
 //
-// Every option is valid before or after `resume`. `agentexec sandbox ...` is dispatched by
-// main.cc before this parser runs.
+// Every option is valid before or after `resume`. `sandbox` takes the options that choose the
+// configuration and the sandbox, parsed and worded as for exec; the first word that is not
+// one of them (or everything after `--`) is the command.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,10 @@ struct CliArgs {
   std::optional<std::string> help_text;
   std::optional<std::string> version_text;
   bool print_schema = false;  // `agentexec schema`: print schema/events.schema.json, exit 0
+  // `agentexec sandbox ... COMMAND...`: run COMMAND confined (runner/sandbox_command.h). Only
+  // sandbox, add_dirs, config_overrides, profile, ignore_user_config and strict_config are
+  // set alongside it.
+  std::optional<std::vector<std::string>> sandbox_command;
 
   bool resume = false;                    // `resume` keyword given
   bool resume_last = false;               // --last
@@ -73,5 +79,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv);
 
 // The --help text (ends with a newline).
 std::string HelpText();
+// `agentexec sandbox --help`.
+std::string SandboxHelpText();
 
 }  // namespace ae

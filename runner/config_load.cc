@@ -32,10 +32,6 @@ struct Origin {
   std::vector<std::string> display_prefix;  // {"profiles", "ci"} inside [profiles.ci]
 };
 
-bool IsFileLayer(Layer layer) {
-  return layer == Layer::kUser || layer == Layer::kProfile || layer == Layer::kProject;
-}
-
 std::string Where(const Origin& o, const toml::source_region& r) {
   if (o.file.empty()) return o.context;
   return fmt::format("{}:{}:{}", o.file, r.begin.line, r.begin.column);
@@ -294,7 +290,9 @@ class Loader {
         if (!node.is_string()) return type_error();
         std::string s = *node.value<std::string>();
         if ((spec.flags & kInteractiveValues) && (s == "untrusted" || s == "on-request")) {
-          if (!IsFileLayer(origin.layer)) {
+          // A file and `-c` fall back as codex runs them; `-a` is refused by the CLI parser
+          // before it gets here, so this error only guards a flag added later.
+          if (origin.layer == Layer::kFlag) {
             return MakeError(
                 fmt::format("{}: '{}' value '{}' needs someone to answer prompts, and agentexec is "
                             "headless; use never or on-failure",

@@ -1,5 +1,7 @@
 #include "runner/exit_code.h"
 
+#include <cstdio>
+
 namespace ae {
 
 ExitCode ExitCodeFor(SessionOutcome outcome) {
@@ -51,6 +53,13 @@ ExitCode ExitCodeFor(ErrorCode code) {
       return ExitCode::kTerminated;
   }
   return ExitCode::kTurnFailed;
+}
+
+int FailWith(ExitCode code, const std::string& message) {
+  std::string line = message;
+  if (line.rfind("error: ", 0) != 0) line = "error: " + line;
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return ToInt(code);
 }
 
 }  // namespace ae

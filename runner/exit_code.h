@@ -1,6 +1,8 @@
 // The one place outcomes become process exit codes (CONTRACT §2).
 #pragma once
 
+#include <string>
+
 #include "engine/session.h"
 
 namespace ae {
@@ -15,6 +17,8 @@ enum class ExitCode : int {
                             // reader is gone, a full disk), or the session file (not saved,
                             // not --ephemeral) when the turn itself completed
   kOutputSchema = 6,        // the final answer does not validate against --output-schema
+  kCannotExecute = 126,     // `agentexec sandbox`: the command exists but cannot be run
+  kCommandNotFound = 127,   // `agentexec sandbox`: no such command
   kInterrupted = 130,       // SIGINT
   kTerminated = 143,        // SIGTERM
 };
@@ -25,5 +29,8 @@ ExitCode ExitCodeFor(ErrorCode code);
 inline int ToInt(ExitCode code) {
   return static_cast<int>(code);
 }
+// Ends a command before any session started: prints "error: MESSAGE" on stderr (the prefix
+// added unless the message has it) and returns the code as the process's exit status.
+int FailWith(ExitCode code, const std::string& message);
 
 }  // namespace ae

@@ -1,6 +1,5 @@
 // agentexec: parse -> run -> exit code. Nothing else lives here.
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <string>
 
@@ -13,12 +12,6 @@
 namespace {
 
 int Main(int argc, char** argv) {
-  // `agentexec sandbox ...` (also after `exec`) has its own small command line.
-  int first = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
-  if (argc > first && std::strcmp(argv[first], "sandbox") == 0) {
-    return ae::SandboxCommandMain(argc - first, argv + first);
-  }
-
   ae::Result<ae::CliArgs> args = ae::ParseCli(argc, argv);
   if (!args.ok()) {
     std::string message = args.message();
@@ -39,6 +32,7 @@ int Main(int argc, char** argv) {
     std::fputs(args->version_text->c_str(), stdout);
     return 0;
   }
+  if (args->sandbox_command) return ae::RunSandboxCommand(*args);
   return ae::RunExec(*args);
 }
 

@@ -24,13 +24,6 @@
 namespace ae {
 namespace {
 
-int Fail(ExitCode code, const std::string& message) {
-  std::string line = message;
-  if (line.rfind("error: ", 0) != 0) line = "error: " + line;
-  std::fprintf(stderr, "%s\n", line.c_str());
-  return ToInt(code);
-}
-
 // resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
 Result<LoadedRollout> FindResume(const LoadedRun& run) {
   Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
@@ -73,11 +66,11 @@ SessionResult RunSessionGuarded(const SessionConfig& session, const std::string&
 
 int RunExec(const CliArgs& args) {
   Result<LoadedRun> loaded = LoadRun(args, Environment::FromProcess());
-  if (!loaded.ok()) return Fail(ExitCode::kUsage, loaded.message());
+  if (!loaded.ok()) return FailWith(ExitCode::kUsage, loaded.message());
   LoadedRun& run = *loaded;
   if (run.print_config) {
     Status printed = WriteAll(STDOUT_FILENO, FormatConfig(run.config));
-    if (!printed.ok()) return Fail(ExitCode::kOutputFailed, "stdout: " + printed.message());
+    if (!printed.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + printed.message());
     return ToInt(ExitCode::kOk);
   }
 
@@ -86,17 +79,17 @@ int RunExec(const CliArgs& args) {
   session.ephemeral = run.ephemeral;
   if (run.resume) {
     Result<LoadedRollout> resume = FindResume(run);
-    if (!resume.ok()) return Fail(ExitCode::kUsage, resume.message());
+    if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
     Result<std::string> kept =
         KeepResumedModel(resume->meta.provider, resume->meta.model, run.config, session);
-    if (!kept.ok()) return Fail(ExitCode::kUsage, kept.message());
+    if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
     std::fprintf(stderr, "%s\n", kept->c_str());
     session.resume = std::move(*resume);
   }
 
   if (run.output_last_message) {
     Status ok = PrepareOutputFile(*run.output_last_message);
-    if (!ok.ok()) return Fail(ExitCode::kOutputFailed, ok.message());
+    if (!ok.ok()) return FailWith(ExitCode::kOutputFailed, ok.message());
   }
 
   // A review reads stdin only for `-`; a plain run whenever PROMPT is absent.
@@ -107,13 +100,13 @@ int RunExec(const CliArgs& args) {
   if (args.review) {
     std::unique_ptr<Git> git = MakeSystemGit(session.cwd);
     Result<ReviewRun> prepared = PrepareReview(args, *git, session, STDIN_FILENO);
-    if (!prepared.ok()) return Fail(ExitCode::kUsage, prepared.message());
+    if (!prepared.ok()) return FailWith(ExitCode::kUsage, prepared.message());
     review = std::move(*prepared);
     prompt = review->prompt;
   } else {
     prompt = ReadPrompt(args.prompt, STDIN_FILENO);
   }
-  if (!prompt.ok()) return Fail(ExitCode::kUsage, prompt.message());
+  if (!prompt.ok()) return FailWith(ExitCode::kUsage, prompt.message());
 
   // In JSON mode stdout carries events only; warnings also go to stderr for the CI log.
   if (run.json) {

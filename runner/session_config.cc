@@ -267,6 +267,24 @@ void AddMcpServers(const Config& config, SessionConfig& session) {
 
 }  // namespace
 
+sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& cwd,
+                                      const std::string& process_cwd,
+                                      const std::vector<std::string>& add_dirs) {
+  sandbox::Settings sb;
+  sb.mode = config.sandbox_mode == "danger-full-access" ? sandbox::Mode::kDangerFullAccess
+            : config.sandbox_mode == "workspace-write"  ? sandbox::Mode::kWorkspaceWrite
+                                                        : sandbox::Mode::kReadOnly;
+  for (const std::string& root : config.writable_roots) {
+    sb.writable_roots.push_back(Absolute(root, cwd));
+  }
+  for (const std::string& dir : add_dirs) sb.add_dirs.push_back(Absolute(dir, process_cwd));
+  sb.network_access = config.network_access;
+  sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
+  sb.exclude_slash_tmp = config.exclude_slash_tmp;
+  sb.require_full_isolation = config.require_full_isolation;
+  return sb;
+}
+
 Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs) {
   SessionConfig session;
   session.cwd = inputs.cwd;
@@ -292,20 +310,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   if (!info.supports_reasoning_summaries) session.model.reasoning_summary.clear();
   if (!info.supports_verbosity) session.model.verbosity.clear();
 
-  sandbox::Settings& sb = session.sandbox;
-  sb.mode = config.sandbox_mode == "danger-full-access" ? sandbox::Mode::kDangerFullAccess
-            : config.sandbox_mode == "workspace-write"  ? sandbox::Mode::kWorkspaceWrite
-                                                        : sandbox::Mode::kReadOnly;
-  for (const std::string& root : config.writable_roots) {
-    sb.writable_roots.push_back(Absolute(root, inputs.cwd));
-  }
-  for (const std::string& dir : inputs.add_dirs) {
-    sb.add_dirs.push_back(Absolute(dir, inputs.process_cwd));
-  }
-  sb.network_access = config.network_access;
-  sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
-  sb.exclude_slash_tmp = config.exclude_slash_tmp;
-  sb.require_full_isolation = config.require_full_isolation;
+  session.sandbox = SandboxSettingsFrom(config, inputs.cwd, inputs.process_cwd, inputs.add_dirs);
 
   session.approval =
       config.approval_policy == "on-failure" ? ApprovalPolicy::kOnFailure : ApprovalPolicy::kNever;
@@ -428,8 +433,8 @@ Result<std::string> KeepResumedModel(const std::string& session_provider,
       from(keep_provider || !config.sources.contains("model_provider"), config, "model_provider"));
 }
 
-Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
-  LoadedRun run;
+Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env) {
+  LoadedLayers layers;
   auto getenv = [&](const char* name) -> std::string {
     std::optional<std::string> v = env.getenv ? env.getenv(name) : std::nullopt;
     return v.value_or("");
@@ -442,15 +447,16 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
     }
     home = user_home + "/.agentexec";
   }
-  run.home = Absolute(home, env.cwd);
+  layers.home = Absolute(home, env.cwd);
 
   Result<std::string> cwd = ResolveCwd(args, env);
   if (!cwd.ok()) return Prefixed(cwd.error());
+  layers.cwd = *cwd;
 
   LoadOptions options;
-  options.home = run.home;
+  options.home = layers.home;
   options.process_cwd = env.cwd;
-  options.git_root = FindGitRoot(*cwd);
+  options.git_root = FindGitRoot(layers.cwd);
   options.ignore_user_config = args.ignore_user_config;
   options.strict = args.strict_config;
   options.profile = args.profile;
@@ -459,7 +465,17 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   options.getenv = env.getenv;
   Result<Config> config = LoadConfig(options);
   if (!config.ok()) return Prefixed(config.error());
-  run.config = std::move(*config);
+  layers.config = std::move(*config);
+  return layers;
+}
+
+Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
+  LoadedRun run;
+  Result<LoadedLayers> layers = LoadLayers(args, env);
+  if (!layers.ok()) return layers.error();
+  run.home = std::move(layers->home);
+  const std::string cwd = std::move(layers->cwd);
+  run.config = std::move(layers->config);
   // --oss without a model anywhere: the local default, as codex does.
   if (args.oss && !run.config.sources.contains("model")) {
     run.config.model = "gpt-oss:20b";
@@ -478,10 +494,10 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   if (args.resume) run.resume = ResumeTarget{args.resume_last, args.session_id.value_or("")};
   if (args.print_config) return run;
 
-  if (Status git = CheckGitRepo(*cwd, args.skip_git_repo_check); !git.ok()) return git.error();
+  if (Status git = CheckGitRepo(cwd, args.skip_git_repo_check); !git.ok()) return git.error();
 
   SessionInputs inputs;
-  inputs.cwd = *cwd;
+  inputs.cwd = cwd;
   inputs.process_cwd = env.cwd;
   inputs.add_dirs = args.add_dirs;
   inputs.output_schema = args.output_schema;

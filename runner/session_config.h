@@ -47,6 +47,24 @@ struct LoadedRun {
 // --print-config) and builds the session. Does not read the prompt: see ReadPrompt.
 Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env);
 
+// What every command reads before it does anything: $AGENTEXEC_HOME, the working directory
+// (-C) and the configuration layers (user, profile, project at the git root, environment, -c,
+// flags). Shared by LoadRun and `agentexec sandbox`, so both read the same keys the same way.
+// Errors are ready for stderr ("error: ...").
+struct LoadedLayers {
+  std::string home;  // absolute $AGENTEXEC_HOME
+  std::string cwd;   // absolute, canonical working directory
+  Config config;
+};
+Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env);
+
+// The sandbox settings a configuration asks for: sandbox_mode, sandbox_workspace_write.*
+// (writable_roots relative to `cwd`), require_full_isolation, and the --add-dir directories
+// (relative to `process_cwd`).
+sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& cwd,
+                                      const std::string& process_cwd,
+                                      const std::vector<std::string>& add_dirs);
+
 // `resume` keeps the provider and model the session was created with, unless the command line
 // or a config layer names others (CONTRACT §10). Updates `session` and returns the note for
 // stderr saying which were used, e.g.

@@ -292,6 +292,11 @@ Result<std::vector<McpTool>> McpClient::ListTools(int64_t timeout_ms, CancelToke
       } else {
         tool.input_schema_json = R"({"type":"object","properties":{}})";
       }
+      if (t.HasMember("annotations") && t["annotations"].IsObject()) {
+        const rapidjson::Value& a = t["annotations"];
+        tool.read_only = a.HasMember("readOnlyHint") && a["readOnlyHint"].IsBool() &&
+                         a["readOnlyHint"].GetBool();
+      }
       tools.push_back(std::move(tool));
     }
     if (!d.HasMember("nextCursor") || !d["nextCursor"].IsString() ||

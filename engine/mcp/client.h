@@ -26,6 +26,7 @@ struct McpTool {
   std::string name;
   std::string description;
   std::string input_schema_json;  // a JSON object; {"type":"object","properties":{}} if none
+  bool read_only = false;         // annotations.readOnlyHint is true: it changes nothing
 };
 
 struct McpCallResult {

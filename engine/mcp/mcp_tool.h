@@ -27,8 +27,9 @@ class McpToolHandler : public ToolHandler {
 
   std::string name() const override { return qualified_name_; }
   std::string spec_json() const override;
-  // As codex, MCP calls run one at a time: a server's tool may change anything.
-  bool parallel_safe() const override { return false; }
+  // As codex: a server's tool may change anything, so it runs alone, unless the server marks
+  // it read-only (annotations.readOnlyHint), when it runs alongside the other readers.
+  bool parallel_safe() const override { return tool_.read_only; }
   ToolResult Handle(const ToolCall& call, ToolEnv& env) override;
 
  private:

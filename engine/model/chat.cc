@@ -53,7 +53,10 @@ class ChatDecoder : public StreamDecoder {
     }
     if (const rapidjson::Value* err = Member(&doc, "error")) {
       std::string message = err->IsString() ? err->GetString() : StringAt(err, "message");
-      return MakeError(message.empty() ? "the server reported an error" : message);
+      std::string code = StringAt(err, "code");
+      if (code.empty()) code = StringAt(err, "type");
+      return ModelError(message.empty() ? "the server reported an error" : message,
+                        ServiceErrorCode(code));
     }
     if (std::string id = StringAt(&doc, "id"); !id.empty()) id_ = id;
     if (const rapidjson::Value* usage = Member(&doc, "usage"); usage && usage->IsObject()) {

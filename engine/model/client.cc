@@ -7,6 +7,7 @@
 #include "engine/model/chat.h"
 #include "engine/model/responses.h"
 #include "engine/model/scripted.h"
+#include "engine/model/streaming.h"
 
 namespace ae {
 namespace {
@@ -34,11 +35,13 @@ Result<std::string> ApiKey(const ProviderInfo& provider, std::string* variable) 
   if (key.empty()) {
     // Name every variable that was read, so the fix is obvious whichever one CI sets.
     if (provider.id == "openai") {
-      return MakeError(fmt::format(
-          "Missing environment variable: set one of `AGENTEXEC_API_KEY`, `CODEX_API_KEY`, `{}`.",
-          provider.env_key));
+      return ModelError(fmt::format("Missing environment variable: set one of `AGENTEXEC_API_KEY`, "
+                                    "`CODEX_API_KEY`, `{}`.",
+                                    provider.env_key),
+                        ErrorCode::kAuth);
     }
-    return MakeError(fmt::format("Missing environment variable: `{}`.", provider.env_key));
+    return ModelError(fmt::format("Missing environment variable: `{}`.", provider.env_key),
+                      ErrorCode::kAuth);
   }
   return key;
 }

@@ -81,10 +81,12 @@ class ResponsesDecoder : public StreamDecoder {
           code == "invalid_prompt") {
         *fatal = true;
       }
+      if (code.empty()) code = StringAt(err, "type");
       if (code == "context_length_exceeded") {
-        return MakeError(fmt::format("{} ({})", kContextWindowExceeded, message));
+        return ModelError(fmt::format("{} ({})", kContextWindowExceeded, message),
+                          ErrorCode::kContextLength);
       }
-      return MakeError(message);
+      return ModelError(message, ServiceErrorCode(code));
     } else if (type == "response.incomplete") {
       std::string reason = StringAt(
           FindJsonMember(FindJsonMember(doc, "response") ? *FindJsonMember(doc, "response") : doc,

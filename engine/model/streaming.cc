@@ -119,7 +119,7 @@ int64_t HintedDelayMs(const HttpResponse& r) {
 }
 
 // 429 codes that retrying cannot fix: the account, not the moment.
-bool QuotaCode(const std::string& code) {
+bool QuotaCode(std::string_view code) {
   return code == "insufficient_quota" || code == "billing_hard_limit_reached" ||
          code == "billing_not_active" || code == "account_deactivated" ||
          code == "access_terminated";
@@ -132,6 +132,21 @@ std::string CannotReach(const std::string& url, const std::string& error) {
   host = host.substr(0, host.find_first_of("/?#"));
   return fmt::format("cannot reach {} ({})", host, error);
 }
+
+}  // namespace
+
+ErrorCode ServiceErrorCode(std::string_view code) {
+  if (code == "context_length_exceeded") return ErrorCode::kContextLength;
+  if (QuotaCode(code) || code == "rate_limit_exceeded") return ErrorCode::kRateLimited;
+  if (code == "invalid_api_key") return ErrorCode::kAuth;
+  return ErrorCode::kNone;
+}
+
+Error ModelError(std::string message, ErrorCode code) {
+  return MakeError(std::move(message), code == ErrorCode::kNone ? "" : ErrorCodeName(code));
+}
+
+namespace {
 
 class DecoderSink : public HttpBodySink {
  public:
@@ -152,12 +167,16 @@ class DecoderSink : public HttpBodySink {
       ++events_;
       if (!error_.empty()) return;
       Status s = decoder_.OnEvent(ev, &fatal_);
-      if (!s) error_ = s.message();
+      if (!s) {
+        error_ = s.message();
+        code_ = ErrorCodeFromName(s.error().code);
+      }
     });
     if (!fed && error_.empty()) error_ = fed.message();
     return error_.empty();
   }
   const std::string& error() const { return error_; }
+  ErrorCode code() const { return code_; }  // as the decoder classified the failure
   bool fatal() const { return fatal_; }
   // The body ended cleanly: a JSON body is decoded now.
   void OnCleanEnd() {
@@ -175,6 +194,7 @@ class DecoderSink : public HttpBodySink {
   StreamDecoder& decoder_;
   SseParser parser_;
   std::string error_;
+  ErrorCode code_ = ErrorCode::kNone;
   bool fatal_ = false;
   uint64_t events_ = 0;
 };
@@ -183,6 +203,7 @@ class DecoderSink : public HttpBodySink {
 struct Attempt {
   std::optional<ModelResponse> response;
   std::string reason;
+  ErrorCode code = ErrorCode::kNone;  // kNone: unclassified (model_error)
   bool retryable = false;
   int64_t delay_ms = -1;  // server-requested delay before the next attempt
   bool cancelled = false;
@@ -222,6 +243,7 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
     }
     if (r.outcome == O::kAbortedBySink) {
       a.reason = std::string(kStreamDisconnected) + sink.error();
+      a.code = sink.code();
       a.retryable = !sink.fatal();
       return a;
     }
@@ -254,6 +276,9 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       return a;
     }
     const std::string code = ErrorCodeOf(r.error_body);
+    a.code = ServiceErrorCode(code);
+    if (r.status == 429) a.code = ErrorCode::kRateLimited;
+    if (r.status == 401 || r.status == 403) a.code = ErrorCode::kAuth;
     if (r.status == 429 && QuotaCode(code)) {
       std::string detail = ErrorMessageOf(r.error_body);
       a.reason = fmt::format(
@@ -388,7 +413,7 @@ Result<ModelResponse> StreamWithRetries(
   for (int outer = 0;; ++outer) {
     Attempt a = RunAttempt(http, request, provider, make_decoder, cancel);
     if (a.response) return std::move(*a.response);
-    if (a.cancelled || !a.retryable || outer >= max) return MakeError(a.reason);
+    if (a.cancelled || !a.retryable || outer >= max) return ModelError(a.reason, a.code);
     observer.OnRetry(outer + 1, max, a.reason);
     if (!SleepUnlessCancelled(a.delay_ms >= 0 ? a.delay_ms : BackoffMs(outer), cancel)) {
       return MakeError(kCancelledMessage);

@@ -17,9 +17,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/cancel.h"
 #include "base/result.h"
+#include "engine/error_code.h"
 #include "engine/model/client.h"
 #include "engine/model/http.h"
 #include "engine/model/sse.h"
@@ -44,6 +46,13 @@ class StreamDecoder {
   // OnEvent whole, as one event's data, when the body ends.
   virtual bool json_body() const { return false; }
 };
+
+// The turn.failed code for a service's error `code` (or `type`) field: context_length_exceeded,
+// the quota codes and rate_limit_exceeded, invalid_api_key; kNone for anything else.
+ErrorCode ServiceErrorCode(std::string_view code);
+
+// The error a request fails with, classified (Error::code) when `code` is not kNone.
+Error ModelError(std::string message, ErrorCode code);
 
 // The prefix codex puts on every broken-stream reason.
 inline constexpr const char* kStreamDisconnected = "stream disconnected before completion: ";

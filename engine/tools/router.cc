@@ -1,25 +1,16 @@
 #include "engine/tools/router.h"
 
+#include <algorithm>
 #include <exception>
-#include <shared_mutex>
-#include <thread>
+#include <system_error>
 
 #include "engine/tools/apply_patch/tool.h"
+#include "engine/tools/call_gate.h"
 #include "engine/tools/exec.h"
 #include "engine/tools/plan.h"
 
 namespace ae {
 namespace {
-
-// Parallel-safe calls hold it shared, the others exclusively, so a patch never runs while a
-// command is reading the tree it changes.
-std::shared_mutex& ToolLock() {
-  static std::shared_mutex mu;
-  return mu;
-}
-
-// Cap on threads for one response's calls; models rarely send more than a few.
-constexpr size_t kMaxParallel = 8;
 
 ToolResult RunOne(ToolHandler* handler, const ToolCall& call, ToolEnv& env) {
   ToolResult result;
@@ -27,16 +18,17 @@ ToolResult RunOne(ToolHandler* handler, const ToolCall& call, ToolEnv& env) {
     result.output = "unsupported call: " + call.name;
     result.success = false;
   } else {
+    // Nothing may leave a worker thread as an exception (that would be std::terminate): a
+    // library that threw inside a handler is reported to the model, and the turn goes on.
     try {
-      if (handler->parallel_safe()) {
-        std::shared_lock lock(ToolLock());
-        result = handler->Handle(call, env);
-      } else {
-        std::unique_lock lock(ToolLock());
-        result = handler->Handle(call, env);
-      }
-    } catch (const std::exception& e) {  // a library threw inside a handler: report, go on
+      result = handler->Handle(call, env);
+    } catch (const std::exception& e) {
+      result = ToolResult{};
       result.output = "tool " + call.name + " failed: " + e.what();
+      result.success = false;
+    } catch (...) {
+      result = ToolResult{};
+      result.output = "tool " + call.name + " failed: unknown exception";
       result.success = false;
     }
   }
@@ -45,7 +37,25 @@ ToolResult RunOne(ToolHandler* handler, const ToolCall& call, ToolEnv& env) {
   return result;
 }
 
+// The most calls the gate can run at once: the longest run of consecutive readers.
+size_t WidestReaderRun(const std::vector<bool>& readers) {
+  size_t widest = 0, run = 0;
+  for (bool reader : readers) {
+    run = reader ? run + 1 : 0;
+    widest = std::max(widest, run);
+  }
+  return widest;
+}
+
 }  // namespace
+
+Result<std::thread> StartThread(std::function<void()> body) {
+  try {
+    return std::thread(std::move(body));
+  } catch (const std::system_error& e) {
+    return MakeError(std::string("cannot start a thread: ") + e.what());
+  }
+}
 
 void ToolRouter::Register(std::unique_ptr<ToolHandler> handler) {
   handlers_.push_back(std::move(handler));
@@ -61,31 +71,45 @@ std::string ToolRouter::SpecsJson() const {
   return out;
 }
 
+ToolHandler* ToolRouter::Find(const std::string& name) const {
+  for (const auto& h : handlers_) {
+    if (h->name() == name) return h.get();
+  }
+  return nullptr;
+}
+
+bool ToolRouter::ParallelSafe(const std::string& name) const {
+  ToolHandler* handler = Find(name);
+  return handler == nullptr || handler->parallel_safe();
+}
+
 std::vector<ToolResult> ToolRouter::DispatchAll(const std::vector<ToolCall>& calls, ToolEnv& env) {
   std::vector<ToolHandler*> handlers;
-  bool all_parallel = calls.size() > 1;
-  for (const auto& call : calls) {
-    ToolHandler* found = nullptr;
-    for (const auto& h : handlers_) {
-      if (h->name() == call.name) found = h.get();
-    }
-    handlers.push_back(found);
-    if (found != nullptr && !found->parallel_safe()) all_parallel = false;
+  std::vector<bool> readers;
+  for (const ToolCall& call : calls) {
+    handlers.push_back(Find(call.name));
+    readers.push_back(ParallelSafe(call.name));
   }
 
   std::vector<ToolResult> results(calls.size());
-  if (!all_parallel) {
-    for (size_t i = 0; i < calls.size(); ++i) results[i] = RunOne(handlers[i], calls[i], env);
-    return results;
-  }
-  for (size_t start = 0; start < calls.size(); start += kMaxParallel) {
-    size_t end = std::min(calls.size(), start + kMaxParallel);
-    std::vector<std::thread> threads;
-    for (size_t i = start; i < end; ++i) {
-      threads.emplace_back([&, i] { results[i] = RunOne(handlers[i], calls[i], env); });
+  CallGate gate(readers);
+  auto work = [&] {
+    while (std::optional<size_t> i = gate.Next()) {
+      results[*i] = RunOne(handlers[*i], calls[*i], env);
+      gate.Done(*i);
     }
-    for (auto& t : threads) t.join();
+  };
+  // This thread is a worker too, so a batch still completes, one call at a time, when no
+  // other thread can be started.
+  const size_t workers = std::min(WidestReaderRun(readers), kMaxWorkers);
+  std::vector<std::thread> threads;
+  for (size_t n = 1; n < workers; ++n) {
+    Result<std::thread> thread = start_thread_(work);
+    if (!thread.ok()) break;
+    threads.push_back(std::move(thread).value());
   }
+  work();
+  for (std::thread& t : threads) t.join();
   return results;
 }
 

@@ -1,12 +1,16 @@
 // Tool calls: the router maps a call's name to its handler, offers the handlers' specs to
-// the model, and runs one response's calls (concurrently when all are parallel-safe).
+// the model, and runs one response's calls through a reader/writer gate (call_gate.h): the
+// parallel-safe ones together, the others alone.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/cancel.h"
+#include "base/result.h"
 #include "engine/emitter.h"
 #include "engine/turn_context.h"
 
@@ -47,17 +51,37 @@ class ToolHandler {
   virtual void OnTurnEnd(Emitter& /*emitter*/) {}
 };
 
+// Starts one worker thread for DispatchAll. std::thread's constructor throws
+// std::system_error when the system has no thread to give; the default starter turns that into
+// an error here, at the border, and a test injects one that always fails.
+using ThreadStarter = std::function<Result<std::thread>(std::function<void()>)>;
+Result<std::thread> StartThread(std::function<void()> body);
+
 class ToolRouter {
  public:
   void Register(std::unique_ptr<ToolHandler> handler);
   std::string SpecsJson() const;  // JSON array of every handler's spec
-  // Results come back in call order whatever order the calls finished in. A name no
-  // handler owns answers "unsupported call: <name>".
+  // True when a call to `name` may run alongside others (an unknown name only answers an
+  // error, so it may).
+  bool ParallelSafe(const std::string& name) const;
+  // Runs one response's calls: parallel-safe calls start together (at most kMaxWorkers at
+  // once), a call that is not waits for the calls before it and runs alone, the calls after
+  // it wait for it. Handlers emit their events as they go, so events appear in completion
+  // order; results come back in call order. A name no handler owns answers "unsupported call:
+  // <name>". When no worker thread can be started the calls run one by one on this thread.
   std::vector<ToolResult> DispatchAll(const std::vector<ToolCall>& calls, ToolEnv& env);
   void OnTurnEnd(Emitter& emitter);
 
+  void set_thread_starter(ThreadStarter starter) { start_thread_ = std::move(starter); }
+
+  // Calls running at once, this thread included; models rarely send more than a few.
+  static constexpr size_t kMaxWorkers = 8;
+
  private:
+  ToolHandler* Find(const std::string& name) const;
+
   std::vector<std::unique_ptr<ToolHandler>> handlers_;
+  ThreadStarter start_thread_ = StartThread;
 };
 
 // exec_command, shell, apply_patch, update_plan.

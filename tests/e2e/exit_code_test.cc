@@ -79,6 +79,23 @@ TEST_F(ExitCodeTest, UnknownKeyWarnsAsAnErrorItemBeforeTurnStarted) {
   EXPECT_NE(out.err.find("warning: "), std::string::npos);
 }
 
+// codex runs `-c approval_policy=on-request` (and untrusted); so do we, as `never`, with the
+// warning a config file gets (#13).
+TEST_F(ExitCodeTest, InteractiveApprovalOverrideRunsAsNeverWithAWarning) {
+  RunOutput out = Run({"--json", "-c", "approval_policy=on-request", "hi"});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  const std::string warning =
+      "-c approval_policy=on-request: 'approval_policy' value 'on-request' needs someone to "
+      "answer prompts, and agentexec is headless; using 'never'";
+  std::vector<std::string> lines = out.lines();
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[1],
+            R"({"type":"item.completed","item":{"id":"item_0","type":"error","message":")" +
+                warning + R"("}})");
+  EXPECT_EQ(lines[2], R"({"type":"turn.started"})");
+  EXPECT_NE(out.err.find("warning: " + warning + "\n"), std::string::npos) << out.err;
+}
+
 TEST_F(ExitCodeTest, NotAGitRepositoryIs2WithCodexMessage) {
   RunOptions options;
   options.cwd = ws_.root();

@@ -59,22 +59,10 @@ class HttpTest : public ::testing::Test {
     std::string script = ws_.WriteFile("turns.json", turns);
     Result<int> port = server.Start(script, faults, 60);
     ASSERT_TRUE(port.ok()) << port.message();
-    ws_.WriteFile("agentexec-home/config.toml",
-                  "model_provider = \"mock\"\n"
-                  "[model_providers.mock]\n"
-                  "name = \"mock\"\n"
-                  "base_url = \"" +
-                      server.base_url() +
-                      "\"\n"
-                      "env_key = \"MOCK_KEY\"\n"
-                      "wire_api = \"" +
-                      wire +
-                      "\"\n"
-                      "request_max_retries = 0\n"
-                      "stream_max_retries = " +
-                      std::to_string(stream_max_retries) +
-                      "\n"
-                      "stream_idle_timeout_ms = 20000\n");
+    MockProvider provider;
+    provider.wire = wire;
+    provider.stream_max_retries = stream_max_retries;
+    ws_.WriteFile("agentexec-home/config.toml", MockProviderConfig(server, provider));
   }
 
   RunOutput Run(std::vector<std::string> args, RunOptions options = {},
@@ -285,11 +273,21 @@ TEST_F(HttpTest, TooManyRequestsIsCodeRateLimitedExit1) {
   EXPECT_EQ(FailedCode(out), "rate_limited") << out.out;
 }
 
+// Classified by the error body's `code`, as the API sends it; the same words in a message
+// with no code are just a model error.
 TEST_F(HttpTest, ContextLengthExceededIsCodeContextLengthExit1) {
-  Serve(kAnswer, {"status=400:message=context_length_exceeded"}, "responses", 0);
+  Serve(kAnswer,
+        {"status=400:code=context_length_exceeded:message=Your input exceeds the context window"},
+        "responses", 0);
   RunOutput out = Run({"--json", "hi"});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(FailedCode(out), "context_length") << out.out;
+
+  TestModelServer text_only;
+  Serve(text_only, kAnswer, {"status=400:message=context_length_exceeded"}, "responses", 0);
+  RunOutput text = Run({"--json", "hi"});
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_EQ(FailedCode(text), "model_error") << text.out;
 }
 
 TEST_F(HttpTest, OtherServiceErrorsAreCodeModelErrorExit1) {
@@ -432,11 +430,10 @@ TEST_F(HttpTest, CommentKeepAliveAndByteDribbleEndAndAreRetried) {
   for (const std::string fault : {"comment_keepalive=40:requests=1", "dribble=40:requests=1"}) {
     TestModelServer server;
     Serve(server, kAnswer, {fault});
-    ws_.WriteFile("agentexec-home/config.toml",
-                  "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"" +
-                      server.base_url() +
-                      "\"\nenv_key = \"MOCK_KEY\"\nrequest_max_retries = 0\n"
-                      "stream_max_retries = 1\nstream_idle_timeout_ms = 3000\n");
+    MockProvider provider;
+    provider.stream_max_retries = 1;
+    provider.stream_idle_timeout_ms = 3000;
+    ws_.WriteFile("agentexec-home/config.toml", MockProviderConfig(server, provider));
     RunOutput out = Run({"--json", "hi"});
     ASSERT_EQ(out.exit_code, 0) << fault << out.out << out.err;
     EXPECT_EQ(

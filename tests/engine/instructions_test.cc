@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/scratch_dir.h"
+
 namespace ae {
 namespace {
 
@@ -43,8 +45,8 @@ TEST(InstructionsTest, PermissionsSayWhatTheSandboxAllows) {
 }
 
 TEST(InstructionsTest, AgentsMdFromRootToCwdWithinBudget) {
-  char tmpl[] = "/tmp/ae-agents-XXXXXX";
-  fs::path root = ::mkdtemp(tmpl);
+  test::ScratchDir scratch("ae-agents");
+  fs::path root = scratch.path();
   fs::create_directories(root / ".git");
   fs::create_directories(root / "sub");
   std::ofstream(root / "AGENTS.md") << "root rules";
@@ -56,7 +58,6 @@ TEST(InstructionsTest, AgentsMdFromRootToCwdWithinBudget) {
   EXPECT_EQ(ProjectDocs(cwd, 4),
             "# AGENTS.md instructions for " + cwd + "\n\n<INSTRUCTIONS>\nroot\n</INSTRUCTIONS>");
   EXPECT_EQ(ProjectDocs(cwd, 0), "");
-  fs::remove_all(root);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/scratch_dir.h"
+
 namespace ae {
 namespace {
 
@@ -12,12 +14,8 @@ namespace fs = std::filesystem;
 
 class RolloutTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ae-rollout-XXXXXX";
-    home_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(home_); }
-  std::string home_;
+  test::ScratchDir scratch_{"ae-rollout"};
+  std::string home_ = scratch_.path();
 };
 
 TEST_F(RolloutTest, WriteLoadAndResumeAppends) {

@@ -13,61 +13,17 @@
 #include "engine/history.h"
 #include "engine/orchestrator.h"
 #include "outputs/jsonl_sink.h"
+#include "tests/support/fake_model_client.h"
+#include "tests/support/jsonl_recorder.h"
 
 namespace ae {
 namespace {
 
-class RecordingSink : public EventSink {
- public:
-  void Emit(const Event& e) override {
-    std::string line = EventToJson(e);
-    if (!line.empty()) lines.push_back(line);
-  }
-  std::vector<std::string> lines;
-};
-
-OutputItem Message(const std::string& text) {
-  OutputItem i;
-  i.kind = OutputItem::Kind::kMessage;
-  i.text = text;
-  i.raw_json = R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":")" +
-               text + R"("}]})";
-  return i;
-}
-
-OutputItem Call(const std::string& name, const std::string& args, const std::string& id) {
-  OutputItem i;
-  i.kind = OutputItem::Kind::kFunctionCall;
-  i.name = name;
-  i.call_id = id;
-  i.arguments = args;
-  i.raw_json = R"({"type":"function_call","name":")" + name + R"(","call_id":")" + id + R"("})";
-  return i;
-}
-
-// Replays canned responses and records every prompt it was sent.
-class FakeClient : public ModelClient {
- public:
-  std::deque<Result<ModelResponse>> responses;
-  std::vector<Prompt> prompts;
-  int retries_before_each = 0;
-  int64_t* clock_ms = nullptr;  // advanced 700ms per request: a fake, deterministic clock
-
-  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
-                               CancelToken&) override {
-    prompts.push_back(prompt);
-    if (clock_ms != nullptr) *clock_ms += 700;
-    for (int i = 1; i <= retries_before_each; ++i) observer.OnRetry(i, 5, "idle timeout");
-    if (responses.empty()) return MakeError("fake: no response left");
-    Result<ModelResponse> r = std::move(responses.front());
-    responses.pop_front();
-    return r;
-  }
-};
-
-ModelResponse Response(std::vector<OutputItem> items, Usage usage = {10, 2, 0, 5, 1}) {
-  return ModelResponse{"resp", std::move(items), usage};
-}
+using RecordingSink = test::JsonlRecorder;
+using FakeClient = test::FakeModelClient;
+using test::Call;
+using test::Message;
+using test::Response;
 
 // Echoes its arguments back; counts calls.
 class EchoTool : public ToolHandler {
@@ -223,18 +179,20 @@ TEST_F(TurnTest, TimeoutIsALimit) {
   EXPECT_EQ(r.code, ErrorCode::kTimeout);
 }
 
-TEST_F(TurnTest, ModelErrorsAreClassified) {
-  EXPECT_EQ(ClassifyModelError("exceeded retry limit, last status: 429 Too Many Requests"),
-            ErrorCode::kRateLimited);
-  EXPECT_EQ(ClassifyModelError("unexpected status 429 Too Many Requests: You exceeded your "
-                               "current quota (insufficient_quota), url: http://x"),
-            ErrorCode::kRateLimited);
-  EXPECT_EQ(ClassifyModelError("unexpected status 401 Unauthorized: bad key, url: http://x"),
-            ErrorCode::kAuth);
-  EXPECT_EQ(ClassifyModelError("Missing environment variable: `MOCK_KEY`."), ErrorCode::kAuth);
-  EXPECT_EQ(ClassifyModelError(R"({"error":{"code":"context_length_exceeded"}})"),
-            ErrorCode::kContextLength);
-  EXPECT_EQ(ClassifyModelError("stream disconnected before completion"), ErrorCode::kModelError);
+// The client classifies (Error::code); the message text is never read, so a message that
+// only mentions a status or a service code stays a model_error.
+TEST_F(TurnTest, ModelErrorsAreClassifiedByTheClientsCodeNotByTheirText) {
+  EXPECT_EQ(ClassifyModelError(MakeError("slow down", "rate_limited")), ErrorCode::kRateLimited);
+  EXPECT_EQ(ClassifyModelError(MakeError("no key", "auth")), ErrorCode::kAuth);
+  EXPECT_EQ(ClassifyModelError(MakeError("too long", "context_length")), ErrorCode::kContextLength);
+  EXPECT_EQ(ClassifyModelError(MakeError("exceeded retry limit, last status: 429 Too Many "
+                                         "Requests (insufficient_quota, 401 Unauthorized, "
+                                         "context_length_exceeded)")),
+            ErrorCode::kModelError);
+  EXPECT_EQ(ClassifyModelError(MakeError("x", "no_such_code")), ErrorCode::kModelError);
+  EXPECT_EQ(ClassifyModelError(MakeError("x", "")), ErrorCode::kModelError);
+  for (ErrorCode code : kAllErrorCodes) EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(code)), code);
+  EXPECT_EQ(ErrorCodeFromName(""), ErrorCode::kNone);
 }
 
 constexpr const char* kAnswerSchema =

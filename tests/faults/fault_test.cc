@@ -116,23 +116,11 @@ class FaultTest : public ::testing::Test {
     server_ = std::make_unique<TestModelServer>();  // a fresh server (and port) per call
     Result<int> port = server_->Start(script, faults, kWallBoundS);
     ASSERT_TRUE(port.ok()) << port.message();
-    ws_.WriteFile("agentexec-home/config.toml",
-                  "model_provider = \"mock\"\n"
-                  "[model_providers.mock]\n"
-                  "name = \"mock\"\n"
-                  "base_url = \"" +
-                      server_->base_url() +
-                      "\"\n"
-                      "env_key = \"MOCK_KEY\"\n"
-                      "wire_api = \"" +
-                      wire +
-                      "\"\n"
-                      "request_max_retries = 0\n"
-                      "stream_max_retries = " +
-                      std::to_string(stream_max_retries) +
-                      "\n"
-                      "stream_idle_timeout_ms = " +
-                      std::to_string(idle_timeout_ms) + "\n");
+    MockProvider provider;
+    provider.wire = wire;
+    provider.stream_max_retries = stream_max_retries;
+    provider.stream_idle_timeout_ms = idle_timeout_ms;
+    ws_.WriteFile("agentexec-home/config.toml", MockProviderConfig(*server_, provider));
   }
 
   RunOutput Run(std::vector<std::string> args = {"--json", "-s", "workspace-write", "go"}) {

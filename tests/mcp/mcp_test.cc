@@ -22,6 +22,7 @@
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 #include "outputs/jsonl_sink.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ae {
 namespace {
@@ -52,16 +53,10 @@ bool Alive(pid_t pid) {
 class McpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ae-mcp-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = std::filesystem::canonical(tmpl).string();
+    dir_ = scratch_.path();
     log_ = dir_ + "/server.log";
     turn_.cwd = dir_;
     turn_.sandbox.mode = sandbox::Mode::kDangerFullAccess;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   McpServerSpec Spec(std::vector<std::string> extra = {}) {
@@ -95,6 +90,7 @@ class McpTest : public ::testing::Test {
     return ss.str();
   }
 
+  test::ScratchDir scratch_{"ae-mcp"};
   std::string dir_, log_;
   TurnContext turn_;
   RecordingSink sink_;
@@ -140,6 +136,15 @@ TEST_F(McpTest, StartsListsAndOffersEveryToolInServerOrder) {
                      R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"),
             std::string::npos)
       << log;
+}
+
+// As codex: a tool the server marks read-only runs alongside the other parallel-safe calls;
+// any other tool (readOnlyHint false or absent) runs alone.
+TEST_F(McpTest, ReadOnlyToolsAreParallelSafe) {
+  Start({Spec()});
+  EXPECT_TRUE(router_.ParallelSafe("mcp__docs__echo"));
+  EXPECT_FALSE(router_.ParallelSafe("mcp__docs__add"));
+  EXPECT_FALSE(router_.ParallelSafe("mcp__docs__slow"));
 }
 
 TEST_F(McpTest, AnswersTheServersRequests) {

@@ -14,6 +14,7 @@
 
 #include "engine/session.h"
 #include "outputs/jsonl_sink.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ae {
 namespace {
@@ -39,9 +40,8 @@ std::string ReadAll(const std::string& path) {
 }
 
 TEST(McpSession, ModelCallsAnMcpToolAndGetsItsAnswer) {
-  char tmpl[] = "/tmp/ae-mcp-session-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = std::filesystem::canonical(tmpl).string();
+  test::ScratchDir scratch("ae-mcp-session");
+  const std::string dir = scratch.path();
   std::string script = dir + "/script.json";
   std::ofstream(script) << R"({"turns": [
       {"items": [{"type": "function_call", "name": "mcp__docs__add",
@@ -102,9 +102,6 @@ TEST(McpSession, ModelCallsAnMcpToolAndGetsItsAnswer) {
       << log;
   ASSERT_GE(log.size(), 13u);
   EXPECT_EQ(log.substr(log.size() - 13), "{\"eof\":true}\n") << log;
-
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

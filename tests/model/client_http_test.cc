@@ -661,6 +661,52 @@ TEST_F(ModelHttpTest, ContextLengthExceededIsRecognisable) {
   EXPECT_TRUE(observer_.retries.empty());
 }
 
+// Every failure carries the code the turn fails with (Error::code, turn.failed's error.code),
+// from the HTTP status, the error body's `code` or the stream's error event, never from the
+// message text: the last cases only mention codes in their messages.
+TEST_F(ModelHttpTest, FailuresCarryTheirErrorCode) {
+  struct Case {
+    const char* wire;
+    std::string fault;
+    const char* code;
+  } cases[] = {
+      {"responses", "status=401", "auth"},
+      {"responses", "status=403", "auth"},
+      {"responses", "status=400:code=invalid_api_key", "auth"},
+      {"responses", "status=429", "rate_limited"},
+      {"responses", "status=429:code=insufficient_quota", "rate_limited"},
+      {"responses", "status=400:code=context_length_exceeded", "context_length"},
+      {"responses", "failed=Too long.:code=context_length_exceeded", "context_length"},
+      {"responses", "failed=Slow down.:code=rate_limit_exceeded", "rate_limited"},
+      {"chat", "status=429", "rate_limited"},
+      {"chat", "failed=Too long.:code=context_length_exceeded", "context_length"},
+      {"responses", "status=500", ""},
+      {"responses", "failed=The model failed.", ""},
+      {"responses", "status=400:message=429 Too Many Requests insufficient_quota", ""},
+      {"responses", "status=418:message=401 Unauthorized context_length_exceeded", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.wire) + " " + c.fault);
+    TestModelServer server;
+    ASSERT_TRUE(server.Start(WriteTempFile("t.json", kOneTurn), {c.fault}, 60).ok());
+    ProviderInfo p = Provider(c.wire);
+    p.base_url = server.base_url();
+    p.request_max_retries = 0;
+    p.stream_max_retries = 0;
+    auto client = MakeModelClient(p, TestOptions());
+    ASSERT_TRUE(client.ok());
+    RecordingObserver obs;
+    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, c.code) << r.message();
+  }
+  // A missing key is found before any request.
+  ProviderInfo p = Provider("responses");
+  p.env_key = "AE_TEST_MISSING_KEY";
+  unsetenv("AE_TEST_MISSING_KEY");
+  EXPECT_EQ(Run(p).error().code, "auth");
+}
+
 TEST_F(ModelHttpTest, RequestsIdentifyTheClientAndTheThread) {
   Serve(kOneTurn);
   Prompt prompt = UserPrompt();

@@ -10,14 +10,15 @@
 #include <gtest/gtest.h>
 
 #include "engine/model/client.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ae {
 
-// Writes `text` to a fresh file under the test temp dir and returns its path.
+// Writes `text` to a fresh file in the process's scratch directory (removed at exit) and
+// returns its path.
 inline std::string WriteTempFile(const std::string& name, const std::string& text) {
   static int counter = 0;
-  std::string path = ::testing::TempDir() + "ae_model_" + std::to_string(getpid()) + "_" +
-                     std::to_string(counter++) + "_" + name;
+  std::string path = test::ProcessScratchDir() / (std::to_string(counter++) + "_" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

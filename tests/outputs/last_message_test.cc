@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/scratch_dir.h"
+
 namespace ae {
 namespace {
 
@@ -22,12 +24,8 @@ std::string Slurp(const std::string& path) {
 
 class LastMessageTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ae-lastmsg-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  test::ScratchDir scratch_{"ae-lastmsg"};
+  std::string dir_ = scratch_.path();
 };
 
 TEST_F(LastMessageTest, KeepsTheLastAgentMessageOnly) {

@@ -130,12 +130,9 @@ class ReviewE2e : public ::testing::Test {
     std::string script = ws_.WriteFile("turns.json", Compact(turns));
     Result<int> port = server_.Start(script, {}, 60);
     ASSERT_TRUE(port.ok()) << port.message();
-    ws_.WriteFile("agentexec-home/config.toml",
-                  "model_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\n"
-                  "base_url = \"" +
-                      server_.base_url() +
-                      "\"\nenv_key = \"MOCK_KEY\"\nwire_api = \"responses\"\n"
-                      "request_max_retries = 0\nstream_max_retries = 0\n");
+    MockProvider provider;
+    provider.stream_max_retries = 0;
+    ws_.WriteFile("agentexec-home/config.toml", MockProviderConfig(server_, provider));
   }
 
   RunOutput Run(const std::vector<std::string>& args, RunOptions options = {}) {

@@ -433,5 +433,64 @@ TEST(Cli, MaxTokensIsAPositiveTokenCount) {
   }
 }
 
+// ---- agentexec sandbox: the same parser, options and messages ----
+
+const std::string kSandboxUsageTail =
+    "\n\nUsage: agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
+    "[ARGS]...\n\nFor more information, try '--help'.";
+
+TEST(CliSandbox, OptionsThenTheCommand) {
+  Result<CliArgs> args =
+      Parse({"exec", "sandbox", "-s", "workspace-write", "--add-dir", "/d", "-c", "k=v", "-p", "ci",
+             "--strict-config", "--ignore-user-config", "make", "-j2", "--json", "-h"});
+  ASSERT_TRUE(args.ok()) << args.message();
+  EXPECT_EQ(args->sandbox_command, (std::vector<std::string>{"make", "-j2", "--json", "-h"}));
+  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->add_dirs, (std::vector<std::string>{"/d"}));
+  EXPECT_EQ(args->config_overrides, (std::vector<std::string>{"k=v"}));
+  EXPECT_EQ(args->profile, "ci");
+  EXPECT_TRUE(args->strict_config);
+  EXPECT_TRUE(args->ignore_user_config);
+  EXPECT_FALSE(args->help_text.has_value());
+
+  Result<CliArgs> dashed = Parse({"sandbox", "--", "-weird-name", "x"});
+  ASSERT_TRUE(dashed.ok()) << dashed.message();
+  EXPECT_EQ(dashed->sandbox_command, (std::vector<std::string>{"-weird-name", "x"}));
+  EXPECT_FALSE(dashed->sandbox.has_value());
+
+  // A run's command line never sets it.
+  Result<CliArgs> run = Parse({"sandbox it"});
+  ASSERT_TRUE(run.ok());
+  EXPECT_FALSE(run->sandbox_command.has_value());
+}
+
+TEST(CliSandbox, ErrorsAreWordedAsExecs) {
+  EXPECT_EQ(Parse({"sandbox", "-s", "open", "--", "true"}).message(),
+            "error: invalid value 'open' for '--sandbox <MODE>'\n"
+            "  [possible values: read-only, workspace-write, danger-full-access]" +
+                kSandboxUsageTail);
+  EXPECT_EQ(Parse({"sandbox", "-s", "read-only"}).message(),
+            "error: 'sandbox' needs a COMMAND to run" + kSandboxUsageTail);
+  EXPECT_EQ(Parse({"sandbox", "--"}).message(),
+            "error: 'sandbox' needs a COMMAND to run" + kSandboxUsageTail);
+  // An option exec has but sandbox does not is refused, not run as the command.
+  EXPECT_EQ(Parse({"sandbox", "--json", "true"}).message(),
+            "error: unexpected argument '--json' found\n\n  tip: to pass '--json' as a value, "
+            "use '-- --json'" +
+                kSandboxUsageTail);
+  EXPECT_EQ(Parse({"sandbox", "-c"}).message(),
+            "error: a value is required for '--config' but none was supplied" + kSandboxUsageTail);
+}
+
+TEST(CliSandbox, HelpIsTheSandboxsOwn) {
+  Result<CliArgs> help = Parse({"sandbox", "--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->help_text, SandboxHelpText());
+  EXPECT_TRUE(SandboxHelpText().starts_with("agentexec sandbox - run one command"));
+  EXPECT_NE(HelpText().find("agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... "
+                            "[--] COMMAND [ARGS]..."),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ae

@@ -484,14 +484,20 @@ TEST_F(ConfigTest, InteractiveApprovalFromAFileFallsBackToNever) {
   }
 }
 
-TEST_F(ConfigTest, InteractiveApprovalFromTheCommandLineIsAnError) {
-  LoadOptions o = Options();
-  o.overrides = {"approval_policy=on-request"};
-  Result<Config> config = LoadConfig(o);
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.message(),
-            "-c approval_policy=on-request: 'approval_policy' value 'on-request' needs someone "
-            "to answer prompts, and agentexec is headless; use never or on-failure");
+TEST_F(ConfigTest, InteractiveApprovalFromOverridesFallsBackToNever) {
+  for (std::string value : {"untrusted", "on-request"}) {
+    LoadOptions o = Options();
+    o.overrides = {"approval_policy=" + value};
+    Result<Config> config = LoadConfig(o);
+    ASSERT_TRUE(config.ok()) << config.message();
+    EXPECT_EQ(config->approval_policy, "never");
+    EXPECT_EQ(config->sources["approval_policy"], "-c");
+    ASSERT_EQ(config->warnings.size(), 1u);
+    EXPECT_EQ(config->warnings[0], "-c approval_policy=" + value + ": 'approval_policy' value '" +
+                                       value +
+                                       "' needs someone to answer prompts, and agentexec is "
+                                       "headless; using 'never'");
+  }
 }
 
 // ---- -c key=value ----

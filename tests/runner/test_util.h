@@ -11,28 +11,12 @@
 #include <string>
 
 #include "runner/session_config.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ae::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ae-runner-test-XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    EXPECT_NE(made, nullptr);
-    // Canonical, so it compares equal to realpath() results.
-    path_ = std::filesystem::canonical(made ? made : "/tmp").string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+// A scratch directory removed with its contents at the end of the test.
+using TempDir = test::ScratchDir;
 
 inline void WriteFile(const std::string& path, const std::string& content) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());

@@ -269,22 +269,50 @@ TEST_F(SandboxCommand, CommandNotFound) {
             "agentexec sandbox: agentexec-no-such-command: No such file or directory\n");
 }
 
+// `agentexec sandbox` is parsed by the main command line parser and configured by the config
+// loader: its errors are worded as exec's.
 TEST_F(SandboxCommand, UsageErrors) {
+  const std::string usage =
+      "\n\nUsage: agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
+      "[ARGS]...\n\nFor more information, try '--help'.\n";
   Ran bad = Sandbox("read-write", {"true"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.output,
-            "agentexec sandbox: invalid sandbox mode 'read-write' (expected read-only, "
-            "workspace-write or danger-full-access)\n");
+            "error: invalid value 'read-write' for '--sandbox <MODE>'\n"
+            "  [possible values: read-only, workspace-write, danger-full-access]" +
+                usage);
   Ran none = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only"}, ws_);
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_EQ(none.output,
-            "agentexec sandbox: no command given (agentexec sandbox [-s MODE] -- COMMAND ...)\n");
+  EXPECT_EQ(none.output, "error: 'sandbox' needs a COMMAND to run" + usage);
   Ran config =
       Sandbox("workspace-write", {"true"}, {"-c", "sandbox_workspace_write.network_access=maybe"});
   EXPECT_EQ(config.exit_code, 2);
   EXPECT_EQ(config.output,
-            "agentexec sandbox: -c sandbox_workspace_write.network_access expects true or false, "
-            "got 'maybe'\n");
+            "error: -c sandbox_workspace_write.network_access=maybe: "
+            "'sandbox_workspace_write.network_access' expects true or false, got 'maybe'\n");
+}
+
+// The sandbox is configured as for a run: the user's config file chooses it, and a project
+// config cannot loosen it.
+TEST_F(SandboxCommand, ConfigFilesChooseTheSandboxAsForARun) {
+  RequireLandlock();
+  Sh("mkdir -p home && printf 'sandbox_mode = \"workspace-write\"\\n' > home/config.toml", base_);
+  Ran ran = RunProcess({AGENTEXEC_BIN, "sandbox", "--", "/bin/sh", "-c", "echo x > made.txt"}, ws_,
+                       {{"AGENTEXEC_HOME", base_ + "/home"}});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_TRUE(Exists(ws_ + "/made.txt"));
+
+  Sh("rm home/config.toml && mkdir -p ws/.agentexec && printf 'sandbox_mode = "
+     "\"workspace-write\"\\n' > ws/.agentexec/config.toml",
+     base_);
+  ran = RunProcess({AGENTEXEC_BIN, "sandbox", "--", "/bin/sh", "-c", "echo x > refused.txt"}, ws_,
+                   {{"AGENTEXEC_HOME", base_ + "/home"}});
+  EXPECT_NE(ran.exit_code, 0) << ran.output;
+  EXPECT_FALSE(Exists(ws_ + "/refused.txt"));
+  EXPECT_EQ(ran.output.substr(0, ran.output.find('\n')),
+            "warning: " + ws_ +
+                "/.agentexec/config.toml:1:16: ignored 'sandbox_mode': a project config may not "
+                "loosen it (keeping \"read-only\" from default)");
 }
 
 TEST_F(SandboxCommand, DefaultModeIsReadOnly) {

@@ -30,25 +30,8 @@ using testing::Sh;
 
 enum class End { kCommandExits, kTimeout, kCancel };
 
-class Containment : public ::testing::Test {
+class Containment : public testing::WorkspaceWriteTest {
  protected:
-  void SetUp() override {
-    if (landlock::Abi() < 1) {
-      GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
-    }
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
-    Sh("mkdir ws && git init -q ws", base_);
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
-    ASSERT_TRUE(p.ok()) << p.message();
-    policy_ = *p;
-  }
-
   void TearDown() override { ForgetMountNamespaceFinding(); }
 
   // The sandbox as the preflight finds it; `no_pid_namespace` fakes a host without one.
@@ -108,10 +91,6 @@ class Containment : public ::testing::Test {
     }
     return !GoneWithin(marker, 1500);
   }
-
-  ScratchDir dir_;
-  std::string base_;
-  Policy policy_;
 };
 
 constexpr End kEnds[] = {End::kCommandExits, End::kTimeout, End::kCancel};

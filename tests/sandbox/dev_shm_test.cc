@@ -99,14 +99,16 @@ TEST_F(DevShm, MultiprocessingWorksForAnUnprivilegedUser) {
   const std::vector<std::string> nobody = {"setpriv", "--reuid=65534", "--regid=65534",
                                            "--clear-groups", "--"};
   std::vector<std::string> argv = nobody;
-  argv.insert(argv.end(), {AGENTEXEC_BIN, "sandbox", "-s", "read-only", "--", "true"});
+  // As nobody, with no user config (root's is not readable to it).
+  argv.insert(argv.end(),
+              {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s", "read-only", "--", "true"});
   Ran check = RunProcess(argv, "/");
   if (check.exit_code != 0 || !check.output.empty()) {
     GTEST_SKIP() << "no user namespace for an unprivileged user here: " << check.output;
   }
   argv = nobody;
-  argv.insert(argv.end(),
-              {AGENTEXEC_BIN, "sandbox", "-s", "read-only", "--", "python3", "-c", kLockAndShm});
+  argv.insert(argv.end(), {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s", "read-only",
+                           "--", "python3", "-c", kLockAndShm});
   Ran ran = RunProcess(argv, "/");
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, "lock and shm 7\n");

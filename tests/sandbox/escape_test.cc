@@ -609,7 +609,11 @@ class EscapeSuite : public ::testing::Test {
           argv.push_back(a);
         }
       }
-      for (const char* a : {AGENTEXEC_BIN, "sandbox", "-s"}) argv.push_back(a);
+      // The suite configures the sandbox on the command line alone: no user config (the
+      // unprivileged user could not read root's anyway).
+      for (const char* a : {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s"}) {
+        argv.push_back(a);
+      }
       argv.push_back(config == Config::kNone ? "danger-full-access" : attempt.mode);
       for (const char* a : {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
                             "sandbox_workspace_write.exclude_tmpdir_env_var=true"}) {
@@ -899,9 +903,10 @@ bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, st
     return false;
   }
   Sh("chown -R 65534:65534 " + base, "/");
-  Ran check = RunProcess({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-                          AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"},
-                         ws);
+  Ran check = RunProcess(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", AGENTEXEC_BIN,
+       "sandbox", "--ignore-user-config", "-s", "workspace-write", "--", "true"},
+      ws);
   if (check.exit_code != 0) {
     *skip = "agentexec is not runnable as nobody here: " + check.output;
     return false;

@@ -45,28 +45,7 @@ TEST(Landlock, HandledRightsFollowTheAbi) {
   EXPECT_EQ(landlock::HandledFsRights(7), (1ULL << 16) - 1);  // + IOCTL_DEV
 }
 
-class PreparedTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (landlock::Abi() < 1) {
-      GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
-    }
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
-    Sh("mkdir ws outside && git init -q ws", base_);
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
-    ASSERT_TRUE(p.ok()) << p.message();
-    policy_ = *p;
-  }
-  ScratchDir dir_;
-  std::string base_;
-  Policy policy_;
-};
+class PreparedTest : public testing::WorkspaceWriteTest {};
 
 TEST_F(PreparedTest, LandlockAndSeccompAloneConfineWrites) {
   PrepareOptions options;

@@ -26,24 +26,12 @@ using testing::Exists;
 using testing::ScratchDir;
 using testing::Sh;
 
-class SpawnIntegration : public ::testing::Test {
+class SpawnIntegration : public testing::WorkspaceWriteTest {
  protected:
   void SetUp() override {
-    if (landlock::Abi() < 1) {
-      GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
-    }
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
-    Sh("mkdir ws outside && git init -q ws", base_);
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
-    ASSERT_TRUE(p.ok()) << p.message();
-    policy_ = *p;
-    Result<PreparedPtr> prepared = Prepare(*p);
+    WorkspaceWriteTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    Result<PreparedPtr> prepared = Prepare(policy_);
     ASSERT_TRUE(prepared.ok()) << prepared.message();
     prepared_ = std::move(prepared.value());
   }
@@ -77,9 +65,6 @@ class SpawnIntegration : public ::testing::Test {
     return d.has_value() && d->verified;
   }
 
-  ScratchDir dir_;
-  std::string base_;
-  Policy policy_;
   PreparedPtr prepared_;
 };
 

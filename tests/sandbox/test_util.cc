@@ -7,12 +7,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/landlock.h"
+
 namespace ae::sandbox::testing {
+
+void WorkspaceWriteTest::SetUp() {
+  if (landlock::Abi() < 1) {
+    GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
+  }
+  base_ = dir_.path();
+  Sh("mkdir ws outside && git init -q ws", base_);
+  Settings s;
+  s.mode = Mode::kWorkspaceWrite;
+  s.exclude_slash_tmp = true;
+  s.exclude_tmpdir_env_var = true;
+  Result<Policy> p = BuildPolicy(s, base_ + "/ws");
+  ASSERT_TRUE(p.ok()) << p.message();
+  policy_ = *p;
+}
 
 Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
                const std::vector<std::pair<std::string, std::string>>& set_env,
@@ -47,19 +66,6 @@ Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
   if (WIFEXITED(status)) ran.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) ran.signal = WTERMSIG(status);
   return ran;
-}
-
-ScratchDir::ScratchDir() {
-  char templ[] = "/tmp/ae-sandbox-test-XXXXXX";
-  char* made = ::mkdtemp(templ);
-  EXPECT_NE(made, nullptr);
-  path_ = made != nullptr ? made : "/nonexistent";
-  ::chmod(path_.c_str(), 0755);
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 void WriteText(const std::string& path, const std::string& text) {

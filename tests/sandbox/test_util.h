@@ -6,6 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "sandbox/policy.h"
+#include "tests/support/scratch_dir.h"
+
 namespace ae::sandbox::testing {
 
 struct Ran {
@@ -21,17 +26,7 @@ Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
                const std::vector<std::string>& unset_env = {});
 
 // A directory under /tmp removed (with everything in it) when the object goes away.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScratchDir = ae::test::ScratchDir;
 
 void WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
@@ -46,5 +41,17 @@ bool GoneWithin(const std::string& marker, int ms);
 
 // Runs a shell command outside any sandbox and fails the test if it fails.
 void Sh(const std::string& command, const std::string& cwd);
+
+// The set-up the sandbox tests share: a scratch directory `base_` holding a git workspace `ws`
+// and a sibling `outside`, and `policy_`, workspace-write for `ws` with /tmp and $TMPDIR left
+// out (so only the scratch directory's own layout decides). Skips without Landlock.
+class WorkspaceWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+
+  ScratchDir dir_;
+  std::string base_;  // dir_.path()
+  Policy policy_;
+};
 
 }  // namespace ae::sandbox::testing

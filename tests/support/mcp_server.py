@@ -22,8 +22,10 @@ import time
 TOOLS = [
     {"name": "echo", "description": "Echo the text back.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
-                     "required": ["text"]}},
+                     "required": ["text"]},
+     "annotations": {"readOnlyHint": True}},
     {"name": "add", "description": "Add two numbers.",
+     "annotations": {"readOnlyHint": False, "title": "Add"},
      "inputSchema": {"type": "object", "properties": {"a": {"type": "number"},
                                                       "b": {"type": "number"}},
                      "required": ["a", "b"]},

@@ -79,7 +79,8 @@ Faults (--fault SPEC, repeatable; the first spec that selects a request applies 
              drop_after_items=N    stream the turn, then close the connection in the middle
                                    of the body after N output items
              failed=MESSAGE        responses: response.failed with error.message MESSAGE;
-                                   chat: an in-stream {"error": {"message": MESSAGE}}
+                                   chat: an in-stream {"error": {"message": MESSAGE}};
+                                   option code=C: the error's code (default server_error)
              stall_before_headers=S  wait S seconds before answering at all
              stall_after_headers=S   send the 200 head, then wait S seconds before any event
              garbage               send a comment, an unknown event and a data line that is
@@ -580,12 +581,13 @@ class Handler(BaseHTTPRequestHandler):
             self.write_chunk("event: response.unknown_thing\ndata: {\"type\":\"x.unknown\"}\n\n")
             self.write_chunk("data: {this is not json\n\n")
         if failed is not None:
+            code = fault.options.get("code", "server_error") if fault else "server_error"
             if chat:
-                send({"error": {"message": failed, "type": "server_error"}})
+                send({"error": {"message": failed, "type": "server_error", "code": code}})
             else:
                 send({"type": "response.failed",
                       "response": {"id": resp_id, "status": "failed",
-                                   "error": {"code": "server_error", "message": failed}}})
+                                   "error": {"code": code, "message": failed}}})
             self.end_chunks()
             return False
         emitted = 0

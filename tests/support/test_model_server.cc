@@ -31,6 +31,21 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
+std::string MockProviderConfig(const TestModelServer& server, const MockProvider& provider) {
+  return fmt::format(
+      "model_provider = \"mock\"\n"
+      "[model_providers.mock]\n"
+      "name = \"mock\"\n"
+      "base_url = \"{}\"\n"
+      "env_key = \"MOCK_KEY\"\n"
+      "wire_api = \"{}\"\n"
+      "request_max_retries = {}\n"
+      "stream_max_retries = {}\n"
+      "stream_idle_timeout_ms = {}\n",
+      server.base_url(), provider.wire, provider.request_max_retries, provider.stream_max_retries,
+      provider.stream_idle_timeout_ms);
+}
+
 TestModelServer::TestModelServer(std::string server_py) : server_py_(std::move(server_py)) {}
 
 TestModelServer::~TestModelServer() {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +22,18 @@ struct LoggedRequest {
   int turn = 0;                                // turn served (from 1), 0 = none
   std::string fault;                           // the fault spec applied, "" = none
 };
+
+// How an agentexec run reaches the server: provider "mock" with its key in $MOCK_KEY.
+struct MockProvider {
+  std::string wire = "responses";  // wire_api
+  int request_max_retries = 0;
+  int stream_max_retries = 2;
+  int64_t stream_idle_timeout_ms = 20000;
+};
+
+class TestModelServer;
+// The config.toml text (for $AGENTEXEC_HOME/config.toml) that points agentexec at `server`.
+std::string MockProviderConfig(const TestModelServer& server, const MockProvider& provider = {});
 
 class TestModelServer {
  public:

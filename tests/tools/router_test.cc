@@ -2,8 +2,14 @@
 // update_plan's todo_list lifecycle; the orchestrator under a real sandbox.
 #include <rapidjson/document.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <stdexcept>
 
+#include "engine/tools/plan.h"
 #include "sandbox/policy.h"
 #include "sandbox/prepared.h"
 #include "tool_fixture.h"
@@ -97,7 +103,7 @@ TEST_F(RouterTest, ParallelSafeCallsRunTogetherAndAnswerInCallOrder) {
   EXPECT_LT(At("completed " + CommandId("echo four")), At("completed " + slow));
 }
 
-TEST_F(RouterTest, APatchInTheBatchMakesItSequential) {
+TEST_F(RouterTest, APatchWaitsForTheCallsBeforeItAndTheCallsAfterItWaitForIt) {
   auto results = Dispatch(
       *router_,
       {ToolCall{"c1", "shell", R"({"command":["sh","-c","sleep 0.3; echo one > one.txt"]})", false},
@@ -112,6 +118,126 @@ TEST_F(RouterTest, APatchInTheBatchMakesItSequential) {
                 "started item_0 command_execution", "completed item_0 command_execution",
                 "started item_1 file_change", "completed item_1 file_change",
                 "started item_2 command_execution", "completed item_2 command_execution"}));
+}
+
+// A shell call that creates `mine` and waits (at most 5 s) for `theirs`: it prints "met" only
+// when the other call ran at the same time, so overlap is shown without measuring time.
+std::string Rendezvous(const std::string& mine, const std::string& theirs) {
+  return R"({"command":["sh","-c","touch )" + mine + "; i=0; while [ ! -e " + theirs +
+         R"( ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; [ -e )" + theirs +
+         R"( ] && echo met || echo alone"]})";
+}
+
+TEST_F(RouterTest, CallsBeforeAPatchStillRunTogether) {
+  auto results = Dispatch(
+      *router_,
+      {ToolCall{"c1", "shell", Rendezvous("a.flag", "b.flag"), false},
+       ToolCall{"c2", "shell", Rendezvous("b.flag", "a.flag"), false},
+       ToolCall{"c3", "apply_patch",
+                "*** Begin Patch\n*** Add File: patched.txt\n+patched\n*** Delete File: b.flag\n"
+                "*** End Patch",
+                true},
+       ToolCall{"c4", "shell", R"({"command":["sh","-c","cat patched.txt; ls"]})", false}});
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].output.ends_with("Output:\nmet\n")) << results[0].output;
+  EXPECT_TRUE(results[1].output.ends_with("Output:\nmet\n")) << results[1].output;
+  // The patch ran after both (it deleted the second's flag) and the last call saw its result.
+  EXPECT_TRUE(results[2].success) << results[2].output;
+  EXPECT_TRUE(results[3].output.ends_with("Output:\npatched\na.flag\npatched.txt\n"))
+      << results[3].output;
+  std::vector<std::string> trace = Trace();
+  ASSERT_EQ(trace.size(), 8u);
+  EXPECT_EQ(trace[4], "started item_2 file_change");
+  EXPECT_EQ(trace[5], "completed item_2 file_change");
+  EXPECT_EQ(trace[6], "started item_3 command_execution");
+}
+
+// A handler that counts how many of its calls run at once; each waits (at most 2 s) until
+// kMaxWorkers are in, so an unbounded dispatcher would be seen running more.
+class CountingTool : public ToolHandler {
+ public:
+  std::string name() const override { return "count"; }
+  std::string spec_json() const override { return "{}"; }
+  bool parallel_safe() const override { return true; }
+  ToolResult Handle(const ToolCall&, ToolEnv&) override {
+    std::unique_lock lock(mu_);
+    ++running_;
+    most_ = std::max(most_, running_);
+    if (running_ >= ToolRouter::kMaxWorkers) full_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(2), [&] { return full_; });
+    --running_;
+    return ToolResult{"", "counted", true, false};
+  }
+  size_t most() {
+    std::lock_guard lock(mu_);
+    return most_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t running_ = 0, most_ = 0;
+  bool full_ = false;
+};
+
+TEST_F(RouterTest, AtMostKMaxWorkersCallsRunAtOnce) {
+  ToolRouter router;
+  auto tool = std::make_unique<CountingTool>();
+  CountingTool* counter = tool.get();
+  router.Register(std::move(tool));
+  std::vector<ToolCall> calls;
+  for (int i = 0; i < 20; ++i) calls.push_back({"c" + std::to_string(i), "count", "{}", false});
+  auto results = Dispatch(router, calls);
+  ASSERT_EQ(results.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(results[i].call_id, "c" + std::to_string(i));
+    EXPECT_EQ(results[i].output, "counted");
+  }
+  EXPECT_EQ(counter->most(), ToolRouter::kMaxWorkers);
+}
+
+TEST_F(RouterTest, WhenNoThreadStartsTheCallsRunOneByOneInCallOrder) {
+  int asked = 0;
+  router_->set_thread_starter([&](std::function<void()>) -> Result<std::thread> {
+    ++asked;
+    return MakeError("cannot start a thread: Resource temporarily unavailable");
+  });
+  auto results = Dispatch(
+      *router_, {ToolCall{"c1", "shell", R"({"command":["sh","-c","sleep 0.2; echo one"]})", false},
+                 ToolCall{"c2", "shell", R"({"command":["echo","two"]})", false},
+                 ToolCall{"c3", "update_plan", R"({"plan":[]})", false}});
+  EXPECT_GE(asked, 1);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].output.ends_with("Output:\none\n")) << results[0].output;
+  EXPECT_TRUE(results[1].output.ends_with("Output:\ntwo\n")) << results[1].output;
+  EXPECT_EQ(results[2].output, "Plan updated");
+  EXPECT_EQ(Trace(), (std::vector<std::string>{
+                         "started item_0 command_execution", "completed item_0 command_execution",
+                         "started item_1 command_execution", "completed item_1 command_execution",
+                         "started item_2 todo_list"}));
+}
+
+// A library exception inside a handler on a worker thread is an answer, not std::terminate.
+class ThrowingTool : public ToolHandler {
+ public:
+  std::string name() const override { return "throws"; }
+  std::string spec_json() const override { return "{}"; }
+  bool parallel_safe() const override { return true; }
+  ToolResult Handle(const ToolCall&, ToolEnv&) override { throw std::runtime_error("boom"); }
+};
+
+TEST_F(RouterTest, AHandlerThatThrowsOnAWorkerIsReportedToTheModel) {
+  ToolRouter router;
+  router.Register(std::make_unique<ThrowingTool>());
+  router.Register(MakeUpdatePlanTool());
+  auto results = Dispatch(router, {ToolCall{"c1", "throws", "{}", false},
+                                   ToolCall{"c2", "update_plan", R"({"plan":[]})", false}});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].call_id, "c1");
+  EXPECT_EQ(results[0].output, "tool throws failed: boom");
+  EXPECT_FALSE(results[0].success);
+  EXPECT_EQ(results[1].output, "Plan updated");
 }
 
 TEST_F(RouterTest, PlanIsOneTodoListPerTurn) {

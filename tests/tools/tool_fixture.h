@@ -16,6 +16,7 @@
 #include "engine/emitter.h"
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ae::testing {
 
@@ -50,15 +51,9 @@ inline std::string Kind(const Item& item) {
 class ToolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ae-tools-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = std::filesystem::canonical(tmpl).string();
+    root_ = scratch_.path();
     turn_.cwd = root_;
     turn_.sandbox.mode = sandbox::Mode::kDangerFullAccess;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
   }
 
   // A fresh orchestrator per call, so changes to turn_ (env policy) take effect.
@@ -127,6 +122,7 @@ class ToolTest : public ::testing::Test {
     return none;
   }
 
+  test::ScratchDir scratch_{"ae-tools"};
   std::string root_;
   TurnContext turn_;
   RecordingSink sink_;
