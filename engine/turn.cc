@@ -151,7 +151,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     TurnResult failed;
     failed.outcome = SessionOutcome::kFailed;
     failed.error = "context compaction failed: " + why.message();
-    failed.code = ClassifyModelError(failed.error);
+    failed.code = ClassifyModelError(why.error());
     return fail(failed);
   };
 
@@ -190,7 +190,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       response = deps.client.Stream(prompt, observer, deps.cancel);
       history = std::move(prompt.input);
       if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
-      if (response.ok() || !IsContextWindowExceeded(response.message())) break;
+      if (response.ok() || !IsContextWindowExceeded(response.error())) break;
       // The service counted more than we estimated: compact and retry, once.
       if (retried) {
         TurnResult failed;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/error_code.h"
 #include "engine/model/chat.h"
 #include "engine/model/responses.h"
 #include "engine/model/scripted.h"
@@ -63,8 +64,8 @@ Result<std::unique_ptr<ModelClient>> MakeModelClient(const ProviderInfo& provide
   return MakeResponsesClient(with_key, options, std::move(*key));
 }
 
-bool IsContextWindowExceeded(const std::string& error_message) {
-  return error_message.rfind(kContextWindowExceeded, 0) == 0;
+bool IsContextWindowExceeded(const Error& error) {
+  return error.code == ErrorCodeName(ErrorCode::kContextLength);
 }
 
 }  // namespace ae

@@ -111,11 +111,11 @@ class ModelClient {
 
 // The message a request fails with when the input no longer fits the model's context window
 // (HTTP 400 / response.failed with code context_length_exceeded), as codex words it. Context
-// management recognises the failure by it (IsContextWindowExceeded).
+// management recognises the failure by its code, not by this text (IsContextWindowExceeded).
 inline constexpr const char* kContextWindowExceeded =
     "Your input exceeds the context window of this model. Please adjust your input and try "
     "again.";
-bool IsContextWindowExceeded(const std::string& error_message);
+bool IsContextWindowExceeded(const Error& error);
 
 // Builds the client for provider.wire_api; an unknown wire or a missing key is an error
 // here, before any request is sent.

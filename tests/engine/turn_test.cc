@@ -284,7 +284,7 @@ TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
 
 TEST_F(TurnTest, ContextLengthExceededCompactsAndRetriesOnce) {
   const std::string exceeded = std::string(kContextWindowExceeded) + " (too long)";
-  client_.responses.push_back(MakeError(exceeded));
+  client_.responses.push_back(MakeError(exceeded, "context_length"));
   client_.responses.push_back(Response({Message("SUMMARY")}));
   client_.responses.push_back(Response({Message("Done.")}));
   TurnResult r = Run();
@@ -297,9 +297,9 @@ TEST_F(TurnTest, ContextLengthExceededCompactsAndRetriesOnce) {
 
 TEST_F(TurnTest, ASecondContextLengthExceededFailsTheTurn) {
   const std::string exceeded = std::string(kContextWindowExceeded) + " (too long)";
-  client_.responses.push_back(MakeError(exceeded));
+  client_.responses.push_back(MakeError(exceeded, "context_length"));
   client_.responses.push_back(Response({Message("SUMMARY")}));
-  client_.responses.push_back(MakeError(exceeded));
+  client_.responses.push_back(MakeError(exceeded, "context_length"));
   TurnResult r = Run();
   EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
   EXPECT_EQ(r.code, ErrorCode::kContextLength);

@@ -657,7 +657,7 @@ TEST_F(ModelHttpTest, ContextLengthExceededIsRecognisable) {
   auto r = Run(Provider("responses"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.message(), std::string(kContextWindowExceeded) + " (Too long.)");
-  EXPECT_TRUE(IsContextWindowExceeded(r.message()));
+  EXPECT_TRUE(IsContextWindowExceeded(r.error()));
   EXPECT_TRUE(observer_.retries.empty());
 }
 

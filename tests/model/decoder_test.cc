@@ -76,7 +76,7 @@ TEST(ResponsesDecoder, FailuresAndWhichAreFinal) {
   EXPECT_EQ(s.message(),
             "Your input exceeds the context window of this model. Please adjust your input and "
             "try again. (Your input exceeds the context window.)");
-  EXPECT_TRUE(IsContextWindowExceeded(s.message()));
+  EXPECT_TRUE(IsContextWindowExceeded(s.error()));
   EXPECT_TRUE(fatal);
 
   d = MakeResponsesDecoder(obs);
