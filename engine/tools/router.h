@@ -45,6 +45,9 @@ class ToolHandler {
   virtual ToolResult Handle(const ToolCall& call, ToolEnv& env) = 0;
   // Right before turn.completed (the plan completes its todo_list here).
   virtual void OnTurnEnd(Emitter& /*emitter*/) {}
+  // The turn stopped, whether it completed, failed or was cancelled: processes a handler left
+  // running (unified exec sessions) are killed and their items completed here.
+  virtual void StopBackground(Emitter& /*emitter*/) {}
 };
 
 class ToolRouter {
@@ -55,12 +58,13 @@ class ToolRouter {
   // handler owns answers "unsupported call: <name>".
   std::vector<ToolResult> DispatchAll(const std::vector<ToolCall>& calls, ToolEnv& env);
   void OnTurnEnd(Emitter& emitter);
+  void StopBackground(Emitter& emitter);
 
  private:
   std::vector<std::unique_ptr<ToolHandler>> handlers_;
 };
 
-// exec_command, shell, apply_patch, update_plan.
+// exec_command, write_stdin, shell, apply_patch, update_plan.
 std::unique_ptr<ToolRouter> MakeDefaultRouter();
 
 }  // namespace ae
