@@ -327,8 +327,9 @@ int UnifiedExec::Register(const std::shared_ptr<Session>& session) {
         exited[id] = s->exited;
       }
       std::sort(by_use.begin(), by_use.end());
-      size_t candidates =
-          by_use.size() > kProtectedRecentSessions ? by_use.size() - kProtectedRecentSessions : 0;
+      // The newest ones are safe, but never all of them (a bound below 9 still bounds).
+      const size_t keep = std::min(kProtectedRecentSessions, by_use.size() - 1);
+      const size_t candidates = by_use.size() - keep;
       int victim = 0;
       for (size_t i = 0; i < candidates && victim == 0; ++i) {
         if (exited[by_use[i].second]) victim = by_use[i].second;
