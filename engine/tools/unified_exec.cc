@@ -353,6 +353,12 @@ int UnifiedExec::Register(const std::shared_ptr<Session>& session) {
     pruned->kill_requested = true;
   }
   Wake();
+  if (pruned) {
+    // Its end is reported before the new session's answer, not at some later moment.
+    std::unique_lock slock(pruned->mu);
+    pruned->cv.wait_for(slock, std::chrono::seconds(10), [&] { return pruned->exited; });
+    CompleteLocked(*pruned);
+  }
   return id;
 }
 
