@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/command_progress.h"
 #include "engine/tools/exec.h"
 #include "engine/tools/model_output.h"
 #include "sandbox/spawn.h"
@@ -45,6 +46,7 @@ struct UnifiedExec::Session {
   Clock::time_point started;
   std::optional<Clock::time_point> deadline;  // timeout_ms
   size_t pending_cap = 0;
+  std::optional<CommandProgress> progress;  // --progress; called under mu
 
   // The manager's thread only.
   std::optional<sandbox::Process> process;
@@ -201,6 +203,7 @@ void UnifiedExec::Loop() {
         std::lock_guard lock(s.mu);
         s.pending.Append(buf.data(), static_cast<size_t>(r));
         s.aggregated.Append(buf.data(), static_cast<size_t>(r));
+        if (s.progress && !s.completed) s.progress->OnOutput(buf.data(), static_cast<size_t>(r));
         if (static_cast<size_t>(r) < buf.size()) break;
         continue;
       }
@@ -387,6 +390,15 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     session->pending_cap = item_cap;
     session->started = Clock::now();
     session->last_used = session->started;
+    if (env.turn.progress_interval_ms > 0) {
+      Session* raw = session.get();
+      session->progress.emplace(
+          env.turn.progress_interval_ms, SteadyNowMs, [raw](const std::string& so_far) {
+            raw->emitter->Update(
+                raw->item_id,
+                CommandExecutionItem{raw->display, so_far, std::nullopt, ItemStatus::kInProgress});
+          });
+    }
     if (request.command.timeout_ms > 0) {
       session->deadline = session->started + std::chrono::milliseconds(request.command.timeout_ms);
     }
