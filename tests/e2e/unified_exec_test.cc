@@ -18,12 +18,15 @@
 #include <thread>
 
 #include "tests/e2e/agentexec_runner.h"
+#include "tests/support/processes.h"
 
 namespace ae::e2e {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using test::AllGone;
+using test::RealPython;
 
 std::string Escape(const std::string& s) {  // inside a JSON string literal
   std::string out;
@@ -38,33 +41,6 @@ std::string Escape(const std::string& s) {  // inside a JSON string literal
   return out;
 }
 
-std::vector<int> ProcessesWith(const std::string& marker) {
-  std::vector<int> pids;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return pids;
-  while (dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char& c : cmdline) {
-      if (c == '\0') c = ' ';
-    }
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(pid);
-  }
-  ::closedir(d);
-  return pids;
-}
-
-// Bounded: the kernel finishes a SIGKILLed tree asynchronously.
-bool AllGone(const std::string& marker) {
-  for (int i = 0; i < 100; ++i) {
-    if (ProcessesWith(marker).empty()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
-
 bool PortAnswers(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
@@ -74,17 +50,6 @@ bool PortAnswers(int port) {
   bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return ok;
-}
-
-// The interpreter itself, not a version manager's shim script (slow to start).
-std::string RealPython() {
-  FILE* p = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r");
-  if (p == nullptr) return "";
-  char buf[512] = {0};
-  std::string path = std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
-  ::pclose(p);
-  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-  return path;
 }
 
 class UnifiedExecE2e : public ::testing::Test {
@@ -110,20 +75,7 @@ class UnifiedExecE2e : public ::testing::Test {
     return out;
   }
 
-  // The function_call_output texts the model was sent, from the saved session, in order.
-  std::vector<std::string> ModelOutputs() const {
-    std::vector<std::string> out;
-    if (!fs::exists(ws_.home() + "/sessions")) return out;
-    for (const auto& e : fs::recursive_directory_iterator(ws_.home() + "/sessions")) {
-      if (!e.is_regular_file()) continue;
-      std::ifstream in(e.path());
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.find("function_call_output") != std::string::npos) out.push_back(line);
-      }
-    }
-    return out;
-  }
+  std::vector<std::string> ModelOutputs() const { return FunctionCallOutputs(ws_.home()); }
 
   static std::vector<std::string> Matching(const RunOutput& out, const std::string& what) {
     std::vector<std::string> found;

@@ -13,71 +13,17 @@
 #include "engine/tools/unified_exec.h"
 #include "sandbox/policy.h"
 #include "sandbox/prepared.h"
+#include "tests/support/processes.h"
 #include "tool_fixture.h"
 
 namespace ae::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string Json(const std::string& s) {  // a JSON string literal (ASCII test inputs)
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string Cmd(const std::string& cmd, const std::string& extra = "") {
-  return "{\"cmd\":" + Json(cmd) + ",\"login\":false" + extra + "}";
-}
-
-std::string Stable(const std::string& out) {
-  std::string s = std::regex_replace(out, std::regex("Chunk ID: [0-9a-f]{6}"), "Chunk ID: ID");
-  return std::regex_replace(s, std::regex("Wall time: [0-9]+\\.[0-9]+ seconds"),
-                            "Wall time: T seconds");
-}
-
-// Pids whose command line holds `marker` (a number no other process uses).
-std::vector<int> ProcessesWith(const std::string& marker) {
-  std::vector<int> pids;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return pids;
-  while (dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char& c : cmdline) {
-      if (c == '\0') c = ' ';
-    }
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(pid);
-  }
-  ::closedir(d);
-  return pids;
-}
-
-// Waits (bounded) until no process carries `marker`; true when none is left.
-bool AllGone(const std::string& marker) {
-  for (int i = 0; i < 100; ++i) {
-    if (ProcessesWith(marker).empty()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
-
-bool Appears(const std::string& marker, size_t count) {
-  for (int i = 0; i < 100; ++i) {
-    if (ProcessesWith(marker).size() >= count) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
+using test::AllGone;
+using test::Appears;
+using test::ProcessesWith;
+using test::RealPython;
 
 // A per-test number for process markers, so parallel runs never see each other's processes.
 std::string Marker(int base) {
@@ -162,17 +108,6 @@ TEST_F(UnifiedExecTest, TtyIsARealTerminalOfItsOwnWithItsSize) {
   // Without tty the same descriptors are not terminals.
   r = Call(*router_, "exec_command", Cmd("test -t 1"));
   EXPECT_NE(r.output.find("Process exited with code 1"), std::string::npos) << r.output;
-}
-
-// The interpreter itself, not a version manager's shim script (slow to start).
-std::string RealPython() {
-  FILE* p = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r");
-  if (p == nullptr) return "";
-  char buf[512] = {0};
-  std::string path = std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
-  ::pclose(p);
-  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-  return path;
 }
 
 TEST_F(UnifiedExecTest, WriteStdinFeedsAnInteractivePython) {
@@ -326,6 +261,17 @@ TEST_F(ConfinedUnifiedExecTest, ATerminalSessionIsConfinedAndItsDaemonsDieWithTh
   ASSERT_TRUE(Appears(m, 2));
   router_->StopBackground(emitter_);
   EXPECT_TRUE(AllGone(m)) << "a daemon of the session outlived the turn";
+}
+
+TEST_F(ConfinedUnifiedExecTest, ControlCWrittenToTheTerminalEndsTheCommand) {
+  const std::string m = Marker(106);
+  ToolResult r =
+      Call(*router_, "exec_command", Cmd("sleep " + m, ",\"tty\":true,\"yield_time_ms\":500"));
+  ASSERT_NE(r.output.find("Process running with session ID 1000"), std::string::npos) << r.output;
+  r = Call(*router_, "write_stdin", R"({"session_id":1000,"chars":"\u0003","yield_time_ms":5000})");
+  EXPECT_NE(r.output.find("Process exited with code 130\n"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.output.ends_with("Output:\n^C")) << r.output;
+  EXPECT_TRUE(AllGone(m));
 }
 
 }  // namespace
