@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/json.h"
 #include "tests/e2e/agentexec_runner.h"
 #include "tests/support/processes.h"
 
@@ -28,17 +29,9 @@ using namespace std::chrono_literals;
 using test::AllGone;
 using test::RealPython;
 
-std::string Escape(const std::string& s) {  // inside a JSON string literal
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
+// A JSON string literal.
+std::string Quoted(const std::string& s) {
+  return ToJson(rapidjson::Value(rapidjson::StringRef(s.data(), s.size())));
 }
 
 bool PortAnswers(int port) {
@@ -130,9 +123,9 @@ TEST_F(UnifiedExecE2e, ABackgroundHttpServerIsPolledThenKilledAtTheTurnsEnd) {
                             " -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:" +
                             std::to_string(port) + "/').status)\"";
   RunOutput out =
-      Run({{"exec_command", R"({"cmd":")" + Escape(python + " -u " + server + " --bind 127.0.0.1") +
-                                R"(","login":false,"yield_time_ms":2000})"},
-           {"exec_command", R"({"cmd":")" + Escape(fetch) + R"(","login":false})"},
+      Run({{"exec_command", R"({"cmd":)" + Quoted(python + " -u " + server + " --bind 127.0.0.1") +
+                                R"(,"login":false,"yield_time_ms":2000})"},
+           {"exec_command", R"({"cmd":)" + Quoted(fetch) + R"(,"login":false})"},
            {"write_stdin", R"({"session_id":1000,"yield_time_ms":5000})"}},
           {"-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"});
   ASSERT_EQ(out.exit_code, 0) << out.err << out.out;
@@ -171,8 +164,8 @@ TEST_F(UnifiedExecE2e, WriteStdinFeedsAnInteractivePythonOnATerminal) {
   const std::string python = RealPython();
   if (python.empty()) GTEST_SKIP() << "no python3";
   RunOutput out =
-      Run({{"exec_command", R"({"cmd":")" + Escape(python + " -q -i") +
-                                R"(","login":false,"tty":true,"yield_time_ms":3000})"},
+      Run({{"exec_command", R"({"cmd":)" + Quoted(python + " -q -i") +
+                                R"(,"login":false,"tty":true,"yield_time_ms":3000})"},
            {"write_stdin", R"({"session_id":1000,"chars":"print(6*7)\n","yield_time_ms":1500})"},
            {"write_stdin", R"({"session_id":1000,"chars":"exit()\n","yield_time_ms":5000})"}},
           {"-s", "workspace-write"});

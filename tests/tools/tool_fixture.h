@@ -14,23 +14,16 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "engine/emitter.h"
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 
 namespace ae::testing {
 
-inline std::string Json(const std::string& s) {  // a JSON string literal (ASCII test inputs)
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
+// A JSON string literal.
+inline std::string Json(const std::string& s) {
+  return ToJson(rapidjson::Value(rapidjson::StringRef(s.data(), s.size())));
 }
 
 // Arguments for exec_command without a login shell (keeps /etc/profile noise out).
