@@ -53,10 +53,11 @@ struct ChildPlan {
   char* const* envp;
   const char* cwd;
   int devnull;
-  int out_w;  // stdout and stderr (a pipe), or -1 with a terminal
-  int in_r;   // stdin pipe, or -1
-  int tty;    // the pseudo-terminal's slave side, or -1
-  int err_w;  // the failure pipe
+  int out_w;   // stdout and stderr (a pipe), or -1 with a terminal
+  int err_w2;  // stderr's own pipe, or -1 (stderr shares out_w)
+  int in_r;    // stdin pipe, or -1
+  int tty;     // the pseudo-terminal's slave side, or -1
+  int err_w;   // the failure pipe
   pid_t parent;
   const PreparedSandbox* sandbox;
 };
@@ -87,7 +88,9 @@ struct ChildPlan {
       ChildFail(p.err_w, "dup2(stdin)", errno, 126);
     }
     if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
-    if (::dup2(p.out_w, 2) < 0) ChildFail(p.err_w, "dup2(stderr)", errno, 126);
+    if (::dup2(p.err_w2 >= 0 ? p.err_w2 : p.out_w, 2) < 0) {
+      ChildFail(p.err_w, "dup2(stderr)", errno, 126);
+    }
   }
   CloseOnExecFrom3();
   if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.err_w, "chdir", errno, 126);
@@ -130,9 +133,10 @@ int PidfdOpen(pid_t pid) {
 
 // Has the child exited? Leaves it a zombie (WNOWAIT) so its pid, and with it the process
 // group id, cannot be reused before the group is killed.
-bool ChildExited(pid_t pid) {
+bool ChildExited(pid_t pid, siginfo_t* out = nullptr) {
   siginfo_t info{};
   if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  if (out != nullptr) *out = info;
   return info.si_pid == pid;
 }
 
@@ -200,6 +204,7 @@ Process::Process(Process&& other) noexcept
       output_(std::move(other.output_)),
       input_(std::move(other.input_)),
       pidfd_(std::move(other.pidfd_)),
+      error_(std::move(other.error_)),
       reaped_(std::exchange(other.reaped_, true)),
       status_(other.status_) {}
 
@@ -210,12 +215,24 @@ Process::~Process() {
   }
 }
 
-bool Process::HasExited() const {
-  return reaped_ || ChildExited(pid_);
+bool Process::HasExited(siginfo_t* info) const {
+  if (reaped_) {
+    if (info != nullptr) {
+      *info = {};
+      info->si_code = WIFSIGNALED(status_) ? CLD_KILLED : CLD_EXITED;
+      info->si_status = WIFSIGNALED(status_) ? WTERMSIG(status_) : WEXITSTATUS(status_);
+    }
+    return true;
+  }
+  return ChildExited(pid_, info);
 }
 
 void Process::Kill() const {
   if (!reaped_) KillGroup(pid_);
+}
+
+void Process::Signal(int sig) const {
+  if (!reaped_) ::kill(-pid_, sig);
 }
 
 void Process::Reap(int* exit_code, int* term_signal) {
@@ -292,7 +309,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  Fd out_r, out_w, in_r, in_w, master, slave;
+  Fd out_r, out_w, in_r, in_w, err_r, err_w, master, slave;
   if (spec.tty) {
     if (Status s = OpenTerminal(spec, &master, &slave); !s.ok()) return s.error();
     out_r = std::move(master);
@@ -313,6 +330,14 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
       in_r = Fd(in[0]);
       in_w = Fd(in[1]);
     }
+    if (spec.separate_stderr) {
+      int err[2];
+      if (::pipe2(err, O_CLOEXEC) != 0) {
+        return MakeError(fmt::format("cannot create the error pipe: {}", std::strerror(errno)));
+      }
+      err_r = Fd(err[0]);
+      err_w = Fd(err[1]);
+    }
   }
   int fail[2];
   if (::pipe2(fail, O_CLOEXEC) != 0) {
@@ -322,9 +347,9 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
-  ChildPlan plan{path.c_str(),  argv.data(), envp.data(), spec.cwd.c_str(),
-                 devnull.get(), out_w.get(), in_r.get(),  slave.get(),
-                 fail_w.get(),  ::getpid(),  spec.sandbox};
+  ChildPlan plan{path.c_str(),  argv.data(),  envp.data(), spec.cwd.c_str(),
+                 devnull.get(), out_w.get(),  err_w.get(), in_r.get(),
+                 slave.get(),   fail_w.get(), ::getpid(),  spec.sandbox};
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
@@ -339,6 +364,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   // No setpgid(pid, pid) from this side: it would make the child a group leader, and its
   // setsid would then fail. KillGroup also kills the pid itself.
   out_w.reset();
+  err_w.reset();
   in_r.reset();
   slave.reset();
   fail_w.reset();
@@ -357,6 +383,8 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
     }
     KillGroup(pid);
     failure.step[sizeof failure.step - 1] = '\0';
+    spawned.failed_step = failure.step;
+    spawned.failed_errno = failure.err;
     spawned.failure =
         SetupFailure(WIFEXITED(status) ? WEXITSTATUS(status) : 126,
                      fmt::format("{}: {}", failure.step, std::strerror(failure.err)), start);
@@ -365,6 +393,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
 
   ::fcntl(out_r.get(), F_SETFL, ::fcntl(out_r.get(), F_GETFL) | O_NONBLOCK);
   spawned.process.emplace(pid, std::move(out_r), std::move(in_w), Fd(PidfdOpen(pid)));
+  spawned.process->SetError(std::move(err_r));
   return spawned;
 }
 

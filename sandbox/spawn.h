@@ -6,6 +6,7 @@
 // Process and poll it themselves.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,9 @@ struct SpawnSpec {
   // stdin is a pipe the caller writes through Process::input_fd (else a /dev/null opened
   // inside the confinement).
   bool stdin_pipe = false;
+  // stderr gets a pipe of its own (Process::TakeError) instead of sharing stdout's, e.g. an
+  // MCP server whose stdout is the protocol.
+  bool separate_stderr = false;
   // stdin, stdout and stderr are a new pseudo-terminal of this size, opened by agentexec
   // (never its own terminal); output and input go through its master side.
   bool tty = false;
@@ -98,10 +102,15 @@ class Process {
   int pidfd() const { return pidfd_.get(); }       // -1 where pidfd_open is missing
   void CloseInput() { input_.reset(); }
   Fd TakeInput() { return std::move(input_); }
+  Fd TakeOutput() { return std::move(output_); }
+  Fd TakeError() { return std::move(error_); }
+  void SetError(Fd error) { error_ = std::move(error); }
 
   // Has the process exited? Leaves it a zombie so its group id cannot be reused before Kill.
-  bool HasExited() const;
+  // `info`, when given, says how (si_code CLD_EXITED and si_status, or the signal).
+  bool HasExited(siginfo_t* info = nullptr) const;
   void Kill() const;  // SIGKILL to the whole tree (group, and the namespace through the supervisor)
+  void Signal(int sig) const;  // `sig` to the process group (e.g. SIGTERM for a graceful stop)
   // Kills what is left of the tree, waits for the process and sets exit_code (128+signal when
   // a signal ended it) and term_signal. Idempotent.
   void Reap(int* exit_code, int* term_signal);
@@ -109,7 +118,7 @@ class Process {
 
  private:
   pid_t pid_;
-  Fd output_, input_, pidfd_;
+  Fd output_, input_, pidfd_, error_;
   bool reaped_ = false;
   int status_ = 0;
 };
@@ -119,6 +128,8 @@ class Process {
 struct Spawned {
   std::optional<Process> process;
   RunResult failure;
+  std::string failed_step;  // the failure's step ("chdir", "execve", ...) and errno
+  int failed_errno = 0;
 };
 
 // An Error means nothing was started (no pipe, no fork).
