@@ -1,6 +1,7 @@
 #include "base/child.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,6 +53,15 @@ bool EnterOwnSessionTiedToParent(pid_t parent, int orphan_exit_code, const char*
     return false;
   }
   return TieToParent(parent, orphan_exit_code, step, err);
+}
+
+bool TakeControllingTerminal(int fd, const char** step, int* err) noexcept {
+  if (::ioctl(fd, TIOCSCTTY, 0) != 0) {
+    *step = "ioctl(TIOCSCTTY)";
+    *err = errno;
+    return false;
+  }
+  return true;
 }
 
 void CloseOnExecFrom3() noexcept {

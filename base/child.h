@@ -22,6 +22,10 @@ bool EnterOwnGroupTiedToParent(pid_t parent, int orphan_exit_code, const char** 
 bool EnterOwnSessionTiedToParent(pid_t parent, int orphan_exit_code, const char** step,
                                  int* err) noexcept;
 
+// Makes the terminal open on `fd` the controlling terminal of the caller's session (the caller
+// must lead a session that has none, e.g. right after EnterOwnSessionTiedToParent).
+bool TakeControllingTerminal(int fd, const char** step, int* err) noexcept;
+
 // Every descriptor from 3 up becomes close-on-exec: ones other threads opened without
 // O_CLOEXEC must not leak into the program.
 void CloseOnExecFrom3() noexcept;

@@ -15,14 +15,38 @@ Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandb
       env_(BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
                            !turn.sandbox.unrestricted() && !turn.sandbox.network_access)) {}
 
+std::string EscalationRefusal(ApprovalPolicy policy) {
+  // codex prints its AskForApproval variant names. It refuses under every policy but
+  // on-request; on-failure gets the same text, with its own name.
+  const char* name = policy == ApprovalPolicy::kOnFailure ? "OnFailure" : "Never";
+  return fmt::format(
+      "approval policy is {0}; reject command \u2014 you cannot ask for escalated permissions if "
+      "the approval policy is {0}",
+      name);
+}
+
 Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                              const sandbox::PreparedSandbox* sandbox,
-                                             Emitter& emitter, CancelToken& cancel) {
+                                             Emitter& emitter, CancelToken& cancel,
+                                             const AttemptRunner& runner) {
   CommandOutcome outcome;
   outcome.item_id = emitter.Start(
       CommandExecutionItem{request.display, "", std::nullopt, ItemStatus::kInProgress});
 
   sandbox::SpawnSpec spec{request.argv, request.workdir, env_, sandbox};
+  if (runner) {
+    Result<std::optional<sandbox::RunResult>> ran = runner(spec, outcome.item_id);
+    if (!ran.ok()) {
+      emitter.Complete(outcome.item_id, CommandExecutionItem{request.display, ran.message() + "\n",
+                                                             std::nullopt, ItemStatus::kFailed});
+      return ran.error();
+    }
+    if (!ran->has_value()) {
+      outcome.running = true;
+      return outcome;
+    }
+    return Finish(std::move(**ran), sandbox, std::move(outcome));
+  }
   sandbox::RunLimits limits;
   limits.timeout_ms = request.timeout_ms;
   limits.max_output_bytes = turn_.command_output_max_bytes;
@@ -40,7 +64,12 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                                            std::nullopt, ItemStatus::kFailed});
     return run.error();
   }
-  outcome.run = std::move(run).value();
+  return Finish(std::move(run).value(), sandbox, std::move(outcome));
+}
+
+CommandOutcome Orchestrator::Finish(sandbox::RunResult run, const sandbox::PreparedSandbox* sandbox,
+                                    CommandOutcome outcome) const {
+  outcome.run = std::move(run);
   outcome.aggregated_output = ItemOutput(outcome.run);
   if (sandbox != nullptr) {
     outcome.denial = sandbox::FindDenial(outcome.run, turn_.sandbox);
@@ -50,7 +79,9 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
 }
 
 Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, Emitter& emitter,
-                                                CancelToken& cancel) {
+                                                CancelToken& cancel, const AttemptRunner& runner) {
+  // Before anything else: an escalation request runs nothing and shows no item (codex).
+  if (request.require_escalated) return MakeError(EscalationRefusal(turn_.approval));
   if (!turn_.sandbox.unrestricted() && prepared_ == nullptr) {
     return MakeError(fmt::format(
         "command not run: the {} sandbox is not in effect, and commands never run unconfined "
@@ -66,8 +97,8 @@ Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, E
                                           ok ? ItemStatus::kCompleted : ItemStatus::kFailed});
   };
 
-  auto first = Attempt(request, confinement, emitter, cancel);
-  if (!first.ok()) return first;
+  auto first = Attempt(request, confinement, emitter, cancel, runner);
+  if (!first.ok() || first->running) return first;
   complete(*first);
   // Only evidence agentexec checked itself reruns a command unconfined: a command's own words
   // ("Permission denied", SIGSYS) would let any command get itself out of the sandbox.
@@ -88,8 +119,8 @@ Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, E
       "command was denied by the sandbox ({}: {}); retrying it once outside the sandbox because "
       "approval_policy is on-failure: {}",
       sandbox::ModeName(turn_.sandbox.mode), first->denial->evidence, request.display)});
-  auto second = Attempt(request, nullptr, emitter, cancel);
-  if (!second.ok()) return second;
+  auto second = Attempt(request, nullptr, emitter, cancel, runner);
+  if (!second.ok() || second->running) return second;
   second->sandbox_denied = false;
   second->escalated = true;
   complete(*second);

@@ -3,6 +3,7 @@
 // retried once unconfined, and the stream records that it was and on what evidence.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,14 @@ struct CommandRequest {
   std::string workdir;            // absolute
   int64_t timeout_ms = 10000;
   std::string display;  // shown in the item: /bin/bash -lc 'echo hi'
+  // sandbox_permissions: "require_escalated". Neither approval policy agentexec runs under
+  // (never, on-failure) grants it up front, so such a request runs nothing (codex's answer).
+  bool require_escalated = false;
 };
+
+// codex's refusal of a require_escalated request, e.g. "approval policy is Never; reject
+// command — you cannot ask for escalated permissions if the approval policy is Never".
+std::string EscalationRefusal(ApprovalPolicy policy);
 
 struct CommandOutcome {
   sandbox::RunResult run;
@@ -33,7 +41,15 @@ struct CommandOutcome {
   bool escalated = false;         // retried outside the sandbox (on-failure)
   std::string item_id;            // the command_execution item of the final attempt
   std::string aggregated_output;  // as shown in that item: valid UTF-8, bounded
+  // The process was left running in the background (unified exec): `run` is empty and the
+  // runner that kept it completes its item.
+  bool running = false;
 };
+
+// How one attempt runs once its spawn spec is settled: the finished run, or nullopt when the
+// process keeps running in the background. An Error means it did not start.
+using AttemptRunner = std::function<Result<std::optional<sandbox::RunResult>>(
+    const sandbox::SpawnSpec& spec, const std::string& item_id)>;
 
 class Orchestrator {
  public:
@@ -44,15 +60,20 @@ class Orchestrator {
   // Emits the command_execution item(s) and returns the final attempt. An Error means no
   // command ran at all (sandbox unavailable, spawn failure); its message is fit for the model.
   // Thread-safe: parallel tool calls share one orchestrator.
+  // `runner` replaces the run-to-completion (RunProcess) of each attempt, e.g. with a
+  // background session; approval, sandbox, environment and the retry stay the same.
   Result<CommandOutcome> RunCommand(const CommandRequest& request, Emitter& emitter,
-                                    CancelToken& cancel);
+                                    CancelToken& cancel, const AttemptRunner& runner = {});
 
   const TurnContext& turn() const { return turn_; }
 
  private:
   Result<CommandOutcome> Attempt(const CommandRequest& request,
                                  const sandbox::PreparedSandbox* sandbox, Emitter& emitter,
-                                 CancelToken& cancel);
+                                 CancelToken& cancel, const AttemptRunner& runner);
+
+  CommandOutcome Finish(sandbox::RunResult run, const sandbox::PreparedSandbox* sandbox,
+                        CommandOutcome outcome) const;
 
   const TurnContext& turn_;
   const sandbox::PreparedSandbox* prepared_;

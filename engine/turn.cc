@@ -109,6 +109,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   const std::string tools_json = deps.router.SpecsJson();
 
   auto fail = [&](TurnResult failed) {
+    deps.router.StopBackground(deps.emitter);  // background sessions end with the turn
     failed.usage = result.usage;
     failed.final_message = result.final_message;
     failed.stats = record.Stats();
@@ -250,6 +251,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     }
     if (*checked) deps.emitter.CompleteNew(std::move(**checked));
   }
+  deps.router.StopBackground(deps.emitter);
   deps.router.OnTurnEnd(deps.emitter);
   result.stats = record.Stats();
   deps.emitter.Emit(TurnCompleted{result.usage, result.stats});

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,60 +32,6 @@ namespace ae::sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Bounded capture: the first half of the budget verbatim, then a ring of the last half.
-class OutputCapture {
- public:
-  explicit OutputCapture(size_t max_bytes)
-      : head_cap_(max_bytes / 2), tail_cap_(max_bytes - max_bytes / 2) {}
-
-  void Append(const char* data, size_t n) {
-    total_ += n;
-    newlines_ += static_cast<uint64_t>(std::count(data, data + n, '\n'));
-    if (head_.size() < head_cap_) {
-      size_t take = std::min(n, head_cap_ - head_.size());
-      head_.append(data, take);
-      data += take;
-      n -= take;
-    }
-    if (n == 0 || tail_cap_ == 0) return;
-    if (n >= tail_cap_) {  // only the last tail_cap_ bytes can survive
-      data += n - tail_cap_;
-      n = tail_cap_;
-    }
-    if (ring_.size() < tail_cap_) {  // still filling linearly
-      size_t take = std::min(n, tail_cap_ - ring_.size());
-      ring_.append(data, take);
-      data += take;
-      n -= take;
-    }
-    while (n > 0) {
-      size_t take = std::min(n, tail_cap_ - pos_);
-      std::memcpy(ring_.data() + pos_, data, take);
-      pos_ = (pos_ + take) % tail_cap_;
-      data += take;
-      n -= take;
-    }
-  }
-
-  void Finish(RunResult& r) {
-    r.total_bytes = total_;
-    r.truncated = total_ > head_cap_ + tail_cap_;
-    r.head_bytes = head_.size();
-    r.output = std::move(head_);
-    r.output.reserve(r.output.size() + ring_.size());
-    r.output.append(ring_, pos_, std::string::npos);
-    r.output.append(ring_, 0, pos_);
-    r.total_lines = newlines_ + (r.output.empty() || r.output.back() == '\n' ? 0 : 1);
-  }
-
- private:
-  size_t head_cap_, tail_cap_;
-  std::string head_, ring_;
-  size_t pos_ = 0;  // next write position once the ring is full
-  uint64_t total_ = 0;
-  uint64_t newlines_ = 0;
-};
 
 // What the child reports through the close-on-exec pipe when it fails before execve.
 struct ChildFailure {
@@ -105,8 +53,11 @@ struct ChildPlan {
   char* const* envp;
   const char* cwd;
   int devnull;
-  int out_w;
-  int err_w;  // the failure pipe
+  int out_w;   // stdout and stderr (a pipe), or -1 with a terminal
+  int err_w2;  // stderr's own pipe, or -1 (stderr shares out_w)
+  int in_r;    // stdin pipe, or -1
+  int tty;     // the pseudo-terminal's slave side, or -1
+  int err_w;   // the failure pipe
   pid_t parent;
   const PreparedSandbox* sandbox;
   int watch_fd;  // WriteWatch's child end, or -1
@@ -121,11 +72,27 @@ struct ChildPlan {
     ChildFail(p.err_w, group_step, group_err, 126);
   }
 
-  // Nothing of agentexec's stdin reaches even the sandbox's supervisor; the command's own
-  // stdin is opened again below, inside the confinement.
-  if (::dup2(p.devnull, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
-  if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
-  if (::dup2(p.out_w, 2) < 0) ChildFail(p.err_w, "dup2(stderr)", errno, 126);
+  if (p.tty >= 0) {
+    // The new session's controlling terminal is agentexec's fresh pty, taken here before the
+    // sandbox (whose PID namespace init and private /dev/pts come after); nothing of the
+    // user's terminal is ever reachable (setsid above dropped it).
+    if (!TakeControllingTerminal(p.tty, &group_step, &group_err)) {
+      ChildFail(p.err_w, group_step, group_err, 126);
+    }
+    for (int fd = 0; fd <= 2; ++fd) {
+      if (::dup2(p.tty, fd) < 0) ChildFail(p.err_w, "dup2(terminal)", errno, 126);
+    }
+  } else {
+    // Nothing of agentexec's stdin reaches even the sandbox's supervisor; without a stdin
+    // pipe the command's own stdin is opened again below, inside the confinement.
+    if (::dup2(p.in_r >= 0 ? p.in_r : p.devnull, 0) < 0) {
+      ChildFail(p.err_w, "dup2(stdin)", errno, 126);
+    }
+    if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
+    if (::dup2(p.err_w2 >= 0 ? p.err_w2 : p.out_w, 2) < 0) {
+      ChildFail(p.err_w, "dup2(stderr)", errno, 126);
+    }
+  }
   CloseOnExecFrom3();
   if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.err_w, "chdir", errno, 126);
 
@@ -140,14 +107,16 @@ struct ChildPlan {
       ChildFail(p.err_w, buf, err, 126);
     }
   }
-  // The command's only descriptors are 0-2 (the rest are close-on-exec). Its stdin is a
-  // /dev/null opened here, inside the mount namespace: one opened before it would still carry
-  // write access to the host's mount (fchmod, fchown, futimens through it reached agentexec's
-  // own /dev/null).
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) ChildFail(p.err_w, "open /dev/null", errno, 126);
-  if (::dup2(null_fd, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
-  ::close(null_fd);
+  // The command's only descriptors are 0-2 (the rest are close-on-exec). Without a pipe or a
+  // terminal its stdin is a /dev/null opened here, inside the mount namespace: one opened
+  // before it would still carry write access to the host's mount (fchmod, fchown, futimens
+  // through it reached agentexec's own /dev/null).
+  if (p.tty < 0 && p.in_r < 0) {
+    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0) ChildFail(p.err_w, "open /dev/null", errno, 126);
+    if (::dup2(null_fd, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
+    ::close(null_fd);
+  }
   ::execve(p.path, p.argv, p.envp);
   int err = errno;
   ChildFail(p.err_w, "execve", err, err == ENOENT ? 127 : 126);
@@ -165,9 +134,10 @@ int PidfdOpen(pid_t pid) {
 
 // Has the child exited? Leaves it a zombie (WNOWAIT) so its pid, and with it the process
 // group id, cannot be reused before the group is killed.
-bool HasExited(pid_t pid) {
+bool ChildExited(pid_t pid, siginfo_t* out = nullptr) {
   siginfo_t info{};
   if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  if (out != nullptr) *out = info;
   return info.si_pid == pid;
 }
 
@@ -187,20 +157,152 @@ int64_t MsUntil(Clock::time_point t) {
 
 }  // namespace
 
-Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, CancelToken& cancel,
-                             const SpawnedCallback& on_spawned) {
+void OutputCapture::Append(const char* data, size_t n) {
+  total_ += n;
+  newlines_ += static_cast<uint64_t>(std::count(data, data + n, '\n'));
+  if (head_.size() < head_cap_) {
+    size_t take = std::min(n, head_cap_ - head_.size());
+    head_.append(data, take);
+    data += take;
+    n -= take;
+  }
+  if (n == 0 || tail_cap_ == 0) return;
+  if (n >= tail_cap_) {  // only the last tail_cap_ bytes can survive
+    data += n - tail_cap_;
+    n = tail_cap_;
+  }
+  if (ring_.size() < tail_cap_) {  // still filling linearly
+    size_t take = std::min(n, tail_cap_ - ring_.size());
+    ring_.append(data, take);
+    data += take;
+    n -= take;
+  }
+  while (n > 0) {
+    size_t take = std::min(n, tail_cap_ - pos_);
+    std::memcpy(ring_.data() + pos_, data, take);
+    pos_ = (pos_ + take) % tail_cap_;
+    data += take;
+    n -= take;
+  }
+}
+
+void OutputCapture::Finish(RunResult& r) const {
+  r.total_bytes = total_;
+  r.truncated = total_ > head_cap_ + tail_cap_;
+  r.head_bytes = head_.size();
+  r.output = head_;
+  r.output.reserve(r.output.size() + ring_.size());
+  r.output.append(ring_, pos_, std::string::npos);
+  r.output.append(ring_, 0, pos_);
+  r.total_lines = newlines_ + (r.output.empty() || r.output.back() == '\n' ? 0 : 1);
+}
+
+Process::Process(pid_t pid, Fd output, Fd input, Fd pidfd)
+    : pid_(pid), output_(std::move(output)), input_(std::move(input)), pidfd_(std::move(pidfd)) {}
+
+Process::Process(Process&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      output_(std::move(other.output_)),
+      input_(std::move(other.input_)),
+      pidfd_(std::move(other.pidfd_)),
+      error_(std::move(other.error_)),
+      watch_(std::move(other.watch_)),
+      reaped_(std::exchange(other.reaped_, true)),
+      status_(other.status_) {}
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    int code = 0, sig = 0;
+    Reap(&code, &sig);
+  }
+}
+
+bool Process::HasExited(siginfo_t* info) const {
+  if (reaped_) {
+    if (info != nullptr) {
+      *info = {};
+      info->si_code = WIFSIGNALED(status_) ? CLD_KILLED : CLD_EXITED;
+      info->si_status = WIFSIGNALED(status_) ? WTERMSIG(status_) : WEXITSTATUS(status_);
+    }
+    return true;
+  }
+  return ChildExited(pid_, info);
+}
+
+void Process::Kill() const {
+  if (!reaped_) KillGroup(pid_);
+}
+
+void Process::Signal(int sig) const {
+  if (!reaped_) ::kill(-pid_, sig);
+}
+
+void Process::Reap(int* exit_code, int* term_signal) {
+  if (!reaped_) {
+    // Whatever still runs in the group (a background job holding the pipe, a daemon) ends
+    // with the command; the zombie still reserves the group id here.
+    KillGroup(pid_);
+    while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  *term_signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
+  *exit_code = *term_signal != 0    ? 128 + *term_signal
+               : WIFEXITED(status_) ? WEXITSTATUS(status_)
+                                    : 126;
+}
+
+namespace {
+
+// A fresh pseudo-terminal of agentexec's own: the master stays here, the slave goes to the
+// child. Both close-on-exec; the slave never becomes agentexec's controlling terminal.
+Status OpenTerminal(const SpawnSpec& spec, Fd* master, Fd* slave) {
+  Fd m(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!m) return MakeError(fmt::format("cannot open a pseudo-terminal: {}", std::strerror(errno)));
+  if (::grantpt(m.get()) != 0 || ::unlockpt(m.get()) != 0) {
+    return MakeError(fmt::format("cannot unlock the pseudo-terminal: {}", std::strerror(errno)));
+  }
+  char name[128];
+  if (::ptsname_r(m.get(), name, sizeof name) != 0) {
+    return MakeError(fmt::format("cannot name the pseudo-terminal: {}", std::strerror(errno)));
+  }
+  Fd s(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!s) return MakeError(fmt::format("cannot open {}: {}", name, std::strerror(errno)));
+  winsize size{};
+  size.ws_row = spec.tty_rows;
+  size.ws_col = spec.tty_cols;
+  if (::ioctl(s.get(), TIOCSWINSZ, &size) != 0) {
+    return MakeError(fmt::format("cannot set the terminal size: {}", std::strerror(errno)));
+  }
+  *master = std::move(m);
+  *slave = std::move(s);
+  return Status();
+}
+
+RunResult SetupFailure(int exit_code, std::string error, Clock::time_point start) {
+  RunResult result;
+  result.exit_code = exit_code;
+  result.setup_error = std::move(error);
+  result.output = *result.setup_error + "\n";
+  result.total_bytes = result.output.size();
+  result.total_lines = 1;
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return result;
+}
+
+}  // namespace
+
+Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) {
   if (spec.argv.empty()) return MakeError("cannot run an empty command");
   const auto start = Clock::now();
-  RunResult result;
+  Spawned spawned;
 
   std::string path = FindExecutable(spec.argv[0], spec.env);
   if (path.empty()) {
-    result.exit_code = 127;
-    result.setup_error = fmt::format("execve: {}: No such file or directory", spec.argv[0]);
-    result.output = *result.setup_error + "\n";
-    result.total_bytes = result.output.size();
-    result.total_lines = 1;
-    return result;
+    spawned.failure = SetupFailure(
+        127, fmt::format("execve: {}: No such file or directory", spec.argv[0]), start);
+    spawned.failure.duration = std::chrono::milliseconds(0);
+    return spawned;
   }
 
   std::vector<char*> argv, envp;
@@ -209,11 +311,37 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  int out[2], fail[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    return MakeError(fmt::format("cannot create the output pipe: {}", std::strerror(errno)));
+  Fd out_r, out_w, in_r, in_w, err_r, err_w, master, slave;
+  if (spec.tty) {
+    if (Status s = OpenTerminal(spec, &master, &slave); !s.ok()) return s.error();
+    out_r = std::move(master);
+    in_w = Fd(::fcntl(out_r.get(), F_DUPFD_CLOEXEC, 3));
+    if (!in_w) return MakeError(fmt::format("cannot dup the terminal: {}", std::strerror(errno)));
+  } else {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      return MakeError(fmt::format("cannot create the output pipe: {}", std::strerror(errno)));
+    }
+    out_r = Fd(out[0]);
+    out_w = Fd(out[1]);
+    if (spec.stdin_pipe) {
+      int in[2];
+      if (::pipe2(in, O_CLOEXEC) != 0) {
+        return MakeError(fmt::format("cannot create the input pipe: {}", std::strerror(errno)));
+      }
+      in_r = Fd(in[0]);
+      in_w = Fd(in[1]);
+    }
+    if (spec.separate_stderr) {
+      int err[2];
+      if (::pipe2(err, O_CLOEXEC) != 0) {
+        return MakeError(fmt::format("cannot create the error pipe: {}", std::strerror(errno)));
+      }
+      err_r = Fd(err[0]);
+      err_w = Fd(err[1]);
+    }
   }
-  Fd out_r(out[0]), out_w(out[1]);
+  int fail[2];
   if (::pipe2(fail, O_CLOEXEC) != 0) {
     return MakeError(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   }
@@ -221,9 +349,10 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
-  WriteWatch watch(spec.sandbox);
-  ChildPlan plan{path.c_str(), argv.data(),  envp.data(), spec.cwd.c_str(), devnull.get(),
-                 out_w.get(),  fail_w.get(), ::getpid(),  spec.sandbox,     watch.child_fd()};
+  auto watch = std::make_unique<WriteWatch>(spec.sandbox);
+  ChildPlan plan{path.c_str(), argv.data(),  envp.data(),      spec.cwd.c_str(), devnull.get(),
+                 out_w.get(),  err_w.get(),  in_r.get(),       slave.get(),      fail_w.get(),
+                 ::getpid(),   spec.sandbox, watch->child_fd()};
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
@@ -238,9 +367,12 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   // No setpgid(pid, pid) from this side: it would make the child a group leader, and its
   // setsid would then fail. KillGroup also kills the pid itself.
   out_w.reset();
+  err_w.reset();
+  in_r.reset();
+  slave.reset();
   fail_w.reset();
   devnull.reset();
-  watch.Started();
+  watch->Started();
   if (on_spawned) on_spawned(pid);
 
   // EOF on the failure pipe means execve succeeded (close-on-exec).
@@ -254,19 +386,30 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     KillGroup(pid);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 126;
     failure.step[sizeof failure.step - 1] = '\0';
-    result.setup_error = fmt::format("{}: {}", failure.step, std::strerror(failure.err));
-    result.output = *result.setup_error + "\n";
-    result.total_bytes = result.output.size();
-    result.total_lines = 1;
-    result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    return result;
+    spawned.failed_step = failure.step;
+    spawned.failed_errno = failure.err;
+    spawned.failure =
+        SetupFailure(WIFEXITED(status) ? WEXITSTATUS(status) : 126,
+                     fmt::format("{}: {}", failure.step, std::strerror(failure.err)), start);
+    return spawned;
   }
-  fail_r.reset();
 
   ::fcntl(out_r.get(), F_SETFL, ::fcntl(out_r.get(), F_GETFL) | O_NONBLOCK);
-  Fd pidfd(PidfdOpen(pid));
+  spawned.process.emplace(pid, std::move(out_r), std::move(in_w), Fd(PidfdOpen(pid)));
+  spawned.process->SetError(std::move(err_r));
+  spawned.process->SetWatch(std::move(watch));
+  return spawned;
+}
+
+Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, CancelToken& cancel,
+                             const SpawnedCallback& on_spawned) {
+  const auto start = Clock::now();
+  Result<Spawned> spawned = Spawn(spec, on_spawned);
+  if (!spawned.ok()) return spawned.error();
+  if (!spawned->process) return std::move(spawned->failure);
+  Process& proc = *spawned->process;
+  RunResult result;
 
   OutputCapture capture(limits.max_output_bytes);
   const bool has_deadline = limits.timeout_ms > 0;
@@ -276,7 +419,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   std::string buf(64 * 1024, '\0');
 
   while (!exited || pipe_open) {
-    if (!exited && HasExited(pid)) {
+    if (!exited && proc.HasExited()) {
       exited = true;
       drain_deadline =
           Clock::now() + std::chrono::milliseconds(std::max<int64_t>(limits.drain_ms, 0));
@@ -289,17 +432,17 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
       int64_t left = MsUntil(deadline);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    if (!exited && !pidfd) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);
+    if (!exited && proc.pidfd() < 0) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);
 
     pollfd fds[3];
     nfds_t n = 0;
     int out_idx = -1, cancel_idx = -1;
     if (pipe_open) {
       out_idx = static_cast<int>(n);
-      fds[n++] = {out_r.get(), POLLIN, 0};
+      fds[n++] = {proc.output_fd(), POLLIN, 0};
     }
-    if (!exited && pidfd) {
-      fds[n++] = {pidfd.get(), POLLIN, 0};
+    if (!exited && proc.pidfd() >= 0) {
+      fds[n++] = {proc.pidfd(), POLLIN, 0};
     }
     if (!killed && cancel.wake_fd() >= 0) {
       cancel_idx = static_cast<int>(n);
@@ -307,7 +450,7 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
     }
     int rc = ::poll(fds, n, wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
     if (rc < 0 && errno != EINTR) {
-      KillGroup(pid);
+      proc.Kill();
       killed = true;
       break;
     }
@@ -316,13 +459,14 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
       // A bounded number of reads per wake-up, so an endless writer cannot starve the
       // timeout and cancellation checks below.
       for (int reads = 0; reads < 16; ++reads) {
-        ssize_t r = ::read(out_r.get(), buf.data(), buf.size());
+        ssize_t r = ::read(proc.output_fd(), buf.data(), buf.size());
         if (r > 0) {
           capture.Append(buf.data(), static_cast<size_t>(r));
           if (limits.on_output) limits.on_output(buf.data(), static_cast<size_t>(r));
           if (static_cast<size_t>(r) < buf.size()) break;
           continue;
         }
+        // EOF; EIO is a terminal's end (every slave side closed).
         if (r == 0 || (errno != EAGAIN && errno != EINTR)) pipe_open = false;
         break;
       }
@@ -338,28 +482,16 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
         result.timed_out = true;
       }
       if (result.cancelled || result.timed_out) {
-        KillGroup(pid);
+        proc.Kill();
         killed = true;
       }
     }
   }
 
-  // Whatever still runs in the group (a background job holding the pipe, a daemon) ends with
-  // the command; the zombie still reserves the group id here.
-  KillGroup(pid);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-
-  if (WIFSIGNALED(status)) {
-    result.term_signal = WTERMSIG(status);
-    result.exit_code = 128 + result.term_signal;
-  } else if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  }
+  proc.Reap(&result.exit_code, &result.term_signal);
   if (result.timed_out) result.exit_code = 124;
   capture.Finish(result);
-  result.writes = watch.Finish();
+  result.writes = proc.FinishWatch();
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

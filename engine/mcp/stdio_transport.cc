@@ -4,8 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/child.h"
 #include "base/exec_path.h"
+#include "sandbox/spawn.h"
 
 namespace ae {
 namespace {
@@ -37,58 +35,9 @@ int64_t MsUntil(Clock::time_point t) {
   return d < 0 ? 0 : d;
 }
 
-// Written by the child when something before execve fails; read by the parent.
-struct ChildFailure {
-  char step[32];
-  int err;
-};
-
-[[noreturn]] void ChildFail(int fd, const char* step, int err) noexcept {
-  ChildFailure f{};
-  for (size_t i = 0; step[i] != '\0' && i + 1 < sizeof f.step; ++i) f.step[i] = step[i];
-  f.err = err;
-  [[maybe_unused]] ssize_t n = ::write(fd, &f, sizeof f);
-  ::_exit(127);
-}
-
-struct ChildPlan {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* cwd;
-  int in_r, out_w, err_w, fail_w;
-  pid_t parent;
-};
-
-// Only async-signal-safe calls between fork and execve: we may be one thread of many.
-[[noreturn]] void RunChild(const ChildPlan& p) noexcept {
-  ResetSignalsInChild();
-  // Own group, so stopping the server also stops what it started (npx → node, uv → python).
-  const char* group_step = nullptr;
-  int group_err = 0;
-  if (!EnterOwnGroupTiedToParent(p.parent, 127, &group_step, &group_err)) {
-    ChildFail(p.fail_w, group_step, group_err);
-  }
-  if (::dup2(p.in_r, 0) < 0) ChildFail(p.fail_w, "dup2(stdin)", errno);
-  if (::dup2(p.out_w, 1) < 0) ChildFail(p.fail_w, "dup2(stdout)", errno);
-  if (::dup2(p.err_w, 2) < 0) ChildFail(p.fail_w, "dup2(stderr)", errno);
-  CloseOnExecFrom3();
-  if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.fail_w, "chdir", errno);
-  ::execve(p.path, p.argv, p.envp);
-  ChildFail(p.fail_w, "execve", errno);
-}
-
-// Has the child exited? Leaves it a zombie (WNOWAIT) so its pid, and with it the process
-// group id, cannot be reused before Shutdown kills the group and reaps it.
-bool PeekExit(pid_t pid, siginfo_t* info) {
-  *info = {};
-  if (::waitid(P_PID, pid, info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
-  return info->si_pid == pid;
-}
-
-bool WaitExit(pid_t pid, int64_t ms, siginfo_t* info) {
+bool WaitExit(const sandbox::Process& process, int64_t ms, siginfo_t* info) {
   auto deadline = Clock::now() + std::chrono::milliseconds(ms);
-  while (!PeekExit(pid, info)) {
+  while (!process.HasExited(info)) {
     if (Clock::now() >= deadline) return false;
     ::usleep(5000);
   }
@@ -143,60 +92,39 @@ Result<std::unique_ptr<StdioTransport>> StdioTransport::Spawn(const McpServerSpe
     return MakeError(fmt::format("command '{}' not found in PATH", spec.command));
   }
 
-  int in[2], out[2], err[2], fail[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return MakeError(fmt::format("pipe: {}", strerror(errno)));
-  Fd in_r(in[0]), in_w(in[1]);
-  if (::pipe2(out, O_CLOEXEC) != 0) return MakeError(fmt::format("pipe: {}", strerror(errno)));
-  Fd out_r(out[0]), out_w(out[1]);
-  if (::pipe2(err, O_CLOEXEC) != 0) return MakeError(fmt::format("pipe: {}", strerror(errno)));
-  Fd err_r(err[0]), err_w(err[1]);
-  if (::pipe2(fail, O_CLOEXEC) != 0) return MakeError(fmt::format("pipe: {}", strerror(errno)));
-  Fd fail_r(fail[0]), fail_w(fail[1]);
   Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop) return MakeError(fmt::format("eventfd: {}", strerror(errno)));
 
-  std::vector<std::string> argv_s{spec.command};
-  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ChildPlan plan{path.c_str(), argv.data(), envp.data(),  spec.cwd.c_str(), in_r.get(),
-                 out_w.get(),  err_w.get(), fail_w.get(), ::getpid()};
-
-  // All signals blocked across fork so no handler of ours runs in the child.
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::fork();
-  if (pid == 0) RunChild(plan);
-  int fork_errno = errno;
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return MakeError(fmt::format("fork: {}", strerror(fork_errno)));
-  ::setpgid(pid, pid);  // also here, so a kill right after Spawn already reaches the group
-
-  in_r.reset();
-  out_w.reset();
-  err_w.reset();
-  fail_w.reset();
-  ChildFailure failure{};
-  ssize_t n;
-  do {
-    n = ::read(fail_r.get(), &failure, sizeof failure);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof failure)) {
-    ::waitpid(pid, nullptr, 0);
-    if (std::string(failure.step) == "chdir") {
-      return MakeError(fmt::format("cannot enter cwd '{}': {}", spec.cwd, strerror(failure.err)));
+  // The one spawner every child of agentexec goes through (sandbox/spawn.h): its own session
+  // (so stopping the server also stops what it started: npx → node, uv → python), tied to
+  // this thread by the parent-death signal, stdin and stderr as pipes of their own.
+  sandbox::SpawnSpec child;
+  child.argv.push_back(spec.command);
+  child.argv.insert(child.argv.end(), spec.args.begin(), spec.args.end());
+  child.cwd = spec.cwd;
+  child.env = std::move(env);
+  child.stdin_pipe = true;
+  child.separate_stderr = true;
+  Result<sandbox::Spawned> spawned = sandbox::Spawn(child);
+  if (!spawned.ok()) return spawned.error();
+  if (!spawned->process) {
+    if (spawned->failed_step == "chdir") {
+      return MakeError(
+          fmt::format("cannot enter cwd '{}': {}", spec.cwd, strerror(spawned->failed_errno)));
     }
-    return MakeError(
-        fmt::format("cannot run '{}': {}: {}", path, failure.step, strerror(failure.err)));
+    return MakeError(fmt::format("cannot run '{}': {}: {}", path, spawned->failed_step,
+                                 strerror(spawned->failed_errno)));
   }
-
+  sandbox::Process& process = *spawned->process;
+  Fd in_w = process.TakeInput();
+  Fd out_r = process.TakeOutput();
+  Fd err_r = process.TakeError();
+  // Blocking reads for the reader thread; the writer waits with poll on a full pipe.
+  ::fcntl(out_r.get(), F_SETFL, ::fcntl(out_r.get(), F_GETFL) & ~O_NONBLOCK);
   ::fcntl(in_w.get(), F_SETFL, ::fcntl(in_w.get(), F_GETFL) | O_NONBLOCK);
   std::unique_ptr<StdioTransport> t(new StdioTransport());
-  t->pid_ = pid;
+  t->pid_ = process.pid();
+  t->process_.emplace(std::move(process));
   t->stdin_w_ = std::move(in_w);
   t->stdout_r_ = std::move(out_r);
   t->stderr_r_ = std::move(err_r);
@@ -271,7 +199,7 @@ std::string StdioTransport::StderrTail() const {
 std::string StdioTransport::ExitDescription() {
   siginfo_t info{};
   // The server closed stdout; it is usually exiting, give it a moment to say how.
-  if (!WaitExit(pid_, 200, &info)) return "closed its stdout";
+  if (!WaitExit(*process_, 200, &info)) return "closed its stdout";
   if (info.si_code == CLD_EXITED) return fmt::format("exited with code {}", info.si_status);
   return fmt::format("was killed by signal {} ({})", info.si_status, strsignal(info.si_status));
 }
@@ -349,22 +277,20 @@ void StdioTransport::ReadLoop(LineHandler on_line, CloseHandler on_close) {
 
 void StdioTransport::Shutdown() {
   std::lock_guard lock(shutdown_mu_);
-  if (pid_ > 0 && !reaped_) {
+  if (process_ && !process_->reaped()) {
     stopping_ = true;
     {
       std::lock_guard wlock(write_mu_);
       stdin_w_.reset();  // the MCP way to ask a stdio server to leave
     }
     siginfo_t info{};
-    if (!WaitExit(pid_, kExitGraceMs, &info)) {
-      ::kill(-pid_, SIGTERM);
-      if (!WaitExit(pid_, kExitGraceMs, &info)) ::kill(-pid_, SIGKILL);
+    if (!WaitExit(*process_, kExitGraceMs, &info)) {
+      process_->Signal(SIGTERM);
+      WaitExit(*process_, kExitGraceMs, &info);
     }
-    // Whatever is left in the group (children of the server) goes too; the leader is still
-    // a zombie here, so the group id cannot have been reused.
-    ::kill(-pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    reaped_ = true;
+    // Whatever is left of the session (children of the server) goes too, then the reap.
+    int code = 0, sig = 0;
+    process_->Reap(&code, &sig);
   }
   if (reader_.joinable()) {
     uint64_t one = 1;

@@ -10,12 +10,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "base/fd.h"
 #include "base/result.h"
 #include "engine/mcp/mcp_config.h"
+#include "sandbox/spawn.h"
 
 namespace ae {
 
@@ -52,8 +54,8 @@ class StdioTransport {
   std::string ExitDescription();  // after stdout closed: "exited with code N" or similar
 
   pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::atomic<bool> stopping_{false};  // Shutdown began: an end of stdout is expected
+  std::optional<sandbox::Process> process_;  // started by sandbox::Spawn
+  std::atomic<bool> stopping_{false};        // Shutdown began: an end of stdout is expected
   std::mutex write_mu_;
   Fd stdin_w_;
   Fd stdout_r_;

@@ -1,8 +1,6 @@
 #include "engine/tools/exec.h"
 
-#include <chrono>
 #include <filesystem>
-#include <random>
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
@@ -14,6 +12,7 @@
 #include "engine/tools/apply_patch/tool.h"
 #include "engine/tools/model_output.h"
 #include "engine/tools/shell_quote.h"
+#include "engine/tools/unified_exec.h"
 
 namespace ae {
 namespace {
@@ -69,23 +68,35 @@ Result<std::string> OptionalString(const rapidjson::Value& obj, const char* name
   return std::string(it->value.GetString(), it->value.GetStringLength());
 }
 
-std::string ChunkId() {
-  thread_local std::mt19937 rng(std::random_device{}());
-  return fmt::format("{:06x}", rng() & 0xFFFFFF);
+// sandbox_permissions: "use_default" (or absent) or "require_escalated"; anything else is
+// refused as codex's serde would.
+Result<bool> RequireEscalated(const rapidjson::Value& obj) {
+  Result<std::string> v = OptionalString(obj, "sandbox_permissions");
+  if (!v.ok()) return v.error();
+  if (v->empty() || *v == "use_default") return false;
+  if (*v == "require_escalated") return true;
+  return MakeError(fmt::format(
+      "failed to parse function arguments: unknown variant `{}`, expected `use_default` or "
+      "`require_escalated`",
+      *v));
 }
 
-std::string DeniedNote(const TurnContext& turn) {
+}  // namespace
+
+std::string SandboxDeniedNote(const TurnContext& turn) {
   return fmt::format(
       "\n\nThe {} sandbox blocked this command; approval_policy is {}, so it was not retried "
       "outside the sandbox.",
       sandbox::ModeName(turn.sandbox.mode), ApprovalPolicyName(turn.approval));
 }
 
+namespace {
+
 constexpr char kExecSpec[] =
-    R"({"type":"function","name":"exec_command","description":"Runs a shell command with bash (as `bash -lc <cmd>`) in the workspace and returns its exit code and combined stdout and stderr. Output longer than the budget keeps its beginning and end.","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string","description":"The shell command to run."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory. Defaults to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds. Defaults to the configured command timeout."},"yield_time_ms":{"type":"number","description":"Accepted for compatibility; the command always runs to completion or timeout."},"max_output_tokens":{"type":"number","description":"Budget for the output returned, in tokens (about 4 bytes each)."},"shell":{"type":"string","description":"Shell binary to run the command with. Defaults to /bin/bash."},"login":{"type":"boolean","description":"Run the shell as a login shell (-lc). Defaults to true."}},"required":["cmd"],"additionalProperties":false}})";
+    R"({"type":"function","name":"exec_command","description":"Runs a command (as `bash -lc <cmd>` unless another shell is given), returning its output, or a session ID when it is still running after yield_time_ms; poll or feed a running session with write_stdin.","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string","description":"Shell command to execute."},"workdir":{"type":"string","description":"Optional working directory to run the command in; defaults to the turn cwd."},"shell":{"type":"string","description":"Shell binary to launch. Defaults to /bin/bash."},"login":{"type":"boolean","description":"Whether to run the shell with -l/-i semantics. Defaults to true."},"tty":{"type":"boolean","description":"Whether to allocate a TTY for the command. Defaults to false (plain pipes); set to true to open a PTY and access TTY process."},"yield_time_ms":{"type":"number","description":"How long to wait (in milliseconds) for output before yielding."},"max_output_tokens":{"type":"number","description":"Maximum number of tokens to return. Excess output will be truncated."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds, running or in the background."},"sandbox_permissions":{"type":"string","description":"Sandbox permissions for the command. Set to \"require_escalated\" to request running without sandbox restrictions; defaults to \"use_default\"."},"justification":{"type":"string","description":"Only set if sandbox_permissions is \"require_escalated\". Request approval from the user to run this command outside the sandbox."}},"required":["cmd"],"additionalProperties":false}})";
 
 constexpr char kShellSpec[] =
-    R"({"type":"function","name":"shell","description":"Runs a program given as an argument vector (no shell unless you invoke one, e.g. [\"bash\", \"-lc\", \"make test\"]) and returns its exit code and combined stdout and stderr.","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"},"description":"The program and its arguments."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds."}},"required":["command"],"additionalProperties":false}})";
+    R"({"type":"function","name":"shell","description":"Runs a program given as an argument vector (no shell unless you invoke one, e.g. [\"bash\", \"-lc\", \"make test\"]) and returns its exit code and combined stdout and stderr.","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"},"description":"The program and its arguments."},"workdir":{"type":"string","description":"Directory to run in, absolute or relative to the session's working directory."},"timeout_ms":{"type":"number","description":"Kill the command after this many milliseconds."},"sandbox_permissions":{"type":"string","description":"Sandbox permissions for the command. Set to \"require_escalated\" to request running without sandbox restrictions; defaults to \"use_default\"."},"justification":{"type":"string","description":"Only set if sandbox_permissions is \"require_escalated\"."}},"required":["command"],"additionalProperties":false}})";
 
 // `["apply_patch", "<patch>"]`, or a shell running only an apply_patch heredoc.
 std::optional<HeredocPatch> PatchInArgv(const std::vector<std::string>& argv) {
@@ -101,6 +112,7 @@ std::optional<HeredocPatch> PatchInArgv(const std::vector<std::string>& argv) {
 
 class ExecCommandTool : public ToolHandler {
  public:
+  explicit ExecCommandTool(std::shared_ptr<UnifiedExec> manager) : manager_(std::move(manager)) {}
   std::string name() const override { return "exec_command"; }
   std::string spec_json() const override { return kExecSpec; }
   bool parallel_safe() const override { return true; }
@@ -121,18 +133,28 @@ class ExecCommandTool : public ToolHandler {
     auto timeout = OptionalNumber(*doc, "timeout_ms");
     auto max_tokens = OptionalInt(*doc, "max_output_tokens");
     auto yield = OptionalInt(*doc, "yield_time_ms");
+    auto escalated = RequireEscalated(*doc);
     if (!workdir.ok()) return Fail(call, workdir.message());
     if (!shell.ok()) return Fail(call, shell.message());
     if (!timeout.ok()) return Fail(call, timeout.message());
     if (!max_tokens.ok()) return Fail(call, max_tokens.message());
     if (!yield.ok()) return Fail(call, yield.message());
-    bool login = true;
-    if (auto it = doc->FindMember("login"); it != doc->MemberEnd() && !it->value.IsNull()) {
+    if (!escalated.ok()) return Fail(call, escalated.message());
+    auto flag = [&](const char* name, bool fallback) -> Result<bool> {
+      auto it = doc->FindMember(name);
+      if (it == doc->MemberEnd() || it->value.IsNull()) return fallback;
       if (!it->value.IsBool()) {
-        return Fail(call, "failed to parse function arguments: `login` must be a boolean");
+        return MakeError(
+            fmt::format("failed to parse function arguments: `{}` must be a boolean", name));
       }
-      login = it->value.GetBool();
-    }
+      return it->value.GetBool();
+    };
+    auto login = flag("login", true);
+    auto tty = flag("tty", false);
+    if (!login.ok()) return Fail(call, login.message());
+    if (!tty.ok()) return Fail(call, tty.message());
+    // codex refuses an escalation request before anything else, patches included.
+    if (*escalated) return Fail(call, EscalationRefusal(env.turn.approval));
 
     if (auto heredoc = ExtractHeredocPatch(cmd)) {
       // There is no apply_patch program: a patch sent as a command is applied as a patch.
@@ -142,23 +164,29 @@ class ExecCommandTool : public ToolHandler {
       return r;
     }
 
-    CommandRequest req;
-    req.argv = {shell->empty() ? "/bin/bash" : *shell, login ? "-lc" : "-c", cmd};
-    req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
-    req.timeout_ms = CommandTimeoutMs(*timeout, env.turn.command_timeout_ms);
-    req.display = ShellJoin(req.argv);
-    size_t budget = env.turn.model_output_max_bytes;
-    if (max_tokens->has_value() && **max_tokens > 0) budget = static_cast<size_t>(**max_tokens) * 4;
-
-    const auto start = std::chrono::steady_clock::now();
-    auto outcome = env.orchestrator.RunCommand(req, env.emitter, env.cancel);
-    if (!outcome.ok()) return Fail(call, outcome.message());
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string text = FormatExecCommandOutput(outcome->run, SanitizeCapture(outcome->run), budget,
-                                               ChunkId(), wall);
-    if (outcome->sandbox_denied) text += DeniedNote(env.turn);
-    return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
+    UnifiedExecRequest req;
+    req.command.argv = {shell->empty() ? "/bin/bash" : *shell, *login ? "-lc" : "-c", cmd};
+    req.command.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
+    // Only the model's own timeout_ms ends a command here (never above the configured one):
+    // one still running at its yield becomes a session, bounded by the turn.
+    req.command.timeout_ms =
+        timeout->has_value() ? LowerLimitMs(**timeout, env.turn.command_timeout_ms) : 0;
+    req.command.display = ShellJoin(req.command.argv);
+    req.tty = *tty;
+    req.yield_ms = ClampExecYieldMs(yield->value_or(kDefaultExecYieldMs));
+    req.budget_bytes = env.turn.model_output_max_bytes;
+    if (max_tokens->has_value() && **max_tokens > 0) {
+      req.budget_bytes = static_cast<size_t>(**max_tokens) * 4;
+    }
+    auto reply = manager_->Exec(req, env);
+    if (!reply.ok()) return Fail(call, reply.message());
+    return ToolResult{call.call_id, std::move(reply->text), reply->success, call.custom};
   }
+
+  void StopBackground(Emitter& /*emitter*/) override { manager_->StopAll(); }
+
+ private:
+  std::shared_ptr<UnifiedExec> manager_;
 };
 
 class ShellTool : public ToolHandler {
@@ -196,6 +224,9 @@ class ShellTool : public ToolHandler {
       timeout = OptionalNumber(*doc, "timeout");  // older codex name
       if (!timeout.ok()) return Fail(call, timeout.message());
     }
+    auto escalated = RequireEscalated(*doc);
+    if (!escalated.ok()) return Fail(call, escalated.message());
+    if (*escalated) return Fail(call, EscalationRefusal(env.turn.approval));
     req.workdir = ResolveWorkdir(env.turn.cwd, *workdir);
     if (auto patch = PatchInArgv(req.argv)) {
       return ApplyPatchText(patch->patch, ResolveWorkdir(req.workdir, patch->cd), call, env);
@@ -207,7 +238,7 @@ class ShellTool : public ToolHandler {
     if (!outcome.ok()) return Fail(call, outcome.message());
     std::string text = FormatShellOutput(outcome->run, SanitizeCapture(outcome->run),
                                          env.turn.model_output_max_bytes);
-    if (outcome->sandbox_denied) text += DeniedNote(env.turn);
+    if (outcome->sandbox_denied) text += SandboxDeniedNote(env.turn);
     return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
   }
 };
@@ -222,8 +253,8 @@ std::string ResolveWorkdir(const std::string& cwd, const std::string& workdir) {
   return s;
 }
 
-std::unique_ptr<ToolHandler> MakeExecCommandTool() {
-  return std::make_unique<ExecCommandTool>();
+std::unique_ptr<ToolHandler> MakeExecCommandTool(std::shared_ptr<UnifiedExec> manager) {
+  return std::make_unique<ExecCommandTool>(std::move(manager));
 }
 std::unique_ptr<ToolHandler> MakeShellTool() {
   return std::make_unique<ShellTool>();

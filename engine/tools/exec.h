@@ -1,6 +1,7 @@
-// The command tools: exec_command (a shell script string, run as `/bin/bash -lc '<cmd>'`) and
-// shell (an argv array, run as given). Both go through the orchestrator, which applies the
-// sandbox and approval policy and reports command_execution items.
+// The command tools: exec_command (a shell script string, run as `/bin/bash -lc '<cmd>'`,
+// through unified exec: it may outlive its yield as a session, engine/tools/unified_exec.h)
+// and shell (an argv array, run as given to completion). Both go through the orchestrator,
+// which applies the sandbox and approval policy and reports command_execution items.
 #pragma once
 
 #include <memory>
@@ -9,8 +10,13 @@
 
 namespace ae {
 
-std::unique_ptr<ToolHandler> MakeExecCommandTool();
+class UnifiedExec;
+
+std::unique_ptr<ToolHandler> MakeExecCommandTool(std::shared_ptr<UnifiedExec> manager);
 std::unique_ptr<ToolHandler> MakeShellTool();
+
+// Appended to the model's copy of a command's output when the sandbox likely blocked it.
+std::string SandboxDeniedNote(const TurnContext& turn);
 
 // `workdir` as the model gave it, resolved against the session cwd and normalised.
 std::string ResolveWorkdir(const std::string& cwd, const std::string& workdir);

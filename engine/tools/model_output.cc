@@ -72,16 +72,17 @@ ModelBody CutForModel(const CapturedText& captured, size_t max_bytes, std::strin
   return {std::move(body), true};
 }
 
-std::string FormatExecCommandOutput(const sandbox::RunResult& run, const CapturedText& captured,
+std::string FormatUnifiedExecOutput(const CapturedText& captured, std::string_view note,
                                     size_t max_bytes, std::string_view chunk_id,
-                                    double wall_seconds) {
-  std::string note = TimeoutNote(run);
+                                    double wall_seconds, std::optional<int> exit_code,
+                                    std::optional<int> session_id) {
   ModelBody body = CutForModel(captured, max_bytes, note);
   uint64_t original_tokens = ApproxTokens(note.size() + captured.original_bytes);
-  std::string out = fmt::format(
-      "Chunk ID: {}\nWall time: {:.4f} seconds\nProcess exited with code {}\n"
-      "Original token count: {}\nOutput:\n",
-      chunk_id, wall_seconds, run.exit_code, original_tokens);
+  std::string out =
+      fmt::format("Chunk ID: {}\nWall time: {:.4f} seconds\n", chunk_id, wall_seconds);
+  if (exit_code) out += fmt::format("Process exited with code {}\n", *exit_code);
+  if (session_id) out += fmt::format("Process running with session ID {}\n", *session_id);
+  out += fmt::format("Original token count: {}\nOutput:\n", original_tokens);
   if (body.truncated) {
     out += fmt::format("Warning: truncated output (original token count: {})\n", original_tokens);
     out += fmt::format("Total output lines: {}\n\n", captured.original_lines + CountLines(note));

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,9 +38,13 @@ ModelBody CutForModel(const CapturedText& captured, size_t max_bytes, std::strin
 // exec_command's reply (codex's unified-exec shape):
 //   Chunk ID: …\nWall time: 0.1234 seconds\nProcess exited with code N\n
 //   Original token count: T\nOutput:\n<body>
-std::string FormatExecCommandOutput(const sandbox::RunResult& run, const CapturedText& captured,
+// "Process exited with code N" when it ended, "Process
+// running with session ID N" when it still runs, neither line when neither is known. `note`
+// (a timeout note) comes before the output and counts toward the budget.
+std::string FormatUnifiedExecOutput(const CapturedText& captured, std::string_view note,
                                     size_t max_bytes, std::string_view chunk_id,
-                                    double wall_seconds);
+                                    double wall_seconds, std::optional<int> exit_code,
+                                    std::optional<int> session_id);
 // shell's reply (and apply_patch's): Exit code: N\nWall time: S seconds\nOutput:\n<body>
 std::string FormatShellOutput(int exit_code, double wall_seconds, std::string_view body,
                               uint64_t total_lines = 0);

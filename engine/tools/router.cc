@@ -8,6 +8,7 @@
 #include "engine/tools/call_gate.h"
 #include "engine/tools/exec.h"
 #include "engine/tools/plan.h"
+#include "engine/tools/unified_exec.h"
 
 namespace ae {
 namespace {
@@ -117,10 +118,16 @@ void ToolRouter::OnTurnEnd(Emitter& emitter) {
   for (const auto& h : handlers_) h->OnTurnEnd(emitter);
 }
 
+void ToolRouter::StopBackground(Emitter& emitter) {
+  for (const auto& h : handlers_) h->StopBackground(emitter);
+}
+
 // Offered in codex's order: commands, the plan, then patches.
 std::unique_ptr<ToolRouter> MakeDefaultRouter() {
   auto router = std::make_unique<ToolRouter>();
-  router->Register(MakeExecCommandTool());
+  auto sessions = std::make_shared<UnifiedExec>();
+  router->Register(MakeExecCommandTool(sessions));
+  router->Register(MakeWriteStdinTool(sessions));
   router->Register(MakeShellTool());
   router->Register(MakeUpdatePlanTool());
   router->Register(MakeApplyPatchTool());

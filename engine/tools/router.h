@@ -49,6 +49,9 @@ class ToolHandler {
   virtual ToolResult Handle(const ToolCall& call, ToolEnv& env) = 0;
   // Right before turn.completed (the plan completes its todo_list here).
   virtual void OnTurnEnd(Emitter& /*emitter*/) {}
+  // The turn stopped, whether it completed, failed or was cancelled: processes a handler left
+  // running (unified exec sessions) are killed and their items completed here.
+  virtual void StopBackground(Emitter& /*emitter*/) {}
 };
 
 // Starts one worker thread for DispatchAll. std::thread's constructor throws
@@ -71,6 +74,7 @@ class ToolRouter {
   // <name>". When no worker thread can be started the calls run one by one on this thread.
   std::vector<ToolResult> DispatchAll(const std::vector<ToolCall>& calls, ToolEnv& env);
   void OnTurnEnd(Emitter& emitter);
+  void StopBackground(Emitter& emitter);
 
   void set_thread_starter(ThreadStarter starter) { start_thread_ = std::move(starter); }
 
@@ -84,7 +88,7 @@ class ToolRouter {
   ThreadStarter start_thread_ = StartThread;
 };
 
-// exec_command, shell, apply_patch, update_plan.
+// exec_command, write_stdin, shell, apply_patch, update_plan.
 std::unique_ptr<ToolRouter> MakeDefaultRouter();
 
 }  // namespace ae

@@ -114,8 +114,7 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
   rusage usage{};
   ::wait4(pid, &status, 0, &usage);
   result.max_rss_kb = usage.ru_maxrss;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.stdin_left_open) ::close(in_pipe[1]);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Every --json stream the suite produces is validated against the published schema.
@@ -189,6 +188,21 @@ std::string Workspace::WriteFile(const std::string& name, const std::string& con
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << content;
   return path;
+}
+
+std::vector<std::string> FunctionCallOutputs(const std::string& home) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(home + "/sessions", ec)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(home + "/sessions", ec)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find("function_call_output") != std::string::npos) out.push_back(line);
+    }
+  }
+  return out;
 }
 
 }  // namespace ae::e2e

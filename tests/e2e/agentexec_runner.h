@@ -23,7 +23,7 @@ struct RunOptions {
 };
 
 struct RunOutput {
-  int exit_code = -1;  // 128+N when killed by signal N
+  int exit_code = -1;   // 128+N when killed by signal N
   long max_rss_kb = 0;  // peak resident set of agentexec and the children it waited for
   double seconds = 0;   // wall time until it exited
   std::string out;
@@ -39,6 +39,10 @@ std::string CheckJsonLines(const std::string& out);
 // Replaces the thread id in a thread.started line with <thread>, and turn.completed /
 // turn.failed's duration_ms with <ms>.
 std::string NormalizeThreadId(const std::string& line);
+
+// The function_call_output lines of the sessions saved under AGENTEXEC_HOME `home` (what the
+// model was sent), in order.
+std::vector<std::string> FunctionCallOutputs(const std::string& home);
 
 // A scratch workspace: a git repository, an AGENTEXEC_HOME and a HOME, removed at the end.
 class Workspace {

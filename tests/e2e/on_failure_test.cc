@@ -59,19 +59,7 @@ class OnFailureTest : public ::testing::Test {
     return out;
   }
 
-  // The function_call_output lines the model was sent, from the saved session, in order.
-  std::vector<std::string> ModelOutputs() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(ws_.home() + "/sessions")) {
-      if (!e.is_regular_file()) continue;
-      std::ifstream in(e.path());
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.find("function_call_output") != std::string::npos) out.push_back(line);
-      }
-    }
-    return out;
-  }
+  std::vector<std::string> ModelOutputs() const { return FunctionCallOutputs(ws_.home()); }
 
   static int Count(const std::string& s, const std::string& what) {
     int n = 0;

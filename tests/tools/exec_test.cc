@@ -16,31 +16,6 @@
 namespace ae::testing {
 namespace {
 
-std::string Json(const std::string& s) {  // a JSON string literal (ASCII test inputs)
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-// Arguments for exec_command without a login shell (keeps /etc/profile noise out).
-std::string Cmd(const std::string& cmd, const std::string& extra = "") {
-  return "{\"cmd\":" + Json(cmd) + ",\"login\":false" + extra + "}";
-}
-
-// The output with the variable parts (chunk id, wall time) replaced.
-std::string Stable(const std::string& out) {
-  std::string s = std::regex_replace(out, std::regex("Chunk ID: [0-9a-f]{6}"), "Chunk ID: ID");
-  return std::regex_replace(s, std::regex("Wall time: [0-9]+\\.[0-9]+ seconds"),
-                            "Wall time: T seconds");
-}
-
 class ExecTest : public ToolTest {
  protected:
   std::unique_ptr<ToolRouter> router_ = MakeDefaultRouter();

@@ -68,8 +68,8 @@ TEST_F(RouterTest, SpecsAreValidResponsesTools) {
           std::string(t["format"]["definition"].GetString()).starts_with("start: begin_patch"));
     }
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"exec_command", "shell", "update_plan", "apply_patch"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"exec_command", "write_stdin", "shell", "update_plan",
+                                             "apply_patch"}));
 }
 
 TEST_F(RouterTest, UnknownToolIsUnsupported) {

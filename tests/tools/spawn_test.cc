@@ -2,6 +2,7 @@
 // trees, bounded drains, bounded memory, cancellation.
 #include "sandbox/spawn.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -289,6 +290,73 @@ TEST(Spawn, EndlessWriterStillTimesOut) {
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, 124);
   EXPECT_GT(r.total_bytes, r.output.size());
+}
+
+// Reads `fd` (non-blocking or not) until EOF/EIO or `want` bytes, bounded by 5 s.
+std::string ReadFor(int fd, size_t want) {
+  std::string out;
+  char buf[4096];
+  for (int i = 0; i < 500 && out.size() < want; ++i) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10) <= 0) continue;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0 && errno != EAGAIN && errno != EINTR) break;
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Reap after the exit (Reap itself kills what is left), bounded by 5 s.
+int ExitCodeOf(Process& p) {
+  for (int i = 0; i < 500 && !p.HasExited(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int code = -1, sig = -1;
+  p.Reap(&code, &sig);
+  return code;
+}
+
+// The shapes a long-lived child takes (MCP servers, unified exec sessions): a stdin pipe and
+// stderr apart, or a pseudo-terminal of its own.
+TEST(Spawn, StdinPipeAndSeparateStderr) {
+  SpawnSpec spec{
+      {"/bin/sh", "-c", "read x; echo out:$x; echo err >&2"}, "/", {"PATH=/usr/bin:/bin"}, nullptr};
+  spec.stdin_pipe = true;
+  spec.separate_stderr = true;
+  auto spawned = Spawn(spec);
+  ASSERT_TRUE(spawned.ok()) << spawned.message();
+  ASSERT_TRUE(spawned->process.has_value()) << spawned->failure.output;
+  Process& p = *spawned->process;
+  ASSERT_GE(p.input_fd(), 0);
+  ASSERT_EQ(::write(p.input_fd(), "hi\n", 3), 3);
+  Fd err = p.TakeError();
+  EXPECT_EQ(ReadFor(p.output_fd(), 7), "out:hi\n");
+  EXPECT_EQ(ReadFor(err.get(), 4), "err\n");
+  EXPECT_EQ(ExitCodeOf(p), 0);
+}
+
+TEST(Spawn, TtyIsAFreshTerminalOfTheGivenSize) {
+  SpawnSpec spec{{"/bin/sh", "-c", "test -t 0 && test -t 1 && test -t 2 && stty size"},
+                 "/",
+                 {"PATH=/usr/bin:/bin"},
+                 nullptr};
+  spec.tty = true;
+  spec.tty_rows = 33;
+  spec.tty_cols = 101;
+  auto spawned = Spawn(spec);
+  ASSERT_TRUE(spawned.ok()) << spawned.message();
+  ASSERT_TRUE(spawned->process.has_value()) << spawned->failure.output;
+  EXPECT_EQ(ReadFor(spawned->process->output_fd(), 8), "33 101\r\n");
+  EXPECT_EQ(ExitCodeOf(*spawned->process), 0);
+}
+
+TEST(Spawn, AFailureBeforeExecNamesItsStep) {
+  auto spawned = Spawn(SpawnSpec{{"/bin/true"}, "/no/such/dir", {"PATH=/usr/bin:/bin"}, nullptr});
+  ASSERT_TRUE(spawned.ok()) << spawned.message();
+  EXPECT_FALSE(spawned->process.has_value());
+  EXPECT_EQ(spawned->failed_step, "chdir");
+  EXPECT_EQ(spawned->failed_errno, ENOENT);
+  EXPECT_EQ(*spawned->failure.setup_error, "chdir: No such file or directory");
 }
 
 }  // namespace

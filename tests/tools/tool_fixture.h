@@ -7,18 +7,37 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "engine/emitter.h"
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae::testing {
+
+// A JSON string literal.
+inline std::string Json(const std::string& s) {
+  return ToJson(rapidjson::Value(rapidjson::StringRef(s.data(), s.size())));
+}
+
+// Arguments for exec_command without a login shell (keeps /etc/profile noise out).
+inline std::string Cmd(const std::string& cmd, const std::string& extra = "") {
+  return "{\"cmd\":" + Json(cmd) + ",\"login\":false" + extra + "}";
+}
+
+// A tool's answer with the variable parts (chunk id, wall time) replaced.
+inline std::string Stable(const std::string& out) {
+  std::string s = std::regex_replace(out, std::regex("Chunk ID: [0-9a-f]{6}"), "Chunk ID: ID");
+  return std::regex_replace(s, std::regex("Wall time: [0-9]+\\.[0-9]+ seconds"),
+                            "Wall time: T seconds");
+}
 
 class RecordingSink : public EventSink {
  public:

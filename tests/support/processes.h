@@ -1,0 +1,68 @@
+// Process checks for tests that must prove nothing was left running: which processes carry a
+// marker in their command line (scanned from /proc), bounded waits for them to go or appear,
+// and the real python3 interpreter (a version manager's shim script starts too slowly).
+#pragma once
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ae::test {
+
+// Pids whose command line holds `marker` (pick one no other process uses).
+inline std::vector<int> ProcessesWith(const std::string& marker) {
+  std::vector<int> pids;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return pids;
+  while (dirent* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(pid);
+  }
+  ::closedir(d);
+  return pids;
+}
+
+// Bounded (5 s): the kernel finishes a SIGKILLed tree asynchronously. True when none is left.
+inline bool AllGone(const std::string& marker) {
+  for (int i = 0; i < 100; ++i) {
+    if (ProcessesWith(marker).empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Bounded (5 s): true once at least `count` processes carry `marker`.
+inline bool Appears(const std::string& marker, size_t count) {
+  for (int i = 0; i < 100; ++i) {
+    if (ProcessesWith(marker).size() >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// The python3 interpreter's own path ("" without python3).
+inline std::string RealPython() {
+  FILE* p = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r");
+  if (p == nullptr) return "";
+  char buf[512] = {0};
+  std::string path = std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
+  ::pclose(p);
+  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+  return path;
+}
+
+}  // namespace ae::test
