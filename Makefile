@@ -25,14 +25,16 @@ configure: deps
 # and for FUZZ_SMOKE_SECONDS each (`make test-asan ASAN_AREAS=...`; README "Tests" says what
 # is covered and why not everything: .ci/run must stay under 15 minutes on 2 cores).
 # TEST_ASAN=0 skips the stage; `make test-asan` runs every area under the sanitizers.
-TEST_ASAN     ?= 0
-ASAN_CI_AREAS ?= base model tools outputs engine faults fuzz
+TEST_ASAN     ?= 1
+ASAN_CI_AREAS ?= base tools outputs engine fuzz
+ASAN_CI_FUZZ_SECONDS ?= 5
 test: configure
 	@./$(DEPS) test
 	@grep -q '^AGENTEXEC_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt || $(CMAKE) -DAGENTEXEC_TESTS=ON $(BUILD) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
-	@if [ "$(TEST_ASAN)" = 1 ]; then $(MAKE) test-asan ASAN_AREAS="$(ASAN_CI_AREAS)"; fi
+	@if [ "$(TEST_ASAN)" = 1 ]; then \
+	  $(MAKE) test-asan ASAN_AREAS="$(ASAN_CI_AREAS)" FUZZ_SMOKE_SECONDS=$(ASAN_CI_FUZZ_SECONDS); fi
 
 bench: configure
 	@./$(DEPS) bench
