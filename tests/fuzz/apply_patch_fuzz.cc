@@ -22,14 +22,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string& Base() {
-  static const std::string dir = [] {
-    // tmpfs when there is one: a commit fsyncs every file it writes.
-    std::string tmpl = fs::is_directory("/dev/shm") ? "/dev/shm/ae-fuzz-patch-XXXXXX"
-                                                    : "/tmp/ae-fuzz-patch-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    return tmpl;
-  }();
-  return dir;
+  // tmpfs when there is one: a commit fsyncs every file it writes.
+  return ae::fuzz::ScratchDir(fs::is_directory("/dev/shm") ? "/dev/shm/ae-fuzz-patch-XXXXXX"
+                                                           : "/tmp/ae-fuzz-patch-XXXXXX");
 }
 
 const std::map<std::string, std::string>& Fixture() {
