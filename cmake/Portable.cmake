@@ -10,8 +10,14 @@ set(AGENTEXEC_STATIC_CURL "${PROJECT_BINARY_DIR}/static-curl" CACHE PATH
     "Prefix of the static libcurl build (made by scripts/build-static-curl.sh if absent)")
 if(NOT EXISTS "${AGENTEXEC_STATIC_CURL}/lib/libcurl.a")
   message(STATUS "portable: building a static libcurl into ${AGENTEXEC_STATIC_CURL}")
+  # A cross build (cmake/toolchain-*.cmake) builds curl for the target's GNU triplet.
+  set(_curl_host "")
+  if(CMAKE_CROSSCOMPILING)
+    set(_curl_host "${CMAKE_LIBRARY_ARCHITECTURE}")
+  endif()
   execute_process(
     COMMAND "${PROJECT_SOURCE_DIR}/scripts/build-static-curl.sh" "${AGENTEXEC_STATIC_CURL}"
+            ${_curl_host}
     RESULT_VARIABLE _curl_rc)
   if(NOT _curl_rc EQUAL 0)
     message(FATAL_ERROR "portable: scripts/build-static-curl.sh failed (${_curl_rc})")

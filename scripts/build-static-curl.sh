@@ -11,8 +11,12 @@
 #     dlopen, and which must match its own glibc version);
 #   - no built-in CA path: agentexec finds the host's bundle at run time (base/tls_roots).
 # The source comes through apt (a private deb-src list derived from the system's sources).
+# Cross builds (make dist ARCH=aarch64): build-static-curl.sh PREFIX HOST, HOST a GNU triplet
+# (aarch64-linux-gnu) whose cross compiler and multiarch -dev packages are installed
+# (install-deps.sh dist-aarch64); pkg-config then reads only that triplet's .pc files.
 set -euo pipefail
-prefix=$(realpath -m "${1:?usage: build-static-curl.sh PREFIX}")
+prefix=$(realpath -m "${1:?usage: build-static-curl.sh PREFIX [HOST]}")
+host=${2:-}
 [ -f "$prefix/lib/libcurl.a" ] && exit 0
 
 work="$prefix.src"
@@ -36,8 +40,13 @@ apt-get "${apt_opts[@]}" source --download-only -qq curl >&2
 dpkg-source -x ./curl_*.dsc src >/dev/null
 
 cd src
-echo "build-static-curl: configuring (HTTP + OpenSSL + c-ares only)" >&2
-./configure --prefix="$prefix" --disable-shared --enable-static --with-pic \
+cross=()
+if [ -n "$host" ]; then
+  cross=(--host="$host" CC="$host-gcc" AR="$host-ar" RANLIB="$host-ranlib")
+  export PKG_CONFIG_LIBDIR="/usr/lib/$host/pkgconfig:/usr/share/pkgconfig"
+fi
+echo "build-static-curl: configuring (HTTP + OpenSSL + c-ares only${host:+, for $host})" >&2
+./configure "${cross[@]}" --prefix="$prefix" --disable-shared --enable-static --with-pic \
   --with-openssl --enable-ares --with-zlib \
   --without-libidn2 --without-libpsl --without-nghttp2 --without-brotli --without-zstd \
   --without-librtmp --without-libssh2 --without-libssh --without-gssapi --without-libgsasl \

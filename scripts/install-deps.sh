@@ -4,6 +4,8 @@
 #   install-deps.sh test      + the test suite's libraries and tools (make test runs this)
 #   install-deps.sh bench     + the benchmarks' libraries and tools (make bench runs this)
 #   install-deps.sh dist      + what `make dist` needs for the static binary
+#   install-deps.sh dist-aarch64  + the cross toolchain and arm64 archives for
+#                             `make dist ARCH=aarch64`, and qemu-user to run the result
 #   install-deps.sh all       everything
 # Idempotent and quiet when everything is present; needs root (or sudo) only when something
 # is missing.
@@ -26,6 +28,12 @@ bench=(libbenchmark-dev jq python3 procps time hyperfine)
 # make dist: static OpenSSL/zlib/c-ares archives and dpkg-dev (dpkg-source, to unpack
 # Debian's curl source for scripts/build-static-curl.sh), ca-certificates for the fetch.
 dist=(libssl-dev zlib1g-dev libc-ares-dev dpkg-dev ca-certificates)
+# make dist ARCH=aarch64 on an x86_64 host: Debian's cross compiler plus the target's static
+# archives from the arm64 foreign architecture (multiarch); qemu-user runs the result in
+# tests (dist_portable_aarch64) and in the release workflow's smoke run.
+dist_aarch64=(g++-aarch64-linux-gnu libssl-dev:arm64 zlib1g-dev:arm64 libc-ares-dev:arm64
+  libseccomp-dev:arm64 qemu-user-static)
+foreign=""
 
 packages=("${build[@]}")
 for what in "${@:-build}"; do
@@ -34,6 +42,7 @@ for what in "${@:-build}"; do
     test) packages+=("${test[@]}") ;;
     bench) packages+=("${bench[@]}") ;;
     dist) packages+=("${dist[@]}") ;;
+    dist-aarch64) packages+=("${dist[@]}" "${dist_aarch64[@]}") foreign=arm64 ;;
     all) packages+=("${test[@]}" "${bench[@]}" "${dist[@]}") ;;
     *) echo "install-deps: unknown set '$what' (build, test, bench, dist, all)" >&2; exit 2 ;;
   esac
@@ -51,5 +60,8 @@ echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+if [ -n "$foreign" ] && ! dpkg --print-foreign-architectures | grep -qx "$foreign"; then
+  $sudo dpkg --add-architecture "$foreign"
+fi
 $sudo apt-get update -qq </dev/null >&2
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >&2

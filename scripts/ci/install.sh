@@ -29,14 +29,17 @@ base=${AGENTEXEC_DOWNLOAD_BASE:-}
 if [ -z "$base" ]; then
   repo=${ACTION_REPOSITORY:-}
   [ -n "$repo" ] || { echo "agentexec: no release repository known (a local action?); use version: source" >&2; exit 1; }
+  # The releases .github/workflows/release.yml publishes, on the server the job runs
+  # against (GITHUB_SERVER_URL: github.com, or a GitHub Enterprise Server).
+  server=${GITHUB_SERVER_URL:-https://github.com}
   if [ "$version" = latest ]; then
     # The release page redirects to .../tag/vX.Y.Z.
-    tag=$(curl -fsSLI -o /dev/null -w '%{url_effective}' "https://github.com/$repo/releases/latest")
+    tag=$(curl -fsSLI -o /dev/null -w '%{url_effective}' "$server/$repo/releases/latest") || tag=""
     tag=${tag##*/}
     [[ "$tag" == v* ]] || { echo "agentexec: no release found in $repo" >&2; exit 1; }
     version=${tag#v}
   fi
-  base="https://github.com/$repo/releases/download/v$version"
+  base="$server/$repo/releases/download/v$version"
 elif [ "$version" = latest ]; then
   version=$(curl -fsSL "$base/latest")  # a mirror names its latest version in a file
 fi

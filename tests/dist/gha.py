@@ -421,7 +421,8 @@ class Runner:
         unknown = set(with_) - set(inputs)
         if unknown:
             raise ValueError(f"unknown inputs {unknown} for {action_dir}/action.yml")
-        github = dict(self.github, action_path=action_dir, action_repository="")
+        github = dict(self.github, action_path=action_dir,
+                      action_repository=self.github.get("action_repository", ""))
         ctx = self.context({"inputs": inputs, "github": github})
         status = self.run_steps(spec["runs"]["steps"], ctx, result, {}, ".", None, action_dir)
         result.success = status == "success"

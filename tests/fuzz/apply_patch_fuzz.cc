@@ -13,6 +13,8 @@
 
 #include "engine/tools/apply_patch/applier.h"
 #include "engine/tools/apply_patch/parser.h"
+#include "sandbox/confined_fs.h"
+#include "sandbox/policy.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace fs = std::filesystem;
@@ -20,14 +22,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string& Base() {
-  static const std::string dir = [] {
-    // tmpfs when there is one: a commit fsyncs every file it writes.
-    std::string tmpl = fs::is_directory("/dev/shm") ? "/dev/shm/ae-fuzz-patch-XXXXXX"
-                                                    : "/tmp/ae-fuzz-patch-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    return tmpl;
-  }();
-  return dir;
+  // tmpfs when there is one: a commit fsyncs every file it writes.
+  return ae::fuzz::ScratchDir(fs::is_directory("/dev/shm") ? "/dev/shm/ae-fuzz-patch-XXXXXX"
+                                                           : "/tmp/ae-fuzz-patch-XXXXXX");
 }
 
 const std::map<std::string, std::string>& Fixture() {
@@ -91,7 +88,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<std::string, std::string> before = Snapshot(root);
 
   (void)ae::patch::NamedChanges(*patch, root);
-  ae::Result<ae::patch::Plan> plan = ae::patch::PlanPatch(*patch, root);
+  // The workspace-write policy a run has: the patch planner and commit open every file
+  // beneath the root through ConfinedFs, as the apply_patch tool does.
+  ae::sandbox::Policy policy;
+  policy.mode = ae::sandbox::Mode::kWorkspaceWrite;
+  policy.writable_roots = {root};
+  policy.read_only_carveouts = {root + "/.git", root + "/.agentexec"};
+  const ae::sandbox::ConfinedFs cfs(policy);
+  ae::Result<ae::patch::Plan> plan = ae::patch::PlanPatch(*patch, root, cfs);
   if (!plan.ok()) {
     ae::fuzz::Check(!plan.message().empty(), "a plan error without a message");
     ae::fuzz::Check(Snapshot(root) == before, "a failed plan changed files");
@@ -108,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       expected.erase(op.path);
     }
   }
-  ae::Status committed = ae::patch::Commit(*plan);
+  ae::Status committed = ae::patch::Commit(*plan, cfs);
   if (!committed.ok()) {
     ae::fuzz::Check(!committed.message().empty(), "a commit error without a message");
     ae::fuzz::Check(Snapshot(root) == before, "a failed commit left files changed");

@@ -17,13 +17,7 @@
 namespace {
 
 const std::string& Home() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/ae-fuzz-config-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (!d) std::abort();
-    return std::string(d);
-  }();
-  return dir;
+  return ae::fuzz::ScratchDir("/tmp/ae-fuzz-config-XXXXXX");
 }
 
 void WriteConfig(std::string_view text) {

@@ -6,9 +6,12 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -35,6 +38,22 @@ inline constexpr bool kPendingPatchNulPath = false;  // writes: refuse a patch p
 
 inline void Check(bool ok, const std::string& what, std::string_view detail = {}) {
   if (!ok) Fail(what, detail);
+}
+
+// A scratch directory made once per process from `tmpl` (mkdtemp, "...XXXXXX") and removed
+// when the process exits: make test runs the harnesses, and tests leave nothing in /tmp.
+inline const std::string& ScratchDir(const char* tmpl) {
+  static const std::string dir = [tmpl] {
+    std::string path = tmpl;
+    if (!::mkdtemp(path.data())) std::abort();
+    return path;
+  }();
+  static const int registered = std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  });
+  (void)registered;
+  return dir;
 }
 
 // True when `input` would trip a bug listed above as pending: deep nesting, a number with an
