@@ -22,6 +22,7 @@
 #include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 #include "outputs/jsonl_sink.h"
+#include "tests/support/processes.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae {
@@ -62,7 +63,13 @@ class McpTest : public ::testing::Test {
   McpServerSpec Spec(std::vector<std::string> extra = {}) {
     McpServerSpec s;
     s.name = "docs";
-    s.command = "python3";
+    // The interpreter itself, not a version-manager shim that can take seconds to start: the
+    // timeout tests give the server a short startup window.
+    static const std::string python = [] {
+      std::string real = test::RealPython();
+      return real.empty() ? std::string("python3") : real;
+    }();
+    s.command = python;
     s.args = {AE_MCP_SERVER_PY, "--log", log_};
     s.args.insert(s.args.end(), extra.begin(), extra.end());
     s.startup_timeout_ms = 10000;
