@@ -175,37 +175,18 @@ class ChatDecoder : public StreamDecoder {
   bool finished_ = false;
 };
 
-class ChatClient : public ModelClient {
- public:
-  ChatClient(ProviderInfo provider, ModelOptions options, std::string api_key)
-      : provider_(std::move(provider)), options_(std::move(options)), key_(std::move(api_key)) {}
-
-  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
-                               CancelToken& cancel) override {
-    auto body = BuildChatRequest(options_, prompt);
-    if (!body) return body.error();
-    HttpRequest req = MakeHttpRequest(provider_, key_, "/chat/completions", std::move(*body),
-                                      prompt.prompt_cache_key);
-    return StreamWithRetries(
-        http_, req, provider_, [&observer] { return MakeChatDecoder(observer); }, observer, cancel);
-  }
-
- private:
-  ProviderInfo provider_;
-  ModelOptions options_;
-  std::string key_;
-  HttpClient http_;
-};
-
 }  // namespace
 
 std::unique_ptr<StreamDecoder> MakeChatDecoder(StreamObserver& observer) {
   return std::make_unique<ChatDecoder>(observer);
 }
 
-std::unique_ptr<ModelClient> MakeChatClient(const ProviderInfo& provider,
-                                            const ModelOptions& options, std::string api_key) {
-  return std::make_unique<ChatClient>(provider, options, std::move(api_key));
+WireSpec ChatWire() {
+  WireSpec wire;
+  wire.path = "/chat/completions";
+  wire.build_request = BuildChatRequest;
+  wire.make_decoder = [](StreamObserver& observer) { return MakeChatDecoder(observer); };
+  return wire;  // no compaction endpoint: the history is summarised with a normal request
 }
 
 }  // namespace ae

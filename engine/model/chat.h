@@ -10,12 +10,13 @@
 
 #include "engine/model/client.h"
 #include "engine/model/streaming.h"
+#include "engine/model/wire_client.h"
 
 namespace ae {
 
 std::unique_ptr<StreamDecoder> MakeChatDecoder(StreamObserver& observer);
 
-std::unique_ptr<ModelClient> MakeChatClient(const ProviderInfo& provider,
-                                            const ModelOptions& options, std::string api_key);
+// POST /chat/completions, decoded by MakeChatDecoder (MakeWireClient makes the client).
+WireSpec ChatWire();
 
 }  // namespace ae

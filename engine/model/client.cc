@@ -60,8 +60,8 @@ Result<std::unique_ptr<ModelClient>> MakeModelClient(const ProviderInfo& provide
   ProviderInfo with_key = provider;
   auto key = ApiKey(provider, &with_key.key_variable);
   if (!key) return key.error();
-  if (provider.wire_api == "chat") return MakeChatClient(with_key, options, std::move(*key));
-  return MakeResponsesClient(with_key, options, std::move(*key));
+  return MakeWireClient(provider.wire_api == "chat" ? ChatWire() : ResponsesWire(), with_key,
+                        options, std::move(*key));
 }
 
 bool IsContextWindowExceeded(const Error& error) {

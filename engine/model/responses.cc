@@ -151,69 +151,23 @@ class CompactDecoder : public StreamDecoder {
   bool complete_ = false;
 };
 
-// Whether a failed compaction request means the provider has no compaction endpoint.
-bool NoSuchEndpoint(const std::string& message) {
-  return message.starts_with("unexpected status 404 ") ||
-         message.starts_with("unexpected status 405 ");
-}
-
-class ResponsesClient : public ModelClient {
- public:
-  ResponsesClient(ProviderInfo provider, ModelOptions options, std::string api_key)
-      : provider_(std::move(provider)), options_(std::move(options)), key_(std::move(api_key)) {}
-
-  Result<ModelResponse> Stream(const Prompt& prompt, StreamObserver& observer,
-                               CancelToken& cancel) override {
-    HttpRequest req =
-        MakeHttpRequest(provider_, key_, "/responses", BuildResponsesRequest(options_, prompt),
-                        prompt.prompt_cache_key);
-    return StreamWithRetries(
-        http_, req, provider_, [&observer] { return MakeResponsesDecoder(observer); }, observer,
-        cancel);
-  }
-
-  // POST /responses/compact, as codex compacts with OpenAI. A provider that answers 404 or 405
-  // has no such endpoint: the history is then summarised with a normal request, from now on.
-  Result<std::optional<CompactedOutput>> Compact(const Prompt& prompt, StreamObserver& observer,
-                                                 CancelToken& cancel) override {
-    if (no_compact_endpoint_) return std::optional<CompactedOutput>();
-    HttpRequest req =
-        MakeHttpRequest(provider_, key_, "/responses/compact",
-                        BuildCompactRequest(options_, prompt), prompt.prompt_cache_key);
-    req.accept_json = true;
-    for (std::string& h : req.headers) {
-      if (h.starts_with("accept: ")) h = "accept: application/json";
-    }
-    Result<ModelResponse> response = StreamWithRetries(
-        http_, req, provider_, [] { return std::make_unique<CompactDecoder>(); }, observer, cancel);
-    if (!response.ok()) {
-      if (!NoSuchEndpoint(response.message())) return response.error();
-      no_compact_endpoint_ = true;
-      return std::optional<CompactedOutput>();
-    }
-    CompactedOutput out;
-    out.usage = response->usage;
-    for (OutputItem& item : response->items) out.items.push_back(std::move(item.raw_json));
-    return std::optional<CompactedOutput>(std::move(out));
-  }
-
- private:
-  ProviderInfo provider_;
-  ModelOptions options_;
-  std::string key_;
-  HttpClient http_;
-  bool no_compact_endpoint_ = false;
-};
-
 }  // namespace
 
 std::unique_ptr<StreamDecoder> MakeResponsesDecoder(StreamObserver& observer) {
   return std::make_unique<ResponsesDecoder>(observer);
 }
 
-std::unique_ptr<ModelClient> MakeResponsesClient(const ProviderInfo& provider,
-                                                 const ModelOptions& options, std::string api_key) {
-  return std::make_unique<ResponsesClient>(provider, options, std::move(api_key));
+WireSpec ResponsesWire() {
+  WireSpec wire;
+  wire.path = "/responses";
+  wire.build_request = [](const ModelOptions& options, const Prompt& prompt) {
+    return Result<std::string>(BuildResponsesRequest(options, prompt));
+  };
+  wire.make_decoder = [](StreamObserver& observer) { return MakeResponsesDecoder(observer); };
+  wire.compact_path = "/responses/compact";
+  wire.build_compact_request = BuildCompactRequest;
+  wire.make_compact_decoder = [] { return std::make_unique<CompactDecoder>(); };
+  return wire;
 }
 
 }  // namespace ae

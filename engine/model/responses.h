@@ -8,13 +8,15 @@
 
 #include "engine/model/client.h"
 #include "engine/model/streaming.h"
+#include "engine/model/wire_client.h"
 
 namespace ae {
 
 // Decodes one attempt of a Responses stream; deltas go to `observer` as they arrive.
 std::unique_ptr<StreamDecoder> MakeResponsesDecoder(StreamObserver& observer);
 
-std::unique_ptr<ModelClient> MakeResponsesClient(const ProviderInfo& provider,
-                                                 const ModelOptions& options, std::string api_key);
+// POST /responses, decoded by MakeResponsesDecoder, and POST /responses/compact
+// (MakeWireClient makes the client).
+WireSpec ResponsesWire();
 
 }  // namespace ae
