@@ -9,11 +9,18 @@
 
 namespace ae {
 
-Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared)
+Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared,
+                           ProcessRunner run_process)
     : turn_(turn),
       prepared_(prepared),
       env_(BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
-                           !turn.sandbox.unrestricted() && !turn.sandbox.network_access)) {}
+                           !turn.sandbox.unrestricted() && !turn.sandbox.network_access)),
+      run_process_(std::move(run_process)) {
+  if (!run_process_) {
+    run_process_ = [](const sandbox::SpawnSpec& spec, const sandbox::RunLimits& limits,
+                      CancelToken& cancel) { return sandbox::RunProcess(spec, limits, cancel); };
+  }
+}
 
 std::string EscalationRefusal(ApprovalPolicy policy) {
   // codex prints its AskForApproval variant names. It refuses under every policy but
@@ -58,7 +65,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
     });
     limits.on_output = [&](const char* data, size_t n) { progress->OnOutput(data, n); };
   }
-  auto run = sandbox::RunProcess(spec, limits, cancel);
+  auto run = run_process_(spec, limits, cancel);
   if (!run.ok()) {
     emitter.Complete(outcome.item_id, CommandExecutionItem{request.display, run.message() + "\n",
                                                            std::nullopt, ItemStatus::kFailed});

@@ -51,11 +51,18 @@ struct CommandOutcome {
 using AttemptRunner = std::function<Result<std::optional<sandbox::RunResult>>(
     const sandbox::SpawnSpec& spec, const std::string& item_id)>;
 
+// How an attempt runs to completion: sandbox::RunProcess, or a fake where a test must decide
+// what a command "did" (the orchestrator's decisions are then tested without processes).
+using ProcessRunner = std::function<Result<sandbox::RunResult>(
+    const sandbox::SpawnSpec& spec, const sandbox::RunLimits& limits, CancelToken& cancel)>;
+
 class Orchestrator {
  public:
   // `prepared` is null under danger-full-access. Any other mode without a prepared sandbox
-  // refuses to run commands (fails closed). Both must outlive the orchestrator.
-  Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared);
+  // refuses to run commands (fails closed). Both must outlive the orchestrator. An empty
+  // `run_process` is sandbox::RunProcess.
+  Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared,
+               ProcessRunner run_process = {});
 
   // Emits the command_execution item(s) and returns the final attempt. An Error means no
   // command ran at all (sandbox unavailable, spawn failure); its message is fit for the model.
@@ -78,6 +85,7 @@ class Orchestrator {
   const TurnContext& turn_;
   const sandbox::PreparedSandbox* prepared_;
   std::vector<std::string> env_;  // computed once from the policy and our environment
+  ProcessRunner run_process_;
 };
 
 }  // namespace ae

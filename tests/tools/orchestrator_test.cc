@@ -1,0 +1,127 @@
+// The orchestrator's decisions with a fake process runner: what it hands the spawner, how a
+// result becomes the item, and that on-failure reruns unconfined only on the write watch's
+// evidence, never on the command's words.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/orchestrator.h"
+#include "sandbox/policy.h"
+#include "tests/tools/tool_fixture.h"
+
+namespace ae::testing {
+namespace {
+
+struct Attempted {
+  sandbox::SpawnSpec spec;
+  sandbox::RunLimits limits;
+};
+
+class OrchestratorTest : public ToolTest {
+ protected:
+  // Each attempt gets the next of `results`; what it was asked to run is kept in `calls`.
+  ProcessRunner Fake() {
+    return [this](const sandbox::SpawnSpec& spec, const sandbox::RunLimits& limits,
+                  CancelToken&) -> Result<sandbox::RunResult> {
+      calls.push_back(Attempted{spec, limits});
+      if (results.empty()) return MakeError("fake: no result left");
+      sandbox::RunResult r = results.front();
+      results.erase(results.begin());
+      return r;
+    };
+  }
+  // workspace-write over root_/ws, really prepared (the fake never uses it, the
+  // orchestrator only requires it).
+  bool Confine() {
+    std::filesystem::create_directories(root_ + "/ws");
+    sandbox::Settings settings;
+    settings.mode = sandbox::Mode::kWorkspaceWrite;
+    auto policy = sandbox::BuildPolicy(settings, root_ + "/ws");
+    if (!policy.ok()) return false;
+    auto prepared = sandbox::Prepare(*policy);
+    if (!prepared.ok()) return false;
+    holder_ = std::move(prepared).value();
+    turn_.sandbox = *policy;
+    turn_.cwd = root_ + "/ws";
+    prepared_ = holder_.get();
+    return true;
+  }
+  static sandbox::RunResult Failed(const std::string& output) {
+    sandbox::RunResult r;
+    r.exit_code = 1;
+    r.output = output;
+    r.total_bytes = output.size();
+    r.total_lines = 1;
+    return r;
+  }
+  CommandRequest Request() const {
+    return CommandRequest{{"/bin/sh", "-c", "touch never-ran"}, turn_.cwd, 1234, "touch it"};
+  }
+
+  std::vector<Attempted> calls;
+  std::vector<sandbox::RunResult> results;
+  sandbox::PreparedPtr holder_;
+};
+
+TEST_F(OrchestratorTest, TheRunnerGetsTheSettledSpecAndItsResultIsTheItem) {
+  sandbox::RunResult r = Failed("fake out\n");
+  r.exit_code = 3;
+  results = {r};
+  Orchestrator orch(turn_, nullptr, Fake());
+  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].spec.argv, (std::vector<std::string>{"/bin/sh", "-c", "touch never-ran"}));
+  EXPECT_EQ(calls[0].spec.cwd, root_);
+  EXPECT_EQ(calls[0].spec.sandbox, nullptr);
+  EXPECT_EQ(calls[0].limits.timeout_ms, 1234);
+  EXPECT_FALSE(Exists("never-ran"));  // nothing was spawned
+  const auto& item = Completed<CommandExecutionItem>();
+  EXPECT_EQ(item.aggregated_output, "fake out\n");
+  EXPECT_EQ(item.exit_code, 3);
+  EXPECT_EQ(item.status, ItemStatus::kFailed);
+}
+
+TEST_F(OrchestratorTest, TheCommandsWordsAloneNeverRerunIt) {
+  if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
+  turn_.approval = ApprovalPolicy::kOnFailure;
+  sandbox::RunResult r = Failed("touch: cannot touch '" + root_ + "/out': Permission denied\n");
+  r.writes.watched = true;  // the watch was in force and saw no refusal
+  results = {r};
+  Orchestrator orch(turn_, prepared_, Fake());
+  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  EXPECT_EQ(calls.size(), 1u);
+  EXPECT_FALSE(outcome->escalated);
+  EXPECT_FALSE(outcome->sandbox_denied);
+}
+
+TEST_F(OrchestratorTest, AWatchedRefusalRerunsItOnceUnconfined) {
+  if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
+  turn_.approval = ApprovalPolicy::kOnFailure;
+  const std::string outside = root_ + "/out";
+  sandbox::RunResult denied = Failed("touch: cannot touch '" + outside + "': Permission denied\n");
+  denied.writes.watched = true;
+  denied.writes.refused = {outside};
+  denied.writes.refused_total = 1;
+  sandbox::RunResult ok;
+  results = {denied, ok};
+  Orchestrator orch(turn_, prepared_, Fake());
+  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].spec.sandbox, prepared_);
+  EXPECT_EQ(calls[1].spec.sandbox, nullptr);  // the rerun is unconfined
+  EXPECT_EQ(calls[1].spec.env, calls[0].spec.env);
+  EXPECT_TRUE(outcome->escalated);
+  EXPECT_EQ(Completed<ErrorItem>().message,
+            "command was denied by the sandbox (workspace-write: its write to " + outside +
+                " was refused (outside the writable roots) and is allowed outside the sandbox); "
+                "retrying it once outside the sandbox because approval_policy is on-failure: "
+                "touch it");
+}
+
+}  // namespace
+}  // namespace ae::testing
