@@ -12,8 +12,10 @@
 namespace ae {
 namespace {
 
-std::string QuoteToml(std::string_view s) {
-  std::string out = "\"";
+// Backslash escapes for what TOML refuses raw in a string or a comment (control characters
+// other than TAB, and a line break, which would end a comment and start a line of TOML).
+std::string EscapeToml(std::string_view s) {
+  std::string out;
   for (char c : s) {
     switch (c) {
       case '"':
@@ -39,7 +41,16 @@ std::string QuoteToml(std::string_view s) {
         }
     }
   }
-  return out + "\"";
+  return out;
+}
+
+std::string QuoteToml(std::string_view s) {
+  return "\"" + EscapeToml(s) + "\"";
+}
+
+// A comment's text: a warning or a source can hold anything a -c override or a path held.
+std::string CommentToml(std::string_view s) {
+  return EscapeToml(s);
 }
 
 std::string KeySegment(std::string_view s) {
@@ -103,8 +114,9 @@ std::string FormatConfig(const Config& config) {
   auto add = [&](const KeySpec& spec, const std::string& id) {
     const std::string key = ConfigKeyName(spec.name, id);
     auto source = config.sources.find(key);
-    lines[key] = fmt::format("{} = {}  # {}", key, ValueToml(spec, spec.get(config, id)),
-                             source == config.sources.end() ? "default" : source->second);
+    lines[key] =
+        fmt::format("{} = {}  # {}", key, ValueToml(spec, spec.get(config, id)),
+                    source == config.sources.end() ? "default" : CommentToml(source->second));
   };
   for (const KeySpec& spec : ConfigKeys()) {
     if (spec.type == KeyType::kIgnored || !spec.alias_of.empty() || !spec.get) continue;
@@ -118,7 +130,8 @@ std::string FormatConfig(const Config& config) {
   }
   // Warnings first, as comments, so the output stays valid TOML and nothing is missed.
   std::string out;
-  for (const std::string& warning : config.warnings) out += "# warning: " + warning + "\n";
+  for (const std::string& warning : config.warnings)
+    out += "# warning: " + CommentToml(warning) + "\n";
   for (const auto& [key, line] : lines) out += line + "\n";
   return out;
 }

@@ -461,6 +461,18 @@ TEST_F(ConfigTest, PrintConfigStartsWithTheWarningsAsComments) {
                                         "'model'?)\napproval_policy = \"never\"  # default\n"));
 }
 
+// A warning quotes what the user wrote, which may hold control characters or a line break:
+// printed raw they would make --print-config's comment invalid TOML, or end it early.
+TEST_F(ConfigTest, PrintConfigEscapesControlCharactersInComments) {
+  LoadOptions o = Options();
+  o.overrides = {std::string("modle=a\x01\nb", 10)};
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok()) << config.message();
+  const std::string printed = FormatConfig(*config);
+  const std::string first = printed.substr(0, printed.find('\n'));
+  EXPECT_EQ(first, "# warning: -c modle=a\\u0001\\nb: unknown key 'modle' (did you mean 'model'?)");
+}
+
 TEST_F(ConfigTest, NewProviderNameDefaultsToItsId) {
   WriteFile(user_file(), "[model_providers.local]\nbase_url = \"http://127.0.0.1:1/v1\"\n");
   Result<Config> config = LoadConfig(Options());
