@@ -17,17 +17,7 @@ from gha import _read  # noqa: E402
 import support  # noqa: E402
 
 
-class ActionTest(unittest.TestCase):
-    def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
-        self.release = os.path.join(self.tmp, "release")
-        os.makedirs(self.release)
-        support.make_release(support.agentexec_bin(), self.release)
-        self.repo = support.demo_repo(os.path.join(self.tmp, "repo"))
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
+class ActionTest(support.ReleaseCase):
 
     def run_action(self, turns_file, **inputs):
         home = support.scripted_home(os.path.join(self.tmp, "home"), turns_file)

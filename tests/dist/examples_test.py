@@ -27,16 +27,11 @@ echo "https://github.com/octo/repo/pull/1"
 """
 
 
-class ExamplesTest(unittest.TestCase):
+class ExamplesTest(support.ReleaseCase):
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
-        self.release = os.path.join(self.tmp, "release")
-        os.makedirs(self.release)
-        support.make_release(support.agentexec_bin(), self.release)
+        super().setUp()
         with open(os.path.join(self.release, "latest"), "w") as f:
             f.write(support.version() + "\n")
-        self.repo = support.demo_repo(os.path.join(self.tmp, "repo"))
         self.remote = os.path.join(self.tmp, "remote.git")
         subprocess.run(["git", "init", "-q", "--bare", self.remote], check=True)
         support.git(self.repo, "remote", "add", "origin", self.remote)
@@ -49,9 +44,6 @@ class ExamplesTest(unittest.TestCase):
         os.chmod(gh, 0o755)
         self.gh_log = os.path.join(self.tmp, "gh.log")
         self.bindir = bindir
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
 
     def runner(self, turns, github=None):
         home = support.scripted_home(os.path.join(self.tmp, "home"), turns)

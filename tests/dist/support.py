@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import unittest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP = 77  # ctest SKIP_RETURN_CODE
@@ -94,3 +95,20 @@ class Tmp:
 
     def __exit__(self, *exc):
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+class ReleaseCase(unittest.TestCase):
+    """A scratch directory holding a local release of the built binary and a demo repository:
+    what the action and the CI examples install from and run in."""
+
+    def setUp(self):
+        self.t = Tmp()
+        self.tmp = self.t.__enter__()
+        self.release = os.path.join(self.tmp, "release")
+        os.makedirs(self.release)
+        make_release(agentexec_bin(), self.release)
+        self.repo = demo_repo(os.path.join(self.tmp, "repo"))
+
+    def tearDown(self):
+        self.t.__exit__(None, None, None)
+
