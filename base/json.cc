@@ -169,6 +169,15 @@ std::string StringMember(const rapidjson::Value& obj, const char* name) {
   return std::string(it->value.GetString(), it->value.GetStringLength());
 }
 
+std::string StringMember(const rapidjson::Value* obj, const char* name) {
+  return obj ? StringMember(*obj, name) : std::string();
+}
+
+int64_t Int64Member(const rapidjson::Value* obj, const char* name) {
+  const rapidjson::Value* m = obj ? FindJsonMember(*obj, name) : nullptr;
+  return m && m->IsInt64() ? m->GetInt64() : 0;
+}
+
 void JsonWriter::Double(double d) {
   // rapidjson::Writer::Double writes the separator before it refuses a non-finite number,
   // leaving `"key":,` behind: decide first.

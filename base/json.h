@@ -55,6 +55,10 @@ const rapidjson::Value* FindJsonMember(const rapidjson::Value& obj, const char* 
 
 // The member `name` of `obj` as a string; empty when absent or not a string.
 std::string StringMember(const rapidjson::Value& obj, const char* name);
+// The same through a member that may be missing (`obj` null): empty when absent.
+std::string StringMember(const rapidjson::Value* obj, const char* name);
+// The member `name` of `obj` (null: absent) as a 64-bit integer; 0 when absent or not one.
+int64_t Int64Member(const rapidjson::Value* obj, const char* name);
 
 // A compact JSON writer whose output is always valid JSON in valid UTF-8. Method names follow
 // rapidjson::Writer so call sites read the same. ok() is false only if RapidJSON itself refused

@@ -20,16 +20,6 @@ const rapidjson::Value* Member(const rapidjson::Value* v, const char* name) {
   return it == v->MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
 }
 
-std::string StringAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = Member(v, name);
-  return m && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : std::string();
-}
-
-int64_t IntAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = Member(v, name);
-  return m && m->IsInt64() ? m->GetInt64() : 0;
-}
-
 OutputItem MakeItem(const std::string& json) {
   auto item = ParseOutputItem(json);
   return item ? std::move(*item) : OutputItem{};
@@ -52,43 +42,44 @@ class ChatDecoder : public StreamDecoder {
                                    bad ? bad->offset : 0, bad ? bad->reason : "not an object"));
     }
     if (const rapidjson::Value* err = Member(&doc, "error")) {
-      std::string message = err->IsString() ? err->GetString() : StringAt(err, "message");
-      std::string code = StringAt(err, "code");
-      if (code.empty()) code = StringAt(err, "type");
+      std::string message = err->IsString() ? err->GetString() : StringMember(err, "message");
+      std::string code = StringMember(err, "code");
+      if (code.empty()) code = StringMember(err, "type");
       return ModelError(message.empty() ? "the server reported an error" : message,
                         ServiceErrorCode(code));
     }
-    if (std::string id = StringAt(&doc, "id"); !id.empty()) id_ = id;
+    if (std::string id = StringMember(&doc, "id"); !id.empty()) id_ = id;
     if (const rapidjson::Value* usage = Member(&doc, "usage"); usage && usage->IsObject()) {
-      usage_.input_tokens = IntAt(usage, "prompt_tokens");
-      usage_.cached_input_tokens = IntAt(Member(usage, "prompt_tokens_details"), "cached_tokens");
-      usage_.output_tokens = IntAt(usage, "completion_tokens");
+      usage_.input_tokens = Int64Member(usage, "prompt_tokens");
+      usage_.cached_input_tokens =
+          Int64Member(Member(usage, "prompt_tokens_details"), "cached_tokens");
+      usage_.output_tokens = Int64Member(usage, "completion_tokens");
       usage_.reasoning_output_tokens =
-          IntAt(Member(usage, "completion_tokens_details"), "reasoning_tokens");
+          Int64Member(Member(usage, "completion_tokens_details"), "reasoning_tokens");
     }
     const rapidjson::Value* choices = Member(&doc, "choices");
     if (!choices || !choices->IsArray() || choices->Empty()) return {};
     const rapidjson::Value& choice = (*choices)[0];
-    if (!StringAt(&choice, "finish_reason").empty()) finished_ = true;
+    if (!StringMember(&choice, "finish_reason").empty()) finished_ = true;
     const rapidjson::Value* delta = Member(&choice, "delta");
     if (!delta) delta = Member(&choice, "message");  // servers that send whole messages
     if (!delta) return {};
-    if (std::string text = StringAt(delta, "content"); !text.empty()) {
+    if (std::string text = StringMember(delta, "content"); !text.empty()) {
       text_ += text;
       observer_.OnTextDelta(text);
     }
-    reasoning_ += StringAt(delta, "reasoning_content");
-    reasoning_ += StringAt(delta, "reasoning");
+    reasoning_ += StringMember(delta, "reasoning_content");
+    reasoning_ += StringMember(delta, "reasoning");
     if (const rapidjson::Value* calls = Member(delta, "tool_calls"); calls && calls->IsArray()) {
       for (const auto& call : calls->GetArray()) {
         int64_t index = Member(&call, "index") && call["index"].IsInt64()
                             ? call["index"].GetInt64()
                             : static_cast<int64_t>(calls_.size());
         ToolCall& tc = calls_[index];
-        if (std::string id = StringAt(&call, "id"); !id.empty()) tc.id = id;
+        if (std::string id = StringMember(&call, "id"); !id.empty()) tc.id = id;
         const rapidjson::Value* fn = Member(&call, "function");
         // Names arrive once, in pieces, or (some servers) repeated whole in every chunk.
-        if (std::string name = StringAt(fn, "name"); name != tc.name) tc.name += name;
+        if (std::string name = StringMember(fn, "name"); name != tc.name) tc.name += name;
         const rapidjson::Value* args = Member(fn, "arguments");
         if (args && args->IsString()) {
           tc.arguments.append(args->GetString(), args->GetStringLength());

@@ -12,25 +12,16 @@
 namespace ae {
 namespace {
 
-std::string StringAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = v ? FindJsonMember(*v, name) : nullptr;
-  return m && m->IsString() ? std::string(m->GetString(), m->GetStringLength()) : std::string();
-}
-
-int64_t IntAt(const rapidjson::Value* v, const char* name) {
-  const rapidjson::Value* m = v ? FindJsonMember(*v, name) : nullptr;
-  return m && m->IsInt64() ? m->GetInt64() : 0;
-}
-
 // A Responses `usage` object (response.completed, the compaction answer).
 Usage UsageOf(const rapidjson::Value* usage) {
   Usage u;
   if (usage == nullptr) return u;
-  u.input_tokens = IntAt(usage, "input_tokens");
-  u.cached_input_tokens = IntAt(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
-  u.output_tokens = IntAt(usage, "output_tokens");
+  u.input_tokens = Int64Member(usage, "input_tokens");
+  u.cached_input_tokens =
+      Int64Member(FindJsonMember(*usage, "input_tokens_details"), "cached_tokens");
+  u.output_tokens = Int64Member(usage, "output_tokens");
   u.reasoning_output_tokens =
-      IntAt(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
+      Int64Member(FindJsonMember(*usage, "output_tokens_details"), "reasoning_tokens");
   return u;
 }
 
@@ -47,10 +38,10 @@ class ResponsesDecoder : public StreamDecoder {
                                    event.event.empty() ? "" : " `" + event.event + "`",
                                    bad ? bad->offset : 0, bad ? bad->reason : "not an object"));
     }
-    std::string type = StringAt(&doc, "type");
+    std::string type = StringMember(&doc, "type");
     if (type.empty()) type = event.event;
     if (type == "response.output_text.delta") {
-      std::string delta = StringAt(&doc, "delta");
+      std::string delta = StringMember(&doc, "delta");
       if (!delta.empty()) observer_.OnTextDelta(delta);
     } else if (type == "response.output_item.done") {
       const rapidjson::Value* item = FindJsonMember(doc, "item");
@@ -59,11 +50,11 @@ class ResponsesDecoder : public StreamDecoder {
       if (!parsed) return MakeError("response.output_item.done: " + parsed.message());
       response_.items.push_back(std::move(*parsed));
     } else if (type == "response.created") {
-      response_.id = StringAt(FindJsonMember(doc, "response"), "id");
+      response_.id = StringMember(FindJsonMember(doc, "response"), "id");
     } else if (type == "response.completed") {
       const rapidjson::Value* resp = FindJsonMember(doc, "response");
       if (resp) {
-        if (std::string id = StringAt(resp, "id"); !id.empty()) response_.id = id;
+        if (std::string id = StringMember(resp, "id"); !id.empty()) response_.id = id;
         response_.usage = UsageOf(FindJsonMember(*resp, "usage"));
       }
       complete_ = true;
@@ -72,23 +63,23 @@ class ResponsesDecoder : public StreamDecoder {
       if (!err)
         err = FindJsonMember(
             FindJsonMember(doc, "response") ? *FindJsonMember(doc, "response") : doc, "error");
-      std::string message = StringAt(err, "message");
-      if (message.empty()) message = StringAt(&doc, "message");
+      std::string message = StringMember(err, "message");
+      if (message.empty()) message = StringMember(&doc, "message");
       if (message.empty()) message = type;
       // Retrying cannot fix these (codex treats them as final too).
-      std::string code = StringAt(err, "code");
+      std::string code = StringMember(err, "code");
       if (code == "context_length_exceeded" || code == "insufficient_quota" ||
           code == "invalid_prompt") {
         *fatal = true;
       }
-      if (code.empty()) code = StringAt(err, "type");
+      if (code.empty()) code = StringMember(err, "type");
       if (code == "context_length_exceeded") {
         return ModelError(fmt::format("{} ({})", kContextWindowExceeded, message),
                           ErrorCode::kContextLength);
       }
       return ModelError(message, ServiceErrorCode(code));
     } else if (type == "response.incomplete") {
-      std::string reason = StringAt(
+      std::string reason = StringMember(
           FindJsonMember(FindJsonMember(doc, "response") ? *FindJsonMember(doc, "response") : doc,
                          "incomplete_details"),
           "reason");
@@ -134,7 +125,7 @@ class CompactDecoder : public StreamDecoder {
       out.raw_json = ToJson(item);
       response_.items.push_back(std::move(out));
     }
-    response_.id = StringAt(&doc, "id");
+    response_.id = StringMember(&doc, "id");
     response_.usage = UsageOf(FindJsonMember(doc, "usage"));
     complete_ = true;
     return {};
