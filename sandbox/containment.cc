@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+#include "sandbox/step.h"
+
 namespace ae::sandbox {
 namespace {
 
@@ -18,12 +20,6 @@ namespace {
 // so it writes the signal number here for the supervisor to re-raise. The init's end; -1
 // elsewhere. A plain global: the child is single-threaded.
 int g_report_w = -1;
-
-bool Fail(const char* step, const char** failed_step, int* err) noexcept {
-  *failed_step = step;
-  *err = errno;
-  return false;
-}
 
 void CloseRange(unsigned first, unsigned last) noexcept {
   if (first > last) return;
@@ -89,15 +85,15 @@ void FollowChild(pid_t child) noexcept {
 bool ForkNamespaceInit(const char** failed_step, int* err) noexcept {
   int report[2];
   if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return Fail("pipe for the namespace init", failed_step, err);
+    return FailStep("pipe for the namespace init", failed_step, err);
   }
   pid_t pid = ::fork();
-  if (pid < 0) return Fail("fork the namespace init", failed_step, err);
+  if (pid < 0) return FailStep("fork the namespace init", failed_step, err);
   if (pid == 0) {
     ::close(report[0]);
     g_report_w = report[1];
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-      return Fail("prctl(PR_SET_PDEATHSIG) in the init", failed_step, err);
+      return FailStep("prctl(PR_SET_PDEATHSIG) in the init", failed_step, err);
     }
     // The supervisor may have died before the signal was armed; then no one holds the read
     // end and the pipe reports an error. (getppid() says 0 across the namespace boundary.)
@@ -112,7 +108,7 @@ bool ForkNamespaceInit(const char** failed_step, int* err) noexcept {
 
 bool ForkCommandUnderInit(const char** failed_step, int* err) noexcept {
   pid_t pid = ::fork();
-  if (pid < 0) return Fail("fork the command under the init", failed_step, err);
+  if (pid < 0) return FailStep("fork the command under the init", failed_step, err);
   if (pid == 0) {
     if (g_report_w >= 0) ::close(g_report_w);
     g_report_w = -1;
@@ -132,17 +128,17 @@ bool EnterNewSession(const char** failed_step, int* err) noexcept {
     if (tty >= 0) ::close(tty);
   }
   if (::setsid() >= 0) return true;
-  if (errno != EPERM) return Fail("setsid", failed_step, err);
+  if (errno != EPERM) return FailStep("setsid", failed_step, err);
   // A process group or session leader (e.g. `agentexec sandbox` started by a shell).
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) return Fail("fork for setsid", failed_step, err);
+  if (pid < 0) return FailStep("fork for setsid", failed_step, err);
   if (pid == 0) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-      return Fail("prctl(PR_SET_PDEATHSIG)", failed_step, err);
+      return FailStep("prctl(PR_SET_PDEATHSIG)", failed_step, err);
     }
     if (::getppid() != parent) ::_exit(126);
-    if (::setsid() < 0) return Fail("setsid", failed_step, err);
+    if (::setsid() < 0) return FailStep("setsid", failed_step, err);
     return true;
   }
   CloseAllBut(-1);

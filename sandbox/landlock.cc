@@ -14,6 +14,7 @@
 #include <initializer_list>
 
 #include "sandbox/paths.h"
+#include "sandbox/step.h"
 
 // Debian 12's <linux/landlock.h> stops at ABI 2; the kernel here speaks ABI 7.
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
@@ -94,8 +95,7 @@ Status AddPathRule(RulesetPlan& plan, int probe, const std::string& path, uint64
 }
 
 bool Fail(const char* step, long ruleset, const char** failed_step, int* err) noexcept {
-  *failed_step = step;
-  *err = errno;
+  FailStep(step, failed_step, err);  // before close() can change errno
   if (ruleset >= 0) ::close(static_cast<int>(ruleset));
   return false;
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "sandbox/paths.h"
+#include "sandbox/step.h"
 
 namespace ae::sandbox {
 namespace {
@@ -46,12 +47,6 @@ bool WriteFile(const char* path, const std::string& text) noexcept {
   ::close(fd);
   errno = saved;
   return n == static_cast<ssize_t>(text.size());
-}
-
-bool Fail(const char* step, const char** failed_step, int* err) noexcept {
-  *failed_step = step;
-  *err = errno;
-  return false;
 }
 
 void AddUniquePath(std::vector<std::string>& list, const std::string& path) {
@@ -155,35 +150,35 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
   // The working directory still refers to the mount it was entered on, which is about to
   // become read-only underneath the writable copy: re-enter it by name at the end.
   char cwd[4096];
-  if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return Fail("getcwd", failed_step, err);
+  if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return FailStep("getcwd", failed_step, err);
   const int pid_ns = plan.new_pid_ns ? CLONE_NEWPID : 0;
   if (plan.new_user_ns) {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | pid_ns) != 0) {
-      return Fail("unshare", failed_step, err);
+      return FailStep("unshare", failed_step, err);
     }
     // An unprivileged process may map only itself, and only once setgroups is denied.
     if (!WriteFile("/proc/self/setgroups", "deny")) {
-      return Fail("write /proc/self/setgroups", failed_step, err);
+      return FailStep("write /proc/self/setgroups", failed_step, err);
     }
     if (!WriteFile("/proc/self/uid_map", plan.uid_map)) {
-      return Fail("write /proc/self/uid_map", failed_step, err);
+      return FailStep("write /proc/self/uid_map", failed_step, err);
     }
     if (!WriteFile("/proc/self/gid_map", plan.gid_map)) {
-      return Fail("write /proc/self/gid_map", failed_step, err);
+      return FailStep("write /proc/self/gid_map", failed_step, err);
     }
   } else if (::unshare(CLONE_NEWNS | pid_ns) != 0) {
-    return Fail("unshare", failed_step, err);
+    return FailStep("unshare", failed_step, err);
   }
   // Nothing done below may propagate back to the parent's namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return Fail("make / private", failed_step, err);
+    return FailStep("make / private", failed_step, err);
   }
   // Detached copies of the writable roots, taken while they still have their own flags (a
   // read-only volume inside a root stays read-only).
   int root_fds[kMaxWritableRoots];
   if (plan.writable_roots.size() > kMaxWritableRoots) {
     errno = E2BIG;
-    return Fail("too many writable roots", failed_step, err);
+    return FailStep("too many writable roots", failed_step, err);
   }
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
     root_fds[i] = OpenTree(plan.writable_roots[i].c_str(),
@@ -191,21 +186,21 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     // A root removed since the session started (an --add-dir a command deleted) has
     // nothing left to keep writable; failing every later command would be worse.
     if (root_fds[i] < 0 && errno != ENOENT) {
-      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+      return FailStep(plan.root_steps[i].c_str(), failed_step, err);
     }
     // Set-id bits and file capabilities grant nothing when executed from a writable root
     // (seccomp refuses setting the bits; see seccomp.h).
     if (root_fds[i] >= 0 && SetAttr(root_fds[i], "", AT_EMPTY_PATH, MOUNT_ATTR_NOSUID) != 0) {
-      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+      return FailStep(plan.root_steps[i].c_str(), failed_step, err);
     }
   }
   if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
-    return Fail("make / read-only", failed_step, err);
+    return FailStep("make / read-only", failed_step, err);
   }
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
     if (root_fds[i] < 0) continue;
     if (MoveMountTo(root_fds[i], plan.writable_roots[i].c_str()) != 0) {
-      return Fail(plan.root_steps[i].c_str(), failed_step, err);
+      return FailStep(plan.root_steps[i].c_str(), failed_step, err);
     }
     ::close(root_fds[i]);
   }
@@ -216,7 +211,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
                 plan.dev_shm_options.c_str()) == 0) {
       *dev_shm_mounted = true;
     } else if (errno != ENOENT) {  // gone since the plan was made: stays absent
-      return Fail("mount a private tmpfs on /dev/shm", failed_step, err);
+      return FailStep("mount a private tmpfs on /dev/shm", failed_step, err);
     }
   }
   if (plan.private_devpts) {
@@ -225,7 +220,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                 "newinstance,ptmxmode=0666,mode=0620") == 0) {
       if (plan.bind_ptmx && ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
-        return Fail("bind /dev/ptmx to the private devpts", failed_step, err);
+        return FailStep("bind /dev/ptmx to the private devpts", failed_step, err);
       }
     } else if (::mount("tmpfs", "/dev/pts", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
                        "size=4k,mode=0755") != 0) {
@@ -233,7 +228,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
       // directory still hides the host's terminals. The command's ptys (via /dev/ptmx) then
       // live in the host's instance, reachable only through TIOCGPTPEER, as glibc's openpty
       // opens them.
-      return Fail("mount a private devpts on /dev/pts", failed_step, err);
+      return FailStep("mount a private devpts on /dev/pts", failed_step, err);
     }
   }
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
@@ -241,15 +236,15 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     int fd = OpenTree(path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (fd < 0) {
       if (errno == ENOENT) continue;  // no .git / .agentexec here (yet)
-      return Fail(plan.carveout_steps[i].c_str(), failed_step, err);
+      return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
     }
     bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountTo(fd, path) == 0;
     int saved = errno;
     ::close(fd);
     errno = saved;
-    if (!ok) return Fail(plan.carveout_steps[i].c_str(), failed_step, err);
+    if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
   }
-  if (::chdir(cwd) != 0) return Fail("re-enter the working directory", failed_step, err);
+  if (::chdir(cwd) != 0) return FailStep("re-enter the working directory", failed_step, err);
   return true;
 }
 
@@ -257,7 +252,7 @@ bool MountProc(const MountPlan& plan, const char** failed_step, int* err) noexce
   if (!plan.enabled || !plan.new_pid_ns) return true;
   unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (plan.read_only_tree ? MS_RDONLY : 0);
   if (::mount("proc", "/proc", "proc", flags, nullptr) != 0) {
-    return Fail("mount /proc for the PID namespace", failed_step, err);
+    return FailStep("mount /proc for the PID namespace", failed_step, err);
   }
   return true;
 }
