@@ -254,6 +254,17 @@ void Process::Reap(int* exit_code, int* term_signal) {
 
 namespace {
 
+// One close-on-exec pipe; `what` names it in the error ("output", "input", "error").
+Status OpenPipe(const char* what, Fd* read_end, Fd* write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return MakeError(fmt::format("cannot create the {} pipe: {}", what, std::strerror(errno)));
+  }
+  *read_end = Fd(fds[0]);
+  *write_end = Fd(fds[1]);
+  return {};
+}
+
 // A fresh pseudo-terminal of agentexec's own: the master stays here, the slave goes to the
 // child. Both close-on-exec; the slave never becomes agentexec's controlling terminal.
 Status OpenTerminal(const SpawnSpec& spec, Fd* master, Fd* slave) {
@@ -318,34 +329,16 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
     in_w = Fd(::fcntl(out_r.get(), F_DUPFD_CLOEXEC, 3));
     if (!in_w) return MakeError(fmt::format("cannot dup the terminal: {}", std::strerror(errno)));
   } else {
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) {
-      return MakeError(fmt::format("cannot create the output pipe: {}", std::strerror(errno)));
-    }
-    out_r = Fd(out[0]);
-    out_w = Fd(out[1]);
+    if (Status made = OpenPipe("output", &out_r, &out_w); !made.ok()) return made.error();
     if (spec.stdin_pipe) {
-      int in[2];
-      if (::pipe2(in, O_CLOEXEC) != 0) {
-        return MakeError(fmt::format("cannot create the input pipe: {}", std::strerror(errno)));
-      }
-      in_r = Fd(in[0]);
-      in_w = Fd(in[1]);
+      if (Status made = OpenPipe("input", &in_r, &in_w); !made.ok()) return made.error();
     }
     if (spec.separate_stderr) {
-      int err[2];
-      if (::pipe2(err, O_CLOEXEC) != 0) {
-        return MakeError(fmt::format("cannot create the error pipe: {}", std::strerror(errno)));
-      }
-      err_r = Fd(err[0]);
-      err_w = Fd(err[1]);
+      if (Status made = OpenPipe("error", &err_r, &err_w); !made.ok()) return made.error();
     }
   }
-  int fail[2];
-  if (::pipe2(fail, O_CLOEXEC) != 0) {
-    return MakeError(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  }
-  Fd fail_r(fail[0]), fail_w(fail[1]);
+  Fd fail_r, fail_w;  // the child's report of a step that failed before execve
+  if (Status made = OpenPipe("failure", &fail_r, &fail_w); !made.ok()) return made.error();
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
