@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/duration.h"
+#include "base/utf8.h"
 #include "runner/config.h"
 #include "runner/config_keys.h"
 
@@ -13,10 +14,11 @@ namespace ae {
 namespace {
 
 // Backslash escapes for what TOML refuses raw in a string or a comment (control characters
-// other than TAB, and a line break, which would end a comment and start a line of TOML).
+// other than TAB, and a line break, which would end a comment and start a line of TOML), and
+// U+FFFD for bytes that are not UTF-8, which TOML refuses anywhere.
 std::string EscapeToml(std::string_view s) {
   std::string out;
-  for (char c : s) {
+  for (char c : SanitizeUtf8(s)) {
     switch (c) {
       case '"':
         out += "\\\"";

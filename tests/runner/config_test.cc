@@ -473,6 +473,22 @@ TEST_F(ConfigTest, PrintConfigEscapesControlCharactersInComments) {
   EXPECT_EQ(first, "# warning: -c modle=a\\u0001\\nb: unknown key 'modle' (did you mean 'model'?)");
 }
 
+// A -c override is bytes from the command line; TOML refuses invalid UTF-8 even in a comment.
+TEST_F(ConfigTest, PrintConfigReplacesInvalidUtf8InComments) {
+  LoadOptions o = Options();
+  o.overrides = {
+      "modle=a\xff\xc3"
+      "b"};
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok()) << config.message();
+  const std::string printed = FormatConfig(*config);
+  const std::string first = printed.substr(0, printed.find('\n'));
+  EXPECT_EQ(first,
+            "# warning: -c modle=a\xef\xbf\xbd\xef\xbf\xbd"
+            "b: unknown key 'modle' (did you mean "
+            "'model'?)");
+}
+
 TEST_F(ConfigTest, NewProviderNameDefaultsToItsId) {
   WriteFile(user_file(), "[model_providers.local]\nbase_url = \"http://127.0.0.1:1/v1\"\n");
   Result<Config> config = LoadConfig(Options());
