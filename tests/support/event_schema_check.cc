@@ -13,19 +13,28 @@
 namespace ae::test {
 namespace {
 
-// Parsed once; a schema that does not parse fails every validation loudly.
-const rapidjson::SchemaDocument& Schema() {
-  static const rapidjson::SchemaDocument* schema = [] {
-    static rapidjson::Document doc;
+// The schema's JSON, parsed once; a schema that does not parse fails every validation loudly.
+const rapidjson::Document& SchemaJson() {
+  static const rapidjson::Document* doc = [] {
+    auto* parsed = new rapidjson::Document;
     std::string_view text = EventsSchemaJson();
-    if (doc.Parse(text.data(), text.size()).HasParseError()) {
+    if (parsed->Parse(text.data(), text.size()).HasParseError()) {
       std::fprintf(stderr, "schema/events.schema.json does not parse: %s at %zu\n",
-                   rapidjson::GetParseError_En(doc.GetParseError()), doc.GetErrorOffset());
+                   rapidjson::GetParseError_En(parsed->GetParseError()), parsed->GetErrorOffset());
       std::abort();
     }
-    return new rapidjson::SchemaDocument(doc);
+    return parsed;
   }();
-  return *schema;
+  return *doc;
+}
+
+// Compiled once per thread. RapidJSON 1.1's regex (the schema's "pattern" keywords) keeps its
+// match state inside the compiled regex, so threads validating at once (the fault suite's
+// concurrent runs) cannot share a SchemaDocument: that race tripped its
+// `index < stateCount_` assertion.
+const rapidjson::SchemaDocument& Schema() {
+  thread_local const rapidjson::SchemaDocument schema(SchemaJson());
+  return schema;
 }
 
 std::string Pointer(const rapidjson::Pointer& p) {
