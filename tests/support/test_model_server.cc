@@ -19,6 +19,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/child.h"
+
 namespace ae {
 namespace {
 
@@ -77,9 +79,15 @@ Result<int> TestModelServer::Start(const std::string& script_path,
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return MakeError(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
+    // The server dies with the test: a test that aborts must not leave it holding ctest's
+    // output pipe (ctest then waits for its timeout).
+    const char* step = "";
+    int err = 0;
+    if (!EnterOwnGroupTiedToParent(parent, 127, &step, &err)) _exit(126);
     execvp("python3", argv.data());
     _exit(127);
   }
