@@ -16,6 +16,7 @@
 
 #include "base/child.h"
 #include "base/result.h"
+#include "base/sanitizer.h"
 #include "runner/exit_code.h"
 #include "runner/session_config.h"
 #include "sandbox/policy.h"
@@ -71,6 +72,7 @@ int RunSandboxCommand(const CliArgs& args) {
     const char* step = "";
     int err = 0;
     std::fflush(nullptr);
+    CheckLeaksNow();
     if (!sandbox::ApplyInChild(**prepared, &step, &err)) {
       PrintLine(fmt::format("agentexec sandbox: {}: {}", step, std::strerror(err)));
       return unavailable;

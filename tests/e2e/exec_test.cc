@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 
 namespace ae::e2e {
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "base/fd.h"
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 
 namespace ae::e2e {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
 
 namespace ae::e2e {

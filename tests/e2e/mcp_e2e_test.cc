@@ -2,7 +2,7 @@
 // its tools, the exact mcp_tool_call items; a required server that cannot start.
 #include <gtest/gtest.h>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 
 namespace ae::e2e {
 namespace {

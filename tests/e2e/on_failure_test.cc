@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 
 namespace ae::e2e {
 namespace {

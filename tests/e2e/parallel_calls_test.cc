@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
 
 namespace ae::e2e {

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "base/json.h"
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 #include "tests/support/processes.h"
 
 namespace ae::e2e {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
 
 namespace ae::e2e {

@@ -17,7 +17,7 @@
 #include "engine/review/review_output.h"
 #include "engine/review/review_prompt.h"
 #include "outputs/review_render.h"
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
 
 namespace ae::e2e {

@@ -1,4 +1,4 @@
-#include "tests/e2e/agentexec_runner.h"
+#include "tests/support/agentexec_runner.h"
 
 #include <gtest/gtest.h>
 
