@@ -2,11 +2,14 @@
 # Puts agentexec on the PATH of a CI job; prints nothing on stdout. AGENTEXEC_VERSION is
 #   latest | X.Y.Z   the release tarball of ACTION_REPOSITORY (GitHub), checked against its
 #                    .sha256; AGENTEXEC_DOWNLOAD_BASE overrides where releases are fetched
-#                    from (a mirror, or file:///... in tests)
-#   source           built from ACTION_PATH (the action's own checkout) with `make`
+#                    from (a mirror, or file:///... in tests). When GitHub has no release of
+#                    ACTION_REPOSITORY at all (a fork, or before the first tag), latest
+#                    builds from source instead, with a warning.
+#   source           built from ACTION_PATH (the action's own checkout) with `make`, into
+#                    AGENTEXEC_BUILD_DIR (default ACTION_PATH/build, what the action caches)
 # Sets the output `bin` (GITHUB_OUTPUT) and adds its directory to GITHUB_PATH when those
 # exist; the binary goes to $AGENTEXEC_INSTALL_DIR (default $RUNNER_TOOL_CACHE/agentexec/VER,
-# else ~/.local/bin).
+# else ~/.local/bin). Prints nothing on stdout but workflow commands (::warning::).
 set -euo pipefail
 version=${AGENTEXEC_VERSION:-latest}
 action_path=${ACTION_PATH:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -19,11 +22,14 @@ publish() {  # $1 = the installed binary
   if [ -n "${GITHUB_PATH:-}" ]; then dirname "$1" >>"$GITHUB_PATH"; fi
 }
 
-if [ "$version" = source ]; then
-  make -C "$action_path" >&2
-  publish "$action_path/build/agentexec"
+build_from_source() {
+  local dir=${AGENTEXEC_BUILD_DIR:-$action_path/build}
+  make -C "$action_path" BUILD="$dir" >&2
+  publish "$dir/agentexec"
   exit 0
-fi
+}
+
+if [ "$version" = source ]; then build_from_source; fi
 
 base=${AGENTEXEC_DOWNLOAD_BASE:-}
 if [ -z "$base" ]; then
@@ -36,7 +42,13 @@ if [ -z "$base" ]; then
     # The release page redirects to .../tag/vX.Y.Z.
     tag=$(curl -fsSLI -o /dev/null -w '%{url_effective}' "$server/$repo/releases/latest") || tag=""
     tag=${tag##*/}
-    [[ "$tag" == v* ]] || { echo "agentexec: no release found in $repo" >&2; exit 1; }
+    if [[ "$tag" != v* ]]; then
+      # Nothing published yet: the job still gets agentexec, from the checkout it already
+      # has, rather than failing on the user's first try. Only `latest` falls back; a version
+      # that is not published fails below.
+      echo "::warning::agentexec: no release found in $repo; building it from the action's checkout (version: source caches that build)"
+      build_from_source
+    fi
     version=${tag#v}
   fi
   base="$server/$repo/releases/download/v$version"

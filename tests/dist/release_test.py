@@ -8,7 +8,8 @@
   that stand-in (GITHUB_SERVER_URL), resolves the latest release through the same redirect
   github.com sends, verifies the checksum, installs and runs the binary.
 - The publish job refuses a release with an architecture missing, a bad checksum or a tag
-  that is not the version, and the action fails clearly when there is no release.
+  that is not the version. With no release at all, `version: latest` builds the
+  action's checkout (with a warning); a version that is not published fails the install.
 """
 import fnmatch
 import http.server
@@ -34,6 +35,22 @@ REPO = "octo/agentexec"
 
 # `gh` as the publish step calls it: records its argv and environment, and for
 # `release create TAG FILES...` keeps the files where the loopback GitHub serves them.
+IMAGE_SH = os.path.join(ROOT, "scripts/publish-image.sh")
+
+# `docker` as publish-image.sh calls it: records argv (and what `login` read on stdin);
+# `run IMAGE --version` says DOCKER_SAYS, as the built image's entrypoint would.
+FAKE_DOCKER = r"""#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+entry = {"argv": args}
+if args[:1] == ["login"]:
+    entry["stdin"] = sys.stdin.read()
+with open(os.environ["DOCKER_LOG"], "a") as f:
+    f.write(json.dumps(entry) + "\n")
+if args[:1] == ["run"]:
+    print(os.environ["DOCKER_SAYS"])
+"""
+
 FAKE_GH = r"""#!/usr/bin/env python3
 import json, os, shutil, sys
 with open(os.environ["GH_LOG"], "a") as f:
@@ -172,6 +189,16 @@ class ReleaseTest(unittest.TestCase):
         runs = "\n".join(s.get("run", "") for s in build["steps"])
         for cmd in ("make test", "make dist deb", "ctest -R '^dist_(portable|package|deb_portable)$'"):
             self.assertIn(cmd, runs)
+        image = self.wf["jobs"]["image"]
+        self.assertEqual({e["arch"]: e["runner"] for e in image["strategy"]["matrix"]["include"]},
+                         matrix)  # each image is built natively, after the tests passed
+        self.assertEqual(image["needs"], "build")
+        self.assertEqual(self.wf["jobs"]["image-manifest"]["needs"], ["image", "publish"])
+        for job in ("image", "image-manifest"):
+            self.assertEqual(self.wf["jobs"][job]["permissions"],
+                             {"contents": "read", "packages": "write"})
+        m = re.search(r"^arches=\(([^)]*)\)", _read(IMAGE_SH), re.M)
+        self.assertEqual(sorted(m.group(1).split()), sorted(matrix))
         self.assertEqual(self.wf["jobs"]["publish"]["needs"], "build")
         self.assertEqual(self.wf["jobs"]["publish"]["permissions"], {"contents": "write"})
         self.assertEqual(self.wf["permissions"], {"contents": "read"})
@@ -242,10 +269,10 @@ class ReleaseTest(unittest.TestCase):
         calls = [json.loads(l) for l in _read(log).splitlines()] if os.path.exists(log) else []
         return result, calls, store
 
-    def install_latest(self, server_url, turns=support.DEMO_TURNS):
+    def install_latest(self, server_url, turns=support.DEMO_TURNS, env=None):
         repo = support.demo_repo(os.path.join(self.tmp, "repo"))
         home = support.scripted_home(os.path.join(self.tmp, "home"), turns)
-        env = support.base_env(self.tmp, home)
+        env = {**support.base_env(self.tmp, home), **(env or {})}
         env.pop("AGENTEXEC_DOWNLOAD_BASE", None)
         runner = gha.Runner(repo, env=env, tmp=self.tmp,
                             github={"server_url": server_url, "action_repository": REPO})
@@ -277,19 +304,129 @@ class ReleaseTest(unittest.TestCase):
         self.assertEqual(result.outputs["exit-code"], "0")
         self.assertIn("len(values)", _read(os.path.join(self.tmp, "repo", "calc.py")))
 
-    def test_no_release_fails_the_install_clearly(self):
+    def test_no_release_builds_latest_from_the_checkout(self):
+        # Before the first tag (or in a fork) GitHub has no release: `version: latest` warns
+        # and builds the action's own checkout with make, and the step still runs the agent.
+        # The action's make builds into this test's own build tree (up to date, so it only
+        # checks), which must be the one holding the binary under test.
+        build = os.environ["AE_BUILD_DIR"]
+        self.assertEqual(os.path.realpath(os.path.join(build, "agentexec")),
+                         os.path.realpath(support.agentexec_bin()))
         store = os.path.join(self.tmp, "empty-store")
         os.makedirs(store)
         server = GitHubReleases(store)
         try:
-            result, _ = self.install_latest(server.url)
+            result, _ = self.install_latest(server.url, env={"AGENTEXEC_BUILD_DIR": build})
+        finally:
+            server.close()
+        logs = "\n".join(s[3] for s in result.steps)
+        self.assertTrue(result.success, logs)
+        install = [s for s in result.steps if s[0] == "Install agentexec"][0]
+        self.assertEqual(install[1], "success")
+        self.assertIn(f"::warning::agentexec: no release found in {REPO}; building it from the "
+                      "action's checkout (version: source caches that build)", install[3])
+        self.assertNotIn("agentexec: fetching", install[3])
+        self.assertEqual(result.outputs["exit-code"], "0")
+        self.assertIn("len(values)", _read(os.path.join(self.tmp, "repo", "calc.py")))
+
+    def test_a_version_that_is_not_published_fails_the_install(self):
+        store = os.path.join(self.tmp, "empty-store")
+        os.makedirs(store)
+        server = GitHubReleases(store)
+        try:
+            repo = support.demo_repo(os.path.join(self.tmp, "repo"))
+            home = support.scripted_home(os.path.join(self.tmp, "home"), support.DEMO_TURNS)
+            env = support.base_env(self.tmp, home)
+            env.pop("AGENTEXEC_DOWNLOAD_BASE", None)
+            runner = gha.Runner(repo, env=env, tmp=self.tmp,
+                                github={"server_url": server.url, "action_repository": REPO})
+            result = runner.run_action(gha.REPO_ROOT, {"prompt": "x", "version": "9.9.9"})
         finally:
             server.close()
         self.assertFalse(result.success)
         install = [s for s in result.steps if s[0] == "Install agentexec"][0]
         self.assertEqual(install[1], "failure")
-        self.assertIn(f"agentexec: no release found in {REPO}", install[3])
+        self.assertIn(f"agentexec: fetching {server.url}/{REPO}/releases/download/v9.9.9/"
+                      f"agentexec-9.9.9-linux-{platform.machine()}.tar.gz", install[3])
+        self.assertIn("404", install[3])
+        self.assertNotIn("::warning::", install[3])
         self.assertEqual([s[1] for s in result.steps if s[0] == "Run agentexec"], ["skipped"])
+
+    def image_job(self, job, says=None, arch=None, repo="Octo/AgentExec"):
+        """Runs release.yml's image job (this machine's architecture, or ARCH) or its
+        image-manifest job with a recording docker whose image says SAYS ({commit}: the
+        checkout's); returns (result, docker calls, commit)."""
+        ws = os.path.join(self.tmp, "ws")
+        bindir = os.path.join(self.tmp, "bin")
+        for d in (ws, bindir):
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(bindir, "docker"), "w") as f:
+            f.write(FAKE_DOCKER)
+        os.chmod(os.path.join(bindir, "docker"), 0o755)
+        log = os.path.join(self.tmp, "docker.log")
+        git = ["git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@t"]
+
+        for f in ("Makefile", "CMakeLists.txt"):  # the checkout the job builds from
+            shutil.copy(os.path.join(ROOT, f), ws)
+        shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(ws, "scripts"),
+                        dirs_exist_ok=True)
+        subprocess.run(git + ["init", "-q"], check=True)
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", "release"], check=True)
+        commit = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+
+        env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
+        arch = arch or platform.machine()
+        runner_name = {"x86_64": "ubuntu-24.04", "aarch64": "ubuntu-24.04-arm"}[arch]
+        env.update({"PATH": bindir + ":" + env["PATH"], "DOCKER_LOG": log,
+                    "DOCKER_SAYS": (says or "").format(commit=commit)})
+        runner = gha.Runner(ws, env=env, tmp=self.tmp,
+                            uses_stubs={"actions/checkout@v4": lambda w, r: (0, "checked out", {})},
+                            github={"repository": repo, "ref": f"refs/tags/v{self.version}",
+                                    "ref_name": f"v{self.version}", "event_name": "push"})
+        matrix = {"arch": arch, "runner": runner_name} if job == "image" else None
+        result = runner.run_job(WORKFLOW, job, matrix=matrix)
+        calls = [json.loads(l) for l in _read(log).splitlines()] if os.path.exists(log) else []
+        return result, calls, commit
+
+    def test_image_is_built_checked_pushed_then_named_for_both_architectures(self):
+        v, arch = self.version, platform.machine()
+        image = "ghcr.io/octo/agentexec"  # registry names are lower case
+        result, calls, commit = self.image_job("image", says=f"agentexec {v} ({{commit}})")
+        self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
+        self.assertEqual([c["argv"] for c in calls], [
+            ["build", "--build-arg", f"AGENTEXEC_COMMIT={commit}", "-t", f"{image}:{v}-{arch}",
+             os.path.join(self.tmp, "ws")],
+            ["run", "--rm", f"{image}:{v}-{arch}", "--version"],
+            ["login", "ghcr.io", "-u", "octocat", "--password-stdin"],
+            ["push", f"{image}:{v}-{arch}"]])
+        self.assertEqual(calls[-2]["stdin"], "ghs_test")  # the job's token, never on argv
+
+        os.remove(os.path.join(self.tmp, "docker.log"))
+        shutil.rmtree(os.path.join(self.tmp, "ws"))
+        result, calls, _ = self.image_job("image-manifest")
+        self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
+        self.assertEqual([c["argv"] for c in calls], [
+            ["login", "ghcr.io", "-u", "octocat", "--password-stdin"],
+            ["buildx", "imagetools", "create", "-t", f"{image}:{v}", "-t", f"{image}:latest",
+             f"{image}:{v}-x86_64", f"{image}:{v}-aarch64"]])
+
+    def test_image_that_is_not_this_version_is_not_pushed(self):
+        result, calls, commit = self.image_job("image", says="agentexec 0.0.1 (0123456789ab)")
+        self.assertFalse(result.success)
+        self.assertIn(f"publish-image: the image's agentexec says 'agentexec 0.0.1 "
+                      f"(0123456789ab)', not 'agentexec {self.version} ({commit})'; not pushing",
+                      result.steps[-1][3])
+        self.assertEqual([c["argv"][0] for c in calls], ["build", "run"])
+
+    def test_image_is_built_only_on_its_own_architecture(self):
+        other = "aarch64" if platform.machine() == "x86_64" else "x86_64"
+        result, calls, _ = self.image_job("image", says="x", arch=other)
+        self.assertFalse(result.success)
+        self.assertIn(f"publish-image: the {other} image is built on an {other} runner, not "
+                      f"{platform.machine()}", result.steps[-1][3])
+        self.assertEqual(calls, [])
 
     def test_publish_refuses_a_missing_architecture(self):
         result, calls, _ = self.publish(self.dist_dir(arches=("x86_64",)))
