@@ -58,7 +58,10 @@ class ActionTest(support.ReleaseCase):
         self.assertIn(f"#### Commands ({len(cmds)})", summary)
         for c in cmds:
             self.assertIn(f"| {c['exit_code']} | <code>", summary)
-        self.assertIn("| 1 | <code>", summary)  # the first test run fails
+        # The first test run fails; its output says why if it failed otherwise.
+        self.assertEqual([c["exit_code"] for c in cmds], [0, 1, 0],
+                         "\n".join(json.dumps(c) for c in cmds))
+        self.assertIn("| 1 | <code>", summary)
         self.assertIn(f"- <code>{os.path.realpath(self.repo)}/calc.py</code> (update)", summary)
         self.assertRegex(summary, r"#### Tokens\ninput \d+ \(cached \d+\), output \d+")
         self.assertTrue(summary.rstrip("\n").endswith(finals[-1]), summary)
