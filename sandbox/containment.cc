@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -106,13 +107,13 @@ bool ForkNamespaceInit(const char** failed_step, int* err) noexcept {
   Follow(pid, report[0], -1);
 }
 
-bool ForkCommandUnderInit(const char** failed_step, int* err) noexcept {
+bool ForkCommandUnderInit(int terminal_fd, const char** failed_step, int* err) noexcept {
   pid_t pid = ::fork();
   if (pid < 0) return FailStep("fork the command under the init", failed_step, err);
   if (pid == 0) {
     if (g_report_w >= 0) ::close(g_report_w);
     g_report_w = -1;
-    return EnterNewSession(failed_step, err);
+    return EnterNewSession(terminal_fd, failed_step, err);
   }
   // Nothing may reach into the init (/proc/1/mem, /proc/1/fd) from the command's side.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -120,7 +121,9 @@ bool ForkCommandUnderInit(const char** failed_step, int* err) noexcept {
   Follow(pid, -1, g_report_w);
 }
 
-bool EnterNewSession(const char** failed_step, int* err) noexcept {
+namespace {
+
+bool LeadNewSession(const char** failed_step, int* err) noexcept {
   // Already leading a session without a terminal (the spawner's child): nothing to do.
   if (::getsid(0) == ::getpid()) {
     int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -143,6 +146,16 @@ bool EnterNewSession(const char** failed_step, int* err) noexcept {
   }
   CloseAllBut(-1);
   FollowChild(pid);
+}
+
+}  // namespace
+
+bool EnterNewSession(int terminal_fd, const char** failed_step, int* err) noexcept {
+  if (!LeadNewSession(failed_step, err)) return false;
+  if (terminal_fd >= 0 && ::ioctl(terminal_fd, TIOCSCTTY, 0) != 0) {
+    return FailStep("ioctl(TIOCSCTTY)", failed_step, err);
+  }
+  return true;
 }
 
 }  // namespace ae::sandbox

@@ -11,8 +11,11 @@
 // (timeout, cancellation, agentexec's SIGTERM, or agentexec SIGKILLed) ends the whole tree.
 // The supervisor and the init exit the way the command did: its exit code, or the same signal.
 //
-// The command always starts a new session (setsid): no controlling terminal, so it cannot make
-// itself the terminal's foreground group or read what the user types through /dev/tty.
+// The command always starts a new session (setsid): it loses the terminal agentexec runs in,
+// so it cannot make itself that terminal's foreground group or read what the user types through
+// /dev/tty. A command given a terminal of agentexec's own (a fresh pseudo-terminal, exec_command
+// with tty) takes that one as its controlling terminal, as it would unconfined: /dev/tty then
+// opens, and its process group is the terminal's foreground group.
 //
 // Everything here runs between fork and execve: async-signal-safe system calls only.
 #pragma once
@@ -27,12 +30,15 @@ namespace ae::sandbox {
 bool ForkNamespaceInit(const char** failed_step, int* err) noexcept;
 
 // In the init (pid 1), with the confinement complete: forks the command's process and returns
-// true in it; the init stays behind reaping and never returns.
-bool ForkCommandUnderInit(const char** failed_step, int* err) noexcept;
+// true in it (in its new session, as EnterNewSession); the init stays behind reaping and never
+// returns.
+bool ForkCommandUnderInit(int terminal_fd, const char** failed_step, int* err) noexcept;
 
 // The command's process leads a new session. Nothing to do if it already does; a process
 // group leader cannot call setsid, so then it forks and the parent follows the child's exit.
-bool EnterNewSession(const char** failed_step, int* err) noexcept;
+// `terminal_fd` (-1: none) is a terminal of agentexec's own that no session controls: the new
+// session takes it as its controlling terminal.
+bool EnterNewSession(int terminal_fd, const char** failed_step, int* err) noexcept;
 
 // Waits for `child` (reaping every other child meanwhile) and ends the same way: its exit code,
 // or its signal (re-raised without a core dump). Used by a process that only supervises.

@@ -136,12 +136,13 @@ void SendWatch(int watch_fd, int listener, int install_err) noexcept {
 }  // namespace
 
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
-  return ApplyInChild(prepared, -1, failed_step, err);
+  return ApplyInChild(prepared, -1, -1, failed_step, err);
 }
 
-bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, const char** failed_step,
-                  int* err) noexcept {
-  if (!prepared.enforce) return true;
+bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd,
+                  const char** failed_step, int* err) noexcept {
+  // Nothing to confine: the spawner's child already leads a session of its own.
+  if (!prepared.enforce) return terminal_fd < 0 || EnterNewSession(terminal_fd, failed_step, err);
   bool dev_shm = false;
   if (!ApplyMountPlan(prepared.mounts, &dev_shm, failed_step, err)) return false;
   if (prepared.mounts.new_pid_ns) {
@@ -172,8 +173,8 @@ bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, const char** fa
     if (listener >= 0) ::close(listener);
     ::close(watch_fd);
   }
-  if (prepared.mounts.new_pid_ns) return ForkCommandUnderInit(failed_step, err);
-  return EnterNewSession(failed_step, err);
+  if (prepared.mounts.new_pid_ns) return ForkCommandUnderInit(terminal_fd, failed_step, err);
+  return EnterNewSession(terminal_fd, failed_step, err);
 }
 
 }  // namespace ae::sandbox

@@ -51,8 +51,11 @@ bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int
 // installs the watch filter and sends its listener over `watch_fd` (or, when this kernel has
 // no watch or installing it fails, the errno), then closes both; a watch that cannot be had
 // never stops the command, it only leaves agentexec without evidence. -1: no watch.
-bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, const char** failed_step,
-                  int* err) noexcept;
+// `terminal_fd` (-1: none) is a fresh terminal of agentexec's own that no session controls yet
+// (exec_command with tty): the command's session takes it as its controlling terminal, as an
+// unconfined command's would (containment.h).
+bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd,
+                  const char** failed_step, int* err) noexcept;
 
 // What the write watch checks attempts against: what the sandbox really refuses (not
 // ConfinedFs's stricter rule for agentexec's own writes, which refuses any nested .git), and

@@ -73,10 +73,12 @@ struct ChildPlan {
   }
 
   if (p.tty >= 0) {
-    // The new session's controlling terminal is agentexec's fresh pty, taken here before the
-    // sandbox (whose PID namespace init and private /dev/pts come after); nothing of the
-    // user's terminal is ever reachable (setsid above dropped it).
-    if (!TakeControllingTerminal(p.tty, &group_step, &group_err)) {
+    // The controlling terminal is agentexec's fresh pty; nothing of the user's terminal is
+    // ever reachable (setsid above dropped it). Unconfined, this process is the command's and
+    // takes it now. Confined, the command's process is the last the sandbox starts (under the
+    // PID namespace's init, in a session of its own), and it takes the terminal there: a
+    // terminal controls one session, and it must be the command's.
+    if (p.sandbox == nullptr && !TakeControllingTerminal(p.tty, &group_step, &group_err)) {
       ChildFail(p.err_w, group_step, group_err, 126);
     }
     for (int fd = 0; fd <= 2; ++fd) {
@@ -99,7 +101,8 @@ struct ChildPlan {
   if (p.sandbox != nullptr) {
     const char* step = "apply";
     int err = 0;
-    if (!ApplyInChild(*p.sandbox, p.watch_fd, &step, &err)) {
+    // Stdin is the terminal's slave side (dup2 above) when there is one.
+    if (!ApplyInChild(*p.sandbox, p.watch_fd, p.tty >= 0 ? 0 : -1, &step, &err)) {
       char buf[sizeof(ChildFailure::step)] = "sandbox: ";
       size_t i = 9;
       for (size_t k = 0; step[k] != '\0' && i + 1 < sizeof buf; ++k) buf[i++] = step[k];

@@ -185,7 +185,7 @@ TEST_F(UnifiedExecE2e, WriteStdinFeedsAnInteractivePythonOnATerminal) {
 TEST_F(UnifiedExecE2e, TtyTrueRunsTheCommandOnATerminalInsideTheSandbox) {
   RunOutput out = Run(
       {{"exec_command",
-        R"({"cmd":"test -t 0 && test -t 1 && test -t 2 && echo on-a-tty","login":false,"tty":true})"},
+        R"({"cmd":"test -t 0 && test -t 1 && test -t 2 && exec 3</dev/tty && echo on-a-tty","login":false,"tty":true})"},
        {"exec_command", R"({"cmd":"test -t 1 || echo not-a-tty","login":false})"}},
       {"-s", "workspace-write"});
   ASSERT_EQ(out.exit_code, 0) << out.err;

@@ -263,6 +263,20 @@ TEST_F(ConfinedUnifiedExecTest, ATerminalSessionIsConfinedAndItsDaemonsDieWithTh
   EXPECT_TRUE(AllGone(m)) << "a daemon of the session outlived the turn";
 }
 
+// Confined as unconfined: the fresh terminal is the command's controlling terminal (/dev/tty
+// opens, and it is the same terminal as stdin) and its process group is the foreground one, so
+// reading the terminal does not stop it.
+TEST_F(ConfinedUnifiedExecTest, TheTerminalControlsTheCommandsSession) {
+  ToolResult r = Call(*router_, "exec_command",
+                      Cmd("exec 3</dev/tty && echo controlling; echo through-dev-tty >/dev/tty; "
+                          "test \"$(ps -o tpgid= -p $$)\" = \"$(ps -o pgid= -p $$)\" && "
+                          "echo foreground",
+                          ",\"tty\":true"));
+  EXPECT_TRUE(r.success) << r.output;
+  EXPECT_TRUE(r.output.ends_with("Output:\ncontrolling\r\nthrough-dev-tty\r\nforeground\r\n"))
+      << r.output;
+}
+
 TEST_F(ConfinedUnifiedExecTest, ControlCWrittenToTheTerminalEndsTheCommand) {
   const std::string m = Marker(106);
   ToolResult r =
