@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <map>
+#include <string_view>
+#include <utility>
 
 extern char** environ;
 
@@ -66,6 +68,22 @@ std::vector<std::string> BuildCommandEnv(const ShellEnvPolicy& policy,
 
   std::vector<std::string> env;
   env.reserve(vars.size());
+  for (const auto& [name, value] : vars) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<std::string> WithUnifiedExecEnv(std::vector<std::string> env) {
+  static constexpr std::pair<std::string_view, std::string_view> kSet[] = {
+      {"NO_COLOR", "1"},     {"TERM", "dumb"},  {"LANG", "C.UTF-8"}, {"LC_CTYPE", "C.UTF-8"},
+      {"LC_ALL", "C.UTF-8"}, {"COLORTERM", ""}, {"PAGER", "cat"},    {"GIT_PAGER", "cat"},
+      {"GH_PAGER", "cat"},   {"CODEX_CI", "1"}};
+  std::map<std::string, std::string, std::less<>> vars;
+  for (const std::string& kv : env) {
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [name, value] : kSet) vars[std::string(name)] = value;
+  env.clear();
   for (const auto& [name, value] : vars) env.push_back(name + "=" + value);
   return env;
 }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "engine/command_progress.h"
+#include "engine/tools/env_policy.h"
 #include "engine/tools/exec.h"
 #include "engine/tools/model_output.h"
 #include "sandbox/spawn.h"
@@ -386,6 +387,7 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
           const std::string& item_id) -> Result<std::optional<sandbox::RunResult>> {
     sandbox::SpawnSpec spec = base;
     spec.tty = request.tty;
+    spec.env = WithUnifiedExecEnv(std::move(spec.env));
     auto session = std::make_shared<Session>(item_cap, item_cap);
     session->item_id = item_id;
     session->display = request.command.display;

@@ -296,5 +296,14 @@ TEST(EnvPolicy, CredentialVariablesNeverReachCommands) {
             (std::vector<std::string>{"FOO=1", "LLM_CRED=chosen"}));
 }
 
+// codex's exec_command environment goes over whatever the policy built, `set` included.
+TEST(EnvPolicy, ExecCommandSessionsGetCodexsTerminalVariables) {
+  EXPECT_EQ(
+      WithUnifiedExecEnv({"A=1", "LC_ALL=C", "PAGER=less", "TERM=xterm-256color", "Z=2"}),
+      (std::vector<std::string>{"A=1", "CODEX_CI=1", "COLORTERM=", "GH_PAGER=cat", "GIT_PAGER=cat",
+                                "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "LC_CTYPE=C.UTF-8", "NO_COLOR=1",
+                                "PAGER=cat", "TERM=dumb", "Z=2"}));
+}
+
 }  // namespace
 }  // namespace ae::testing

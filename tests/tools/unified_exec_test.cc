@@ -110,6 +110,22 @@ TEST_F(UnifiedExecTest, TtyIsARealTerminalOfItsOwnWithItsSize) {
   EXPECT_NE(r.output.find("Process exited with code 1"), std::string::npos) << r.output;
 }
 
+// What codex sets for exec_command sessions, on a terminal or not; the shell tool keeps the
+// policy's environment as it is.
+TEST_F(UnifiedExecTest, SessionsSeeNoColourNoPagerAndUtf8) {
+  const std::string show =
+      "echo \"$TERM $NO_COLOR [$COLORTERM] $PAGER $GIT_PAGER $GH_PAGER $LANG $LC_CTYPE $LC_ALL "
+      "$CODEX_CI\"";
+  ToolResult r = Call(*router_, "exec_command", Cmd(show));
+  EXPECT_TRUE(r.output.ends_with("Output:\ndumb 1 [] cat cat cat C.UTF-8 C.UTF-8 C.UTF-8 1\n"))
+      << r.output;
+  r = Call(*router_, "exec_command", Cmd(show, ",\"tty\":true"));
+  EXPECT_TRUE(r.output.ends_with("Output:\ndumb 1 [] cat cat cat C.UTF-8 C.UTF-8 C.UTF-8 1\r\n"))
+      << r.output;
+  r = Call(*router_, "shell", R"({"command":["bash","-c","echo \"[$CODEX_CI] [$GH_PAGER]\""]})");
+  EXPECT_TRUE(r.output.ends_with("[] []\n")) << r.output;
+}
+
 TEST_F(UnifiedExecTest, WriteStdinFeedsAnInteractivePython) {
   const std::string python = RealPython();
   if (python.empty()) GTEST_SKIP() << "no python3";
