@@ -81,10 +81,8 @@ TEST_F(ParallelCallsTest, ReadsRunTogetherThePatchWaitsForThemAndOutputsKeepCall
   RunOutput out = Run({"--json", "-s", "workspace-write", "go"});
   ASSERT_EQ(out.exit_code, 0) << out.err << out.out;
 
-  // Serially the three sleeps alone take at least 3 s; together they take one. The bound is
-  // the serial floor, not a tuned margin, so only a run that did not overlap can cross it
-  // (the overlap itself is checked from the event order below).
-  EXPECT_LT(out.seconds, 3.0) << "the parallel-safe calls did not run together";
+  // No wall-clock bound: on a loaded machine the run's own start-up and the patch can take
+  // it past any serial floor. The overlap is proved from the event order below.
 
   const std::vector<std::string> trace = ItemTrace(out.lines());
   const std::string one = "sleep 1; echo one > a.txt; echo first";
