@@ -221,6 +221,12 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     for (const ToolResult& out : outputs) {
       AddToHistory(deps, history, ToolOutputItem(out.call_id, out.output, out.custom));
     }
+    // After every output of the batch, so each call still meets its output first.
+    for (const ToolResult& out : outputs) {
+      if (!out.model_warning.empty()) {
+        AddToHistory(deps, history, MessageInputItem("user", "Warning: " + out.model_warning));
+      }
+    }
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
   }
 

@@ -180,7 +180,8 @@ class ExecCommandTool : public ToolHandler {
     }
     auto reply = manager_->Exec(req, env);
     if (!reply.ok()) return Fail(call, reply.message());
-    return ToolResult{call.call_id, std::move(reply->text), reply->success, call.custom};
+    return ToolResult{call.call_id, std::move(reply->text), reply->success, call.custom,
+                      std::move(reply->model_warning)};
   }
 
   void StopBackground(Emitter& /*emitter*/) override { manager_->StopAll(); }

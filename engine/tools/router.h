@@ -30,6 +30,9 @@ struct ToolResult {
   std::string output;  // text fed back to the model
   bool success = true;
   bool custom = false;
+  // A warning for the model, not part of the output: the turn adds it to the history after
+  // this batch's outputs as a user message "Warning: ...", as codex records model warnings.
+  std::string model_warning;
 };
 
 // What a handler may use while it runs.

@@ -439,6 +439,15 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     env.emitter.Update(running->item_id, ItemOf(*running));
   }
   const int id = Register(running);
+  const size_t warn_at =
+      max_sessions_ > kSessionWarningMargin ? max_sessions_ - kSessionWarningMargin : max_sessions_;
+  if (const size_t open = session_count(); open >= warn_at) {
+    reply.model_warning = fmt::format(
+        "The maximum number of unified exec processes you can keep open is {} and you currently "
+        "have {} processes open. Reuse older processes or close them to prevent automatic "
+        "pruning of old processes",
+        warn_at, open);
+  }
   reply.text = Reply(first_run, std::nullopt, id, request.budget_bytes, first_wall);
   return reply;
 }

@@ -41,6 +41,9 @@ constexpr int64_t kMaxYieldMs = 30000;
 constexpr int64_t kMinEmptyPollYieldMs = 5000;
 constexpr int64_t kMaxEmptyPollYieldMs = 300000;
 constexpr size_t kMaxSessions = 64;
+// codex warns the model once this many sessions are open (60 of 64): past the bound the
+// least recently used one is killed.
+constexpr size_t kSessionWarningMargin = 4;
 constexpr size_t kProtectedRecentSessions = 8;
 constexpr int kFirstSessionId = 1000;
 
@@ -59,6 +62,7 @@ struct UnifiedExecRequest {
 struct UnifiedExecReply {
   std::string text;  // codex's reply: Chunk ID, Wall time, exit or session line, Output
   bool success = true;
+  std::string model_warning;  // set once this session brought the open ones near the bound
 };
 
 class UnifiedExec {
@@ -76,7 +80,7 @@ class UnifiedExec {
   // The turn stopped: every session's tree is killed, its item completed.
   void StopAll();
 
-  size_t session_count();  // for tests
+  size_t session_count();  // open sessions, exited ones not yet polled included
 
   struct Session;
 

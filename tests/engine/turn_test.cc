@@ -40,6 +40,19 @@ class EchoTool : public ToolHandler {
   int calls = 0;
 };
 
+// Answers with a warning for the model (as exec_command near its session bound).
+class WarningTool : public ToolHandler {
+ public:
+  std::string name() const override { return "warn"; }
+  std::string spec_json() const override {
+    return R"({"type":"function","name":"warn","parameters":{"type":"object"}})";
+  }
+  bool parallel_safe() const override { return true; }
+  ToolResult Handle(const ToolCall& call, ToolEnv&) override {
+    return ToolResult{call.call_id, "ok", true, false, "too many sessions"};
+  }
+};
+
 class TurnTest : public ::testing::Test {
  protected:
   TurnTest() : emitter_({&sink_}), orchestrator_(turn_, nullptr) {
@@ -115,6 +128,26 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
             R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
             R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
             R"("requests":2,"duration_ms":1400})");
+}
+
+// A tool's model warning follows the whole batch's outputs as a user message, so every call
+// still meets its output first.
+TEST_F(TurnTest, ModelWarningsFollowTheBatchsOutputs) {
+  router_.Register(std::make_unique<WarningTool>());
+  client_.responses.push_back(
+      Response({Call("warn", "{}", "c1"), Call("echo", "{\"a\":1}", "c2")}));
+  client_.responses.push_back(Response({Message("Done.")}));
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  ASSERT_EQ(client_.prompts.size(), 2u);
+  const std::vector<std::string>& second = client_.prompts[1].input;
+  ASSERT_EQ(second.size(), 6u);  // prompt, 2 calls, 2 outputs, the warning
+  EXPECT_EQ(second[3], R"({"type":"function_call_output","call_id":"c1","output":"ok"})");
+  EXPECT_EQ(second[4],
+            R"({"type":"function_call_output","call_id":"c2","output":"echo:{\"a\":1}"})");
+  EXPECT_EQ(
+      second[5],
+      R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Warning: too many sessions"}]})");
 }
 
 TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {

@@ -198,6 +198,12 @@ TEST_F(UnifiedExecTest, SessionsAreBoundedAndTheLeastRecentlyUsedIsKilled) {
     EXPECT_NE(reply->text.find("Process running with session ID " + std::to_string(1000 + i)),
               std::string::npos)
         << reply->text;
+    // codex warns at 60 of 64 open; of 2, at 2.
+    EXPECT_EQ(reply->model_warning,
+              i == 0 ? ""
+                     : "The maximum number of unified exec processes you can keep open is 2 and "
+                       "you currently have 2 processes open. Reuse older processes or close them "
+                       "to prevent automatic pruning of old processes");
   }
   EXPECT_EQ(manager->session_count(), 2u);
   EXPECT_EQ(Call(router, "write_stdin", R"({"session_id":1000})").output,
