@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -25,32 +26,25 @@ using test::Call;
 using test::Message;
 using test::Response;
 
-// Echoes its arguments back; counts calls.
+// Echoes its arguments back; counts calls. With a warning, answers it for the model too (as
+// exec_command near its session bound).
 class EchoTool : public ToolHandler {
  public:
-  std::string name() const override { return "echo"; }
+  explicit EchoTool(std::string name = "echo", std::string warning = "")
+      : name_(std::move(name)), warning_(std::move(warning)) {}
+  std::string name() const override { return name_; }
   std::string spec_json() const override {
-    return R"({"type":"function","name":"echo","parameters":{"type":"object"}})";
+    return R"({"type":"function","name":")" + name_ + R"(","parameters":{"type":"object"}})";
   }
   bool parallel_safe() const override { return true; }
   ToolResult Handle(const ToolCall& call, ToolEnv&) override {
     ++calls;
-    return ToolResult{call.call_id, "echo:" + call.input, true, false};
+    return ToolResult{call.call_id, "echo:" + call.input, true, false, warning_};
   }
   int calls = 0;
-};
 
-// Answers with a warning for the model (as exec_command near its session bound).
-class WarningTool : public ToolHandler {
- public:
-  std::string name() const override { return "warn"; }
-  std::string spec_json() const override {
-    return R"({"type":"function","name":"warn","parameters":{"type":"object"}})";
-  }
-  bool parallel_safe() const override { return true; }
-  ToolResult Handle(const ToolCall& call, ToolEnv&) override {
-    return ToolResult{call.call_id, "ok", true, false, "too many sessions"};
-  }
+ private:
+  std::string name_, warning_;
 };
 
 class TurnTest : public ::testing::Test {
@@ -133,7 +127,7 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
 // A tool's model warning follows the whole batch's outputs as a user message, so every call
 // still meets its output first.
 TEST_F(TurnTest, ModelWarningsFollowTheBatchsOutputs) {
-  router_.Register(std::make_unique<WarningTool>());
+  router_.Register(std::make_unique<EchoTool>("warn", "too many sessions"));
   client_.responses.push_back(
       Response({Call("warn", "{}", "c1"), Call("echo", "{\"a\":1}", "c2")}));
   client_.responses.push_back(Response({Message("Done.")}));
@@ -142,7 +136,7 @@ TEST_F(TurnTest, ModelWarningsFollowTheBatchsOutputs) {
   ASSERT_EQ(client_.prompts.size(), 2u);
   const std::vector<std::string>& second = client_.prompts[1].input;
   ASSERT_EQ(second.size(), 6u);  // prompt, 2 calls, 2 outputs, the warning
-  EXPECT_EQ(second[3], R"({"type":"function_call_output","call_id":"c1","output":"ok"})");
+  EXPECT_EQ(second[3], R"({"type":"function_call_output","call_id":"c1","output":"echo:{}"})");
   EXPECT_EQ(second[4],
             R"({"type":"function_call_output","call_id":"c2","output":"echo:{\"a\":1}"})");
   EXPECT_EQ(
