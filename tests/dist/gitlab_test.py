@@ -17,16 +17,12 @@ EXAMPLES = os.path.join(support.REPO_ROOT, "ci-examples/gitlab")
 
 class GitLabTest(unittest.TestCase):
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
+        self.tmp = support.scratch(self)
         self.repo = support.demo_repo(os.path.join(self.tmp, "project"))
         # The image: agentexec on PATH, the scripts where the Dockerfile copies them.
         self.bindir = os.path.join(self.tmp, "bin")
         os.makedirs(self.bindir)
         os.symlink(support.agentexec_bin(), os.path.join(self.bindir, "agentexec"))
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
 
     def env(self, turns):
         home = support.scripted_home(os.path.join(self.tmp, "home"), turns)

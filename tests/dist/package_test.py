@@ -47,11 +47,7 @@ def read(path, mode="r"):
 
 class Checks(unittest.TestCase):
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
+        self.tmp = support.scratch(self)
 
     def assert_version(self, binary, emulator=()):
         p = subprocess.run([*emulator, binary, "--version"], capture_output=True, text=True,

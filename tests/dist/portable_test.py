@@ -71,8 +71,7 @@ class PortableTest(unittest.TestCase):
                          + probe.stderr.decode().strip())
 
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
+        self.tmp = support.scratch(self)
         self.root = os.path.join(self.tmp, "root")
         for d in ("work", "home", "etc/ssl/certs", "tmp"):
             os.makedirs(os.path.join(self.root, d))
@@ -83,9 +82,6 @@ class PortableTest(unittest.TestCase):
             shutil.copy("/etc/ssl/certs/ca-certificates.crt",
                         os.path.join(self.root, "etc/ssl/certs/ca-certificates.crt"))
         self.env = {"HOME": "/home", "AGENTEXEC_HOME": "/home", "PATH": "/"}
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
 
     def run_in_root(self, config, turns, args=()):
         with open(os.path.join(self.root, "home/config.toml"), "w") as f:

@@ -160,13 +160,9 @@ class GitHubReleases(http.server.ThreadingHTTPServer):
 
 class ReleaseTest(unittest.TestCase):
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
+        self.tmp = support.scratch(self)
         self.wf = yaml.safe_load(_read(WORKFLOW))
         self.version = support.version()
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
 
     # ------------------------------------------------------------ structure
     def test_tag_filter_matrix_publisher_and_installer_agree(self):

@@ -97,18 +97,23 @@ class Tmp:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def scratch(case):
+    """A temp directory that `case` removes whatever happens, a setUp that fails included
+    (unittest gives such a setUp no tearDown, but runs its cleanups)."""
+    t = Tmp()
+    path = t.__enter__()
+    case.addCleanup(t.__exit__, None, None, None)
+    return path
+
+
 class ReleaseCase(unittest.TestCase):
     """A scratch directory holding a local release of the built binary and a demo repository:
     what the action and the CI examples install from and run in."""
 
     def setUp(self):
-        self.t = Tmp()
-        self.tmp = self.t.__enter__()
+        self.tmp = scratch(self)
         self.release = os.path.join(self.tmp, "release")
         os.makedirs(self.release)
         make_release(agentexec_bin(), self.release)
         self.repo = demo_repo(os.path.join(self.tmp, "repo"))
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
 

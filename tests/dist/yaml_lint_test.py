@@ -53,11 +53,7 @@ class YamlLintTest(unittest.TestCase):
         ensure_tools()
 
     def setUp(self):
-        self.t = support.Tmp()
-        self.tmp = self.t.__enter__()
-
-    def tearDown(self):
-        self.t.__exit__(None, None, None)
+        self.tmp = support.scratch(self)
 
     def bad(self, name, text):
         path = os.path.join(self.tmp, name)
