@@ -762,5 +762,47 @@ TEST_F(HttpTest, TheTokenBudgetStopsTheRunWithExit4AndTheSessionResumes) {
       R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Done."}})");
 }
 
+// 60 sessions left running in one response: codex's warning reaches the model as a user
+// message after every output of the batch, and the strict server takes that request on both
+// wires (each call still meets its output first).
+TEST_F(HttpTest, TheSessionWarningAfterTheOutputsIsAcceptedOnBothWires) {
+  std::string calls;
+  for (int i = 0; i < 60; ++i) {
+    calls += fmt::format(
+        R"({{"type":"function_call","name":"exec_command","arguments":{{"cmd":"sleep 60","login":false,"yield_time_ms":250}},"call_id":"s{}"}},)",
+        i);
+  }
+  calls.pop_back();
+  const std::string turns =
+      R"({"turns":[{"items":[)" + calls + R"(]},{"items":[{"type":"message","text":"Done."}]}]})";
+  const std::string warning =
+      "Warning: The maximum number of unified exec processes you can keep open is 60 and you "
+      "currently have 60 processes open. Reuse older processes or close them to prevent "
+      "automatic pruning of old processes";
+  for (const std::string wire : {"responses", "chat"}) {
+    TestModelServer server;
+    Serve(server, turns, {}, wire);
+    RunOutput out = Run({"--json", "-s", "danger-full-access", "start them"});
+    ASSERT_EQ(out.exit_code, 0) << wire << "\n" << out.err << out.out;
+    std::vector<LoggedRequest> requests = server.Requests();
+    ASSERT_EQ(requests.size(), 2u) << wire;
+    rapidjson::Document second;
+    second.Parse(requests[1].body_json.c_str());
+    ASSERT_TRUE(second.IsObject()) << wire;
+    const rapidjson::Value& items = second[wire == "chat" ? "messages" : "input"];
+    const rapidjson::Value& last = items[items.Size() - 1];
+    const rapidjson::Value& before = items[items.Size() - 2];
+    EXPECT_STREQ(last["role"].GetString(), "user") << wire;
+    const std::string text =
+        wire == "chat" ? last["content"].GetString() : last["content"][0]["text"].GetString();
+    EXPECT_EQ(text, warning) << wire;
+    if (wire == "chat") {
+      EXPECT_STREQ(before["role"].GetString(), "tool");
+    } else {
+      EXPECT_STREQ(before["type"].GetString(), "function_call_output");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ae::e2e
