@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -12,6 +11,7 @@
 
 #include <cerrno>
 
+#include "base/child.h"
 #include "sandbox/step.h"
 
 namespace ae::sandbox {
@@ -152,10 +152,7 @@ bool LeadNewSession(const char** failed_step, int* err) noexcept {
 
 bool EnterNewSession(int terminal_fd, const char** failed_step, int* err) noexcept {
   if (!LeadNewSession(failed_step, err)) return false;
-  if (terminal_fd >= 0 && ::ioctl(terminal_fd, TIOCSCTTY, 0) != 0) {
-    return FailStep("ioctl(TIOCSCTTY)", failed_step, err);
-  }
-  return true;
+  return terminal_fd < 0 || TakeControllingTerminal(terminal_fd, failed_step, err);
 }
 
 }  // namespace ae::sandbox

@@ -139,6 +139,8 @@ std::string Reply(const sandbox::RunResult& run, std::optional<int> exit_code,
 
 UnifiedExec::UnifiedExec(size_t max_sessions)
     : max_sessions_(std::max<size_t>(max_sessions, 1)),
+      warn_sessions_(max_sessions_ > kSessionWarningMargin ? max_sessions_ - kSessionWarningMargin
+                                                           : max_sessions_),
       wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 UnifiedExec::~UnifiedExec() {
@@ -439,14 +441,12 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     env.emitter.Update(running->item_id, ItemOf(*running));
   }
   const int id = Register(running);
-  const size_t warn_at =
-      max_sessions_ > kSessionWarningMargin ? max_sessions_ - kSessionWarningMargin : max_sessions_;
-  if (const size_t open = session_count(); open >= warn_at) {
+  if (const size_t open = session_count(); open >= warn_sessions_) {
     reply.model_warning = fmt::format(
         "The maximum number of unified exec processes you can keep open is {} and you currently "
         "have {} processes open. Reuse older processes or close them to prevent automatic "
         "pruning of old processes",
-        warn_at, open);
+        warn_sessions_, open);
   }
   reply.text = Reply(first_run, std::nullopt, id, request.budget_bytes, first_wall);
   return reply;

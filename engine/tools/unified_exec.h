@@ -95,6 +95,7 @@ class UnifiedExec {
   int Register(const std::shared_ptr<Session>& session);  // returns its session id
 
   const size_t max_sessions_;
+  const size_t warn_sessions_;     // codex's warning from this many open (60 of 64)
   CancelToken* cancel_ = nullptr;  // the run's token, from the first call
 
   std::mutex mu_;  // guards everything below
