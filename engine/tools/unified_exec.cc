@@ -321,9 +321,11 @@ void UnifiedExec::Loop() {
   }
 }
 
-int UnifiedExec::Register(const std::shared_ptr<Session>& session) {
+// The count is taken with the insertion, as codex does: parallel calls each see their own
+// count, so exactly one of them crosses the warning bound.
+UnifiedExec::Registered UnifiedExec::Register(const std::shared_ptr<Session>& session) {
   std::shared_ptr<Session> pruned;
-  int id = 0;
+  Registered registered;
   {
     std::lock_guard lock(mu_);
     if (sessions_.size() >= max_sessions_) {
@@ -351,11 +353,12 @@ int UnifiedExec::Register(const std::shared_ptr<Session>& session) {
       }
     }
     std::lock_guard slock(session->mu);
-    id = next_id_++;
-    session->id = id;
+    registered.id = next_id_++;
+    session->id = registered.id;
     session->detached = true;
     session->last_used = Clock::now();
     sessions_[session->id] = session;
+    registered.open = sessions_.size();
     CompleteLocked(*session);  // it may have ended since its yield
   }
   if (pruned) {
@@ -369,7 +372,7 @@ int UnifiedExec::Register(const std::shared_ptr<Session>& session) {
     pruned->cv.wait_for(slock, std::chrono::seconds(10), [&] { return pruned->exited; });
     CompleteLocked(*pruned);
   }
-  return id;
+  return registered;
 }
 
 Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, ToolEnv& env) {
@@ -440,15 +443,15 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     std::lock_guard lock(running->mu);
     env.emitter.Update(running->item_id, ItemOf(*running));
   }
-  const int id = Register(running);
-  if (const size_t open = session_count(); open >= warn_sessions_) {
+  const Registered registered = Register(running);
+  if (const size_t open = registered.open; open >= warn_sessions_) {
     reply.model_warning = fmt::format(
         "The maximum number of unified exec processes you can keep open is {} and you currently "
         "have {} processes open. Reuse older processes or close them to prevent automatic "
         "pruning of old processes",
         warn_sessions_, open);
   }
-  reply.text = Reply(first_run, std::nullopt, id, request.budget_bytes, first_wall);
+  reply.text = Reply(first_run, std::nullopt, registered.id, request.budget_bytes, first_wall);
   return reply;
 }
 

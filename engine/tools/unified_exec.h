@@ -92,7 +92,11 @@ class UnifiedExec {
                                          std::shared_ptr<Session> session);
   void Loop();
   void Wake();
-  int Register(const std::shared_ptr<Session>& session);  // returns its session id
+  struct Registered {
+    int id = 0;
+    size_t open = 0;  // sessions open right after this one joined, counted under the same lock
+  };
+  Registered Register(const std::shared_ptr<Session>& session);
 
   const size_t max_sessions_;
   const size_t warn_sessions_;     // codex's warning from this many open (60 of 64)
