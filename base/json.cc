@@ -20,6 +20,7 @@ struct Shape {
   size_t depth = 0;         // deepest nesting of [ and {
   size_t too_deep_at = 0;   // offset where kMaxJsonDepth was passed (when depth exceeds it)
   bool whitespace = false;  // whitespace between tokens: the text is not compact
+  size_t nul_at = std::string_view::npos;  // the first NUL byte, never part of JSON text
 };
 
 // One linear pass over the bytes, outside strings: how deep the text nests and whether it is
@@ -30,6 +31,8 @@ Shape Measure(std::string_view text) {
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    // RapidJSON reads a NUL as the end of its input: `{}\0tail` would parse as `{}`.
+    if (c == '\0' && s.nul_at == std::string_view::npos) s.nul_at = i;
     if (in_string) {
       if (c == '\\') {
         ++i;
@@ -113,6 +116,10 @@ std::optional<JsonParseError> ParseJsonInto(std::string_view text, rapidjson::Do
     doc->SetNull();
     return JsonParseError{shape.too_deep_at,
                           fmt::format("nested deeper than {} levels", kMaxJsonDepth)};
+  }
+  if (shape.nul_at != std::string_view::npos) {
+    doc->SetNull();
+    return JsonParseError{shape.nul_at, "a NUL byte is not allowed in JSON text"};
   }
   doc->Parse<kParseFlags>(text.data(), text.size());
   if (doc->HasParseError()) {
@@ -271,7 +278,8 @@ void JsonWriter::Value(const rapidjson::Value& root) {
 
 bool JsonWriter::Raw(std::string_view json) {
   Shape shape = Measure(json);
-  if (shape.depth <= kMaxJsonDepth && !shape.whitespace && !json.empty() && CanCopyVerbatim(json)) {
+  if (shape.depth <= kMaxJsonDepth && !shape.whitespace && shape.nul_at == std::string_view::npos &&
+      !json.empty() && CanCopyVerbatim(json)) {
     Check(w_.RawValue(json.data(), json.size(), RootType(json)));
     return true;
   }

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/pointer.h>
 #include <rapidjson/schema.h>
 #include <rapidjson/stringbuffer.h>
@@ -10,6 +9,8 @@
 #include <regex>
 #include <set>
 #include <vector>
+
+#include "base/json.h"
 
 namespace ae {
 namespace {
@@ -288,11 +289,8 @@ std::string PointerText(const rapidjson::Pointer& p) {
 
 Status CheckStrictOutputSchema(std::string_view schema_json) {
   rapidjson::Document doc;
-  doc.Parse(schema_json.data(), schema_json.size());
-  if (doc.HasParseError()) {
-    return MakeError(fmt::format("not JSON ({} at byte offset {})",
-                                 rapidjson::GetParseError_En(doc.GetParseError()),
-                                 doc.GetErrorOffset()));
+  if (std::optional<JsonParseError> bad = ParseJsonInto(schema_json, &doc)) {
+    return MakeError(fmt::format("not JSON ({} at byte offset {})", bad->reason, bad->offset));
   }
   if (!doc.IsObject()) return At("#", "a schema must be a JSON object");
   return Checker(doc).Schema(doc, "#", true);
@@ -311,20 +309,20 @@ Result<std::unique_ptr<OutputSchemaValidator>> OutputSchemaValidator::Make(
   Status ok = CheckStrictOutputSchema(schema_json);
   if (!ok.ok()) return ok.error();
   std::unique_ptr<OutputSchemaValidator> v(new OutputSchemaValidator());
-  v->impl_->doc.Parse(schema_json.data(), schema_json.size());
+  ParseJsonInto(schema_json, &v->impl_->doc);  // it parsed just above
   ToDraft04(v->impl_->doc, v->impl_->doc.GetAllocator());
   v->impl_->schema = std::make_unique<rapidjson::SchemaDocument>(v->impl_->doc);
   return v;
 }
 
 Status OutputSchemaValidator::Validate(std::string_view answer) const {
+  // The model's text: parsed iteratively with the nesting bounded, like every JSON it sends.
   rapidjson::Document doc;
-  doc.Parse(answer.data(), answer.size());
-  if (doc.HasParseError()) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(answer, &doc)) {
     return MakeError(
         fmt::format("the final answer is not JSON ({} at byte offset {}), so it does not match "
                     "--output-schema",
-                    rapidjson::GetParseError_En(doc.GetParseError()), doc.GetErrorOffset()));
+                    bad->reason, bad->offset));
   }
   rapidjson::SchemaValidator validator(*impl_->schema);
   if (doc.Accept(validator)) return Status();

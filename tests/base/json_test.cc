@@ -72,6 +72,17 @@ TEST(JsonTest, RawIsVerbatimOnlyWhenValidCompactAndFinite) {
   std::string deep = raw(Nested(100000), &was_json);
   EXPECT_FALSE(was_json);
   EXPECT_EQ(deep.size(), 200000u + 4u);  // a string: ["[[[…]]]"]
+  // RapidJSON reads a NUL as the end of its input; verbatim, the tail would follow raw.
+  EXPECT_EQ(raw(std::string("{}\0\"x", 5), &was_json), R"(["{}\u0000\"x"])");
+  EXPECT_FALSE(was_json);
+}
+
+TEST(JsonTest, ANulByteIsAnErrorNotTheEndOfTheText) {
+  Result<rapidjson::Document> doc = ParseJson(std::string("{\"a\":1}\0{\"b\":2}", 15), "arguments");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.message(),
+            "arguments is not valid JSON (offset 7: a NUL byte is not allowed in JSON text)");
+  EXPECT_FALSE(ParseJson(std::string("[\"a\0b\"]", 7)).ok());
 }
 
 TEST(JsonTest, SerialisingADeepValueBuiltInCodeDoesNotRecurse) {

@@ -409,6 +409,25 @@ TEST_F(FaultTest, DeepArgumentsFailTheCallNotTheProcess) {
   Expect(Run(), 0, "turn.completed");
 }
 
+// With --output-schema the final answer is parsed to be validated: it is the model's JSON too.
+// Exit 6, the documented code for an answer that does not validate.
+TEST_F(FaultTest, AHostileFinalAnswerFailsTheSchemaCheckNotTheProcess) {
+  const std::string schema = ws_.WriteFile(
+      "schema.json", R"({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],)"
+                     R"("additionalProperties":false})");
+  const std::vector<std::string> args = {"--json",          "-s",   "workspace-write",
+                                         "--output-schema", schema, "go"};
+  Serve(Turns({Turn({Message(std::string(100000, '[') + std::string(100000, ']'))})}));
+  EXPECT_EQ(FailedMessage(Expect(Run(args), 6, "turn.failed")),
+            "the final answer is not JSON (nested deeper than 512 levels at byte offset 512), so "
+            "it does not match --output-schema");
+  // A valid answer, a NUL, then anything: not an answer that matches.
+  Serve(Turns({Turn({Message(R"({\"a\":\"x\"}\u0000tail)")})}));
+  EXPECT_EQ(FailedMessage(Expect(Run(args), 6, "turn.failed")),
+            "the final answer is not JSON (a NUL byte is not allowed in JSON text at byte offset "
+            "9), so it does not match --output-schema");
+}
+
 TEST_F(FaultTest, DeeplyNestedEventFailsTheTurn) {
   Serve(kOk, {"hostile=deep_event"});
   Expect(Run(), 1, "turn.failed");
