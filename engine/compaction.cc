@@ -129,7 +129,7 @@ void ContextTracker::OnResponse(const Usage& usage, size_t history_size) {
 }
 
 int64_t ContextTracker::Tokens(const std::vector<std::string>& history) const {
-  if (counted_ <= 0 || counted_size_ > history.size()) return EstimateTokens(history);
+  if (counted_ <= 0 || counted_size_ > history.size()) return fixed_ + EstimateTokens(history);
   int64_t n = counted_;
   for (size_t i = counted_size_; i < history.size(); ++i) n += EstimateTokens(history[i]);
   return n;

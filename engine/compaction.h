@@ -4,7 +4,7 @@
 // Tokens are counted as the service counted them (the last response's usage: input + output)
 // plus an estimate of what was appended since (tool outputs, a new user message): 4 bytes a
 // token, as codex estimates. When nothing was counted yet (a resumed thread, a provider that
-// reports no usage) the whole history is estimated.
+// reports no usage) the whole history and the tool specs are estimated.
 //
 // A compacted history is the initial context (developer instructions, AGENTS.md, environment),
 // the most recent user messages within a budget (text only: images are not resent), and a
@@ -46,6 +46,9 @@ bool IsInitialContextItem(const std::string& item_json);
 
 class ContextTracker {
  public:
+  // `fixed_tokens`: what every request carries besides the history (the tool specs). Only
+  // the estimate adds it: the service's count already includes it.
+  explicit ContextTracker(int64_t fixed_tokens = 0) : fixed_(fixed_tokens) {}
   // A response was received: `usage` counted the request and its output, which together are
   // history[0, history_size).
   void OnResponse(const Usage& usage, size_t history_size);
@@ -55,6 +58,7 @@ class ContextTracker {
   int64_t Tokens(const std::vector<std::string>& history) const;
 
  private:
+  const int64_t fixed_;
   int64_t counted_ = 0;      // input + output tokens of the last response; 0 = none
   size_t counted_size_ = 0;  // the history items those cover
 };

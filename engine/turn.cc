@@ -118,7 +118,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     return failed;
   };
 
-  ContextTracker context;
+  ContextTracker context(EstimateTokens(tools_json));
   const CompactionSettings compaction{deps.context_window, deps.auto_compact_token_limit,
                                       deps.prompt_cache_key};
   // A compaction that could not bring the history under the limit is not repeated before the

@@ -54,6 +54,16 @@ TEST(Compaction, TrackerCountsUsageAndEstimatesWhatCameAfter) {
   EXPECT_EQ(t.Tokens(history), EstimateTokens(history));
 }
 
+TEST(Compaction, TheToolSpecsCountOnlyInTheEstimate) {
+  std::vector<std::string> history = {kDeveloper, MessageInputItem("user", "go")};
+  ContextTracker t(300);
+  EXPECT_EQ(t.Tokens(history), 300 + EstimateTokens(history));
+  t.OnResponse(Usage{1000, 0, 0, 50, 0}, history.size());
+  EXPECT_EQ(t.Tokens(history), 1050);  // the service's count holds the specs already
+  t.Reset();
+  EXPECT_EQ(t.Tokens(history), 300 + EstimateTokens(history));
+}
+
 TEST(Compaction, CompactedHistoryIsContextRecentUserMessagesAndTheSummary) {
   std::vector<std::string> history = {
       kDeveloper,
