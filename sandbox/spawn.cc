@@ -293,6 +293,20 @@ Status OpenTerminal(const SpawnSpec& spec, Fd* master, Fd* slave) {
   return Status();
 }
 
+// Which string of `spec` holds a NUL byte, as the failure's text; environment entries by
+// index only, so a value never reaches the model.
+std::optional<std::string> FindNulByte(const SpawnSpec& spec) {
+  auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
+  for (size_t i = 0; i < spec.argv.size(); ++i) {
+    if (has_nul(spec.argv[i])) return fmt::format("execve: argv[{}] holds a NUL byte", i);
+  }
+  for (size_t i = 0; i < spec.env.size(); ++i) {
+    if (has_nul(spec.env[i])) return fmt::format("execve: environ[{}] holds a NUL byte", i);
+  }
+  if (has_nul(spec.cwd)) return std::string("chdir: the working directory holds a NUL byte");
+  return std::nullopt;
+}
+
 RunResult SetupFailure(int exit_code, std::string error, Clock::time_point start) {
   RunResult result;
   result.exit_code = exit_code;
@@ -310,6 +324,14 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   if (spec.argv.empty()) return MakeError("cannot run an empty command");
   const auto start = Clock::now();
   Spawned spawned;
+
+  // The kernel reads each string up to its first NUL: `echo hi\0; rm x` would run `echo hi`
+  // while the item shows the whole text. Refused like any other command that cannot start.
+  if (std::optional<std::string> nul = FindNulByte(spec)) {
+    spawned.failure = SetupFailure(126, *nul, start);
+    spawned.failure.duration = std::chrono::milliseconds(0);
+    return spawned;
+  }
 
   std::string path = FindExecutable(spec.argv[0], spec.env);
   if (path.empty()) {

@@ -8,6 +8,7 @@
 #include <rapidjson/document.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -346,6 +347,31 @@ TEST_F(FaultTest, BadArgumentsAreAnsweredNotFatal) {
   Expect(out, 0, "turn.completed");
   EXPECT_EQ(CompletedItems(out)["agent_message"], 1);
   EXPECT_EQ(server_->RequestCount(), 2);
+}
+
+// The kernel reads a string up to its first NUL: `true\0; touch ran` would run `true` while the
+// item shows the whole text. Neither command starts, and each says why.
+TEST_F(FaultTest, ACommandHoldingANulByteDoesNotStart) {
+  Serve(
+      Turns({Turn({Call("exec_command", Quote(R"({"cmd":"true\u0000; touch ran","login":false})")),
+                   Call("shell", Quote(R"({"command":["touch","ran\u0000x"]})"))}),
+             Turn({Message("done")})}));
+  RunOutput out = Run();
+  Expect(out, 0, "turn.completed");
+  std::vector<std::string> outputs;
+  for (const std::string& l : out.lines()) {
+    rapidjson::Document d;
+    d.Parse(l.data(), l.size());
+    if (TypeOf(l) != "item.completed" || d["item"]["type"] != "command_execution") continue;
+    EXPECT_EQ(d["item"]["exit_code"].GetInt(), 126) << l;
+    outputs.push_back(d["item"]["aggregated_output"].GetString());
+  }
+  std::sort(outputs.begin(), outputs.end());  // the two calls run side by side
+  EXPECT_EQ(outputs, (std::vector<std::string>{"execve: argv[1] holds a NUL byte\n",
+                                               "execve: argv[2] holds a NUL byte\n"}));
+  EXPECT_FALSE(std::filesystem::exists(ws_.repo() + "/ran"));
+  EXPECT_NE(server_->Requests()[1].body_json.find("execve: argv[2] holds a NUL byte"),
+            std::string::npos);
 }
 
 TEST_F(FaultTest, ACommandPrintingOneGibibyte) {

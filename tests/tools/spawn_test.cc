@@ -10,11 +10,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "tests/support/scratch_dir.h"
 
 namespace ae::sandbox {
 namespace {
@@ -211,6 +214,24 @@ TEST(Spawn, CancellationKillsPromptly) {
   std::vector<pid_t> pids = Pids(r->output);
   ASSERT_EQ(pids.size(), 1u) << r->output;
   EXPECT_TRUE(ProcessGone(pids[0]));
+}
+
+// The kernel would read each string only up to the NUL: the command would not be the one shown.
+TEST(Spawn, ANulByteInAnyStringIsRefusedBeforeTheFork) {
+  CancelToken cancel;
+  test::ScratchDir dir;
+  const std::string marker = dir.path() + "/ran";
+  SpawnSpec cmd{{"/bin/sh", "-c", std::string("true\0; touch ", 13) + marker}, "", {}};
+  auto r = RunProcess(cmd, RunLimits{}, cancel);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->exit_code, 126);
+  EXPECT_EQ(r->output, "execve: argv[2] holds a NUL byte\n");
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  SpawnSpec env{{"/bin/true"}, "", {"A=1", std::string("SECRET=x\0y", 10)}};
+  EXPECT_EQ(RunProcess(env, RunLimits{}, cancel)->output, "execve: environ[1] holds a NUL byte\n");
+  SpawnSpec cwd{{"/bin/true"}, std::string("/tmp\0/x", 7), {}};
+  EXPECT_EQ(RunProcess(cwd, RunLimits{}, cancel)->output,
+            "chdir: the working directory holds a NUL byte\n");
 }
 
 TEST(Spawn, EmptyArgvIsAnError) {
