@@ -271,6 +271,25 @@ class Loader {
     return "the current value";
   }
 
+  // Paths, commands and headers reach C APIs that stop at the first NUL: a value holding one
+  // would mean one thing here and another there. (toml++ bounds the nesting.)
+  static bool HoldsNul(const toml::node& node) {
+    if (const toml::value<std::string>* s = node.as_string()) {
+      return s->get().find('\0') != std::string::npos;
+    }
+    if (const toml::array* array = node.as_array()) {
+      for (const toml::node& item : *array) {
+        if (HoldsNul(item)) return true;
+      }
+    }
+    if (const toml::table* table = node.as_table()) {
+      for (auto&& [k, v] : *table) {
+        if (k.str().find('\0') != std::string_view::npos || HoldsNul(v)) return true;
+      }
+    }
+    return false;
+  }
+
   Result<ConfigValue> Convert(const KeySpec& spec, const toml::node& node,
                               const std::string& display, const std::string& where,
                               const Origin& origin) {
@@ -278,6 +297,9 @@ class Loader {
       return MakeError(fmt::format("{}: '{}' expects {}, got {}", where, display, Expected(spec),
                                    Describe(node)));
     };
+    if (HoldsNul(node)) {
+      return MakeError(fmt::format("{}: '{}' holds a NUL byte", where, display));
+    }
     switch (spec.type) {
       case KeyType::kString:
       case KeyType::kPath: {

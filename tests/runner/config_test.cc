@@ -373,6 +373,11 @@ TEST_F(ConfigTest, TypeErrorsSayWhatWasExpected) {
       {"sandbox_workspace_write = true",
        ":1:27: 'sandbox_workspace_write' expects a table, got true"},
       {"[profiles.p]\nmodel = true", ""},  // not selected: not checked
+      {"model = \"gpt\\u0000x\"", ":1:9: 'model' holds a NUL byte"},
+      {"[sandbox_workspace_write]\nwritable_roots = [\"/a\\u0000b\"]",
+       ":2:18: 'sandbox_workspace_write.writable_roots' holds a NUL byte"},
+      {"[model_providers.x]\nhttp_headers = { A = \"1\\u0000\" }",
+       ":2:16: 'model_providers.x.http_headers' holds a NUL byte"},
   };
   for (const auto& [toml, suffix] : cases) {
     WriteFile(user_file(), toml + "\n");
@@ -588,6 +593,7 @@ TEST_F(ConfigTest, BadOverridesNameTheOverride) {
       {"=1", "-c =1: '' is not a valid key"},
       {"max_turns=abc", "-c max_turns=abc: 'max_turns' expects a non-negative integer, got 'abc'"},
       {"model=true", "-c model=true: 'model' expects a string, got true"},
+      {"model=\"a\\u0000\"", "-c model=\"a\\u0000\": 'model' holds a NUL byte"},
   };
   for (const auto& [text, message] : cases) {
     LoadOptions o = Options();
