@@ -1,12 +1,11 @@
 #include "engine/instructions.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
+
+#include "base/read_file.h"
 
 namespace ae {
 namespace {
@@ -80,15 +79,6 @@ std::string Permissions(const TurnContext& turn) {
   return text;
 }
 
-std::string ReadPrefix(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::string data(max_bytes, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(max_bytes));
-  data.resize(static_cast<size_t>(in.gcount()));
-  return data;
-}
-
 }  // namespace
 
 std::string DeveloperInstructions(const TurnContext& turn, const std::string& extra) {
@@ -140,14 +130,13 @@ std::string ProjectDocs(const std::string& cwd, size_t max_bytes) {
   }
   std::string docs;
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-    std::string path = (*it / "AGENTS.md").string();
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (docs.size() >= max_bytes) break;
-    std::string part = ReadPrefix(path, max_bytes - docs.size());
-    if (part.empty()) continue;
+    // Only a regular file: a FIFO left in its place must not block the run.
+    Result<std::string> part =
+        ReadRegularFile((*it / "AGENTS.md").string(), max_bytes - docs.size());
+    if (!part.ok() || part->empty()) continue;
     if (!docs.empty()) docs += "\n\n";
-    docs += part;
+    docs += *part;
   }
   if (docs.empty()) return {};
   return fmt::format("# AGENTS.md instructions for {}\n\n<INSTRUCTIONS>\n{}\n</INSTRUCTIONS>", cwd,

@@ -1,4 +1,5 @@
-// Whole-file reads with the errno text users need ("No such file or directory").
+// Config files as agentexec finds them: read only when they are regular files (base/read_file),
+// with the errno text users need ("No such file or directory").
 #pragma once
 
 #include <optional>
@@ -8,9 +9,8 @@
 
 namespace ae {
 
-// The file's bytes; on failure the error is strerror(errno) alone, for the caller to prefix.
-Result<std::string> ReadWholeFile(const std::string& path);
-// Like ReadWholeFile, but a file that does not exist is nullopt, not an error.
+// The file's bytes, nullopt when it does not exist; on failure the error is the reason alone
+// ("Is a directory", "not a regular file"), for the caller to prefix.
 Result<std::optional<std::string>> ReadFileIfExists(const std::string& path);
 
 }  // namespace ae

@@ -15,8 +15,8 @@
 
 #include "base/duration.h"
 #include "base/json.h"
+#include "base/read_file.h"
 #include "engine/output_schema.h"
-#include "runner/config_io.h"
 #include "runner/git_check.h"
 
 namespace ae {
@@ -150,7 +150,7 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
 }
 
 Result<std::string> ReadOutputSchema(const std::string& given, const std::string& path) {
-  Result<std::string> text = ReadWholeFile(path);
+  Result<std::string> text = ReadNamedFile(path);
   if (!text.ok()) {
     return MakeError(fmt::format("--output-schema {}: cannot read: {}", given, text.message()));
   }
@@ -170,7 +170,7 @@ Result<std::string> ReadOutputSchema(const std::string& given, const std::string
 }
 
 Result<std::string> ReadImage(const std::string& given, const std::string& path) {
-  Result<std::string> data = ReadWholeFile(path);
+  Result<std::string> data = ReadNamedFile(path);
   if (!data.ok())
     return MakeError(fmt::format("--image {}: cannot read: {}", given, data.message()));
   const char* mime = ImageMime(*data);

@@ -9,9 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <fstream>
-#include <sstream>
 
+#include "base/read_file.h"
 #include "sandbox/confined_fs.h"
 #include "sandbox/paths.h"
 
@@ -42,10 +41,12 @@ bool Canonical(const std::string& path, std::string* out, std::string* why) {
   return true;
 }
 
+// The workspace's `.git` file and the `commondir` it leads to are the command's to write: only
+// a regular file is read (a FIFO there would block every later command's set-up).
 std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return {};
+  Result<std::string> first = ReadRegularFirstLine(path, 4096);
+  if (!first.ok()) return {};
+  std::string line = std::move(*first);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;
 }
@@ -62,9 +63,7 @@ void AddCarveout(std::vector<std::string>& carveouts, const std::string& path) {
 void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& root) {
   const std::string dot_git = JoinPath(root, ".git");
   AddCarveout(carveouts, dot_git);
-  struct stat st;
-  if (::stat(dot_git.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
-  std::string line = ReadFirstLine(dot_git);
+  std::string line = ReadFirstLine(dot_git);  // empty for a directory
   constexpr std::string_view kPrefix = "gitdir:";
   if (line.compare(0, kPrefix.size(), kPrefix) != 0) return;
   std::string target = line.substr(kPrefix.size());

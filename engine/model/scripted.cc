@@ -1,13 +1,10 @@
 #include "engine/model/scripted.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 #include "base/json.h"
+#include "base/read_file.h"
 #include "engine/model/items.h"
 
 namespace ae {
@@ -213,14 +210,12 @@ Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& prov
         "scripted provider `{}` has no script: set model_providers.{}.script to a turns file",
         provider.id, provider.id));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return MakeError(
-        fmt::format("scripted provider: cannot read {}: {}", path, std::strerror(errno)));
+  // Named by the user's config, like a flag's file: a pipe is read as it is.
+  Result<std::string> read = ReadNamedFile(path);
+  if (!read.ok()) {
+    return MakeError(fmt::format("scripted provider: cannot read {}: {}", path, read.message()));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = std::move(*read);
   rapidjson::Document doc;
   if (std::optional<JsonParseError> bad = ParseJsonInto(text, &doc)) {
     return MakeError(fmt::format("scripted provider: cannot parse {}: offset {}: {}", path,

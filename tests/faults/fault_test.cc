@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -483,6 +484,33 @@ TEST_F(FaultTest, PatchingAFifoFailsTheCallWithoutBlocking) {
                R"({"input":"*** Begin Patch\n*** Update File: p\n@@\n-a\n+b\n*** End Patch"})"))}),
        Turn({Message("done")})}));
   Expect(Run(), 0, "turn.completed");
+}
+
+// A command may leave a FIFO wherever agentexec later reads a file it finds itself. Opening one
+// blocks before any limit applies (SIGTERM and --timeout included): each is skipped or refused.
+TEST_F(FaultTest, AFifoWhereAgentexecReadsAFileNeverBlocks) {
+  const std::string repo = ws_.repo();
+  // AGENTS.md: skipped, the run goes on.
+  ASSERT_EQ(::mkfifo((repo + "/AGENTS.md").c_str(), 0600), 0);
+  // A linked worktree's layout: the .git file names a git dir whose `commondir` is a FIFO. Both
+  // are read to keep them read-only each time a command's sandbox is set up.
+  std::filesystem::remove_all(repo + "/.git");
+  std::filesystem::create_directories(ws_.root() + "/gd");
+  ASSERT_EQ(::mkfifo((ws_.root() + "/gd/commondir").c_str(), 0600), 0);
+  ws_.WriteFile("repo/.git", "gitdir: " + ws_.root() + "/gd\n");
+  Serve(Turns(
+      {Turn({Call("exec_command", Quote(R"({"cmd":"echo hi"})"))}), Turn({Message("done")})}));
+  RunOutput ran = Run();
+  Expect(ran, 0, "turn.completed");
+  EXPECT_EQ(CompletedItems(ran)["command_execution"], 1);
+  // The project's config: refused before the thread starts.
+  std::filesystem::create_directories(repo + "/.agentexec");
+  ASSERT_EQ(::mkfifo((repo + "/.agentexec/config.toml").c_str(), 0600), 0);
+  RunOutput out = Run();
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.out, "");
+  EXPECT_EQ(out.err,
+            "error: " + repo + "/.agentexec/config.toml: cannot read: not a regular file\n");
 }
 
 TEST_F(FaultTest, HugeModelTimeoutsAreClampedNotOverflowed) {
