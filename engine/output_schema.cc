@@ -285,15 +285,20 @@ std::string PointerText(const rapidjson::Pointer& p) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
+// Parses `schema_json` into *doc and checks it: the one parse both entry points make.
+Status ParseStrictSchema(std::string_view schema_json, rapidjson::Document* doc) {
+  if (std::optional<JsonParseError> bad = ParseJsonInto(schema_json, doc)) {
+    return MakeError(fmt::format("not JSON ({} at byte offset {})", bad->reason, bad->offset));
+  }
+  if (!doc->IsObject()) return At("#", "a schema must be a JSON object");
+  return Checker(*doc).Schema(*doc, "#", true);
+}
+
 }  // namespace
 
 Status CheckStrictOutputSchema(std::string_view schema_json) {
   rapidjson::Document doc;
-  if (std::optional<JsonParseError> bad = ParseJsonInto(schema_json, &doc)) {
-    return MakeError(fmt::format("not JSON ({} at byte offset {})", bad->reason, bad->offset));
-  }
-  if (!doc.IsObject()) return At("#", "a schema must be a JSON object");
-  return Checker(doc).Schema(doc, "#", true);
+  return ParseStrictSchema(schema_json, &doc);
 }
 
 struct OutputSchemaValidator::Impl {
@@ -306,10 +311,8 @@ OutputSchemaValidator::~OutputSchemaValidator() = default;
 
 Result<std::unique_ptr<OutputSchemaValidator>> OutputSchemaValidator::Make(
     std::string_view schema_json) {
-  Status ok = CheckStrictOutputSchema(schema_json);
-  if (!ok.ok()) return ok.error();
   std::unique_ptr<OutputSchemaValidator> v(new OutputSchemaValidator());
-  ParseJsonInto(schema_json, &v->impl_->doc);  // it parsed just above
+  if (Status ok = ParseStrictSchema(schema_json, &v->impl_->doc); !ok.ok()) return ok.error();
   ToDraft04(v->impl_->doc, v->impl_->doc.GetAllocator());
   v->impl_->schema = std::make_unique<rapidjson::SchemaDocument>(v->impl_->doc);
   return v;

@@ -444,12 +444,12 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     env.emitter.Update(running->item_id, ItemOf(*running));
   }
   const Registered registered = Register(running);
-  if (const size_t open = registered.open; open >= warn_sessions_) {
+  if (registered.open >= warn_sessions_) {
     reply.model_warning = fmt::format(
         "The maximum number of unified exec processes you can keep open is {} and you currently "
         "have {} processes open. Reuse older processes or close them to prevent automatic "
         "pruning of old processes",
-        warn_sessions_, open);
+        warn_sessions_, registered.open);
   }
   reply.text = Reply(first_run, std::nullopt, registered.id, request.budget_bytes, first_wall);
   return reply;

@@ -80,7 +80,7 @@ class UnifiedExec {
   // The turn stopped: every session's tree is killed, its item completed.
   void StopAll();
 
-  size_t session_count();  // open sessions, exited ones not yet polled included
+  size_t session_count();  // for tests: open sessions, exited ones not yet polled included
 
   struct Session;
 
