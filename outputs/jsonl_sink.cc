@@ -206,7 +206,7 @@ void JsonlSink::Emit(const Event& event) {
     // nobody will see the rest, so stop writing and end the run (exit 5) instead of running
     // the whole turn for no one.
     failed_ = true;
-    error_ = fmt::format("cannot write events to stdout: {}", written.message());
+    error_ = fmt::format("cannot write events to {}: {}", name_, written.message());
     if (cancel_ != nullptr && err != ETIMEDOUT) cancel_->Cancel(CancelReason::kOutputFailed);
   }
 }

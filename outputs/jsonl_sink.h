@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "base/cancel.h"
 #include "engine/event_sink.h"
@@ -14,7 +15,9 @@ class JsonlSink : public EventSink {
   // `cancel` (optional) is the run's token: a write that fails ends the run with
   // CancelReason::kOutputFailed, and once the run is cancelled a reader that does not take a
   // line within kWriteGraceAfterCancelMs is given up on (base/write_all.h).
-  explicit JsonlSink(int fd, CancelToken* cancel = nullptr) : fd_(fd), cancel_(cancel) {}
+  // `name` says where the lines go, in the error ("stdout", "--events-file 'F'").
+  explicit JsonlSink(int fd, CancelToken* cancel = nullptr, std::string name = "stdout")
+      : fd_(fd), cancel_(cancel), name_(std::move(name)) {}
   void Emit(const Event& event) override;
 
   // True once a line could not be written; error() says why.
@@ -24,6 +27,7 @@ class JsonlSink : public EventSink {
  private:
   int fd_;
   CancelToken* cancel_;
+  std::string name_;
   bool failed_ = false;
   std::string error_;
 };

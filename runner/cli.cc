@@ -184,6 +184,8 @@ std::string HelpText() {
       "      --json                       Print events to stdout as JSON lines "
       "(alias --experimental-json)\n"
       "  -o, --output-last-message FILE   Also write the final agent message to FILE\n"
+      "      --events-file FILE           Also write the JSON lines to FILE (with or without "
+      "--json)\n"
       "      --output-schema FILE         JSON Schema the final message must follow (strict:\n"
       "                                   checked at start, the answer validated at the end)\n"
       "      --color always|never|auto    Colour on stderr (auto: only on a terminal)\n"
@@ -234,7 +236,7 @@ std::string HelpText() {
       "  2        usage or configuration error\n"
       "  3        the chosen sandbox cannot be enforced on this kernel\n"
       "  4        a limit was reached: --max-turns, --timeout, --max-tokens\n"
-      "  5        an output could not be written (-o FILE)\n"
+      "  5        an output could not be written (-o FILE, --events-file FILE)\n"
       "  6        the final answer does not validate against --output-schema\n"
       "  130/143  interrupted by SIGINT/SIGTERM\n"
       "\n"
@@ -311,6 +313,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
 
   app.add_flag("--json,--experimental-json", args.json);
   app.add_option("-o,--output-last-message", args.output_last_message)->multi_option_policy(last);
+  app.add_option("--events-file", args.events_file)->multi_option_policy(last);
   app.add_option("--output-schema", args.output_schema)->multi_option_policy(last);
   app.add_option("-m,--model", args.model)->multi_option_policy(last);
   AddConfigOptions(app, args);

@@ -49,6 +49,7 @@ struct CliArgs {
 
   bool json = false;                               // --json / --experimental-json
   std::optional<std::string> output_last_message;  // -o FILE, as given
+  std::optional<std::string> events_file;          // --events-file FILE, as given
   std::optional<std::string> output_schema;        // --output-schema FILE, as given
   std::optional<std::string> model;                // -m
   std::optional<std::string> profile;              // -p

@@ -1,12 +1,17 @@
 #include "runner/run_exec.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <optional>
 
+#include "base/fd.h"
 #include "base/write_all.h"
 
 #include "engine/rollout.h"
@@ -37,6 +42,36 @@ bool UseColor(const std::string& mode) {
   if (mode == "never") return false;
   const char* no_color = std::getenv("NO_COLOR");
   return ::isatty(STDERR_FILENO) && (no_color == nullptr || *no_color == '\0');
+}
+
+// --events-file FILE, opened before the session starts (and before any command could plant
+// something there): never through a symlink (O_NOFOLLOW), a regular file only, and a FIFO
+// refused without waiting for a reader (O_NONBLOCK until checked).
+Result<Fd> OpenEventsFile(const std::string& path) {
+  if (path.empty()) return MakeError("--events-file: empty path");
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+               0644));
+  if (!fd) {
+    if (errno == ELOOP) {
+      return MakeError(fmt::format(
+          "cannot write --events-file '{}': it is a symbolic link (not followed)", path));
+    }
+    if (errno == ENXIO) {  // a FIFO nobody reads, a device without its device
+      return MakeError(fmt::format("cannot write --events-file '{}': not a regular file", path));
+    }
+    return MakeError(
+        fmt::format("cannot write --events-file '{}': {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return MakeError(fmt::format("cannot write --events-file '{}': not a regular file", path));
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return MakeError(
+        fmt::format("cannot write --events-file '{}': {}", path, std::strerror(errno)));
+  }
+  return fd;
 }
 
 }  // namespace
@@ -91,6 +126,12 @@ int RunExec(const CliArgs& args) {
     Status ok = PrepareOutputFile(*run.output_last_message);
     if (!ok.ok()) return FailWith(ExitCode::kOutputFailed, ok.message());
   }
+  Fd events_fd;
+  if (args.events_file) {
+    Result<Fd> opened = OpenEventsFile(*args.events_file);
+    if (!opened.ok()) return FailWith(ExitCode::kOutputFailed, opened.message());
+    events_fd = std::move(*opened);
+  }
 
   // A review reads stdin only for `-`; a plain run whenever PROMPT is absent.
   const bool from_stdin = args.review ? args.prompt == "-" : !args.prompt || *args.prompt == "-";
@@ -129,6 +170,13 @@ int RunExec(const CliArgs& args) {
   std::vector<EventSink*> sinks{&last};
   // Human mode: a long command shows a live line on a terminal, notices in a CI log.
   std::optional<ProgressSink> progress;
+  // --events-file: the same lines as --json's stdout, through a second sink of the same kind.
+  std::optional<JsonlSink> events_file;
+  if (events_fd) {
+    events_file.emplace(events_fd.get(), &cancel,
+                        fmt::format("--events-file '{}'", *args.events_file));
+    sinks.push_back(&*events_file);
+  }
   if (run.json) {
     sinks.push_back(&jsonl);
   } else {
@@ -158,8 +206,9 @@ int RunExec(const CliArgs& args) {
   const std::string final_text =
       review ? (reviewed ? FormatReview(*review, *reviewed) : "") : last.text();
   // stdout lost lines (its reader went away, a full disk): the run could not report itself.
-  if (jsonl.failed()) {
-    std::fprintf(stderr, "error: %s\n", jsonl.error().c_str());
+  for (const JsonlSink* sink : {&jsonl, events_file ? &*events_file : nullptr}) {
+    if (sink == nullptr || !sink->failed()) continue;
+    std::fprintf(stderr, "error: %s\n", sink->error().c_str());
     if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
   }
   // The session file could not be written (not --ephemeral): the run cannot be resumed. The

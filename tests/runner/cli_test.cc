@@ -190,9 +190,13 @@ TEST(Cli, AllOptions) {
                                 "--timeout",
                                 "1h30m",
                                 "--print-config",
+                                "--events-file",
+                                "ev.jsonl",
                                 "p"});
   ASSERT_TRUE(args.ok()) << args.message();
   EXPECT_EQ(args->output_last_message, "out.txt");
+  EXPECT_EQ(args->events_file, "ev.jsonl");
+  EXPECT_FALSE(args->json);
   EXPECT_EQ(args->output_schema, "s.json");
   EXPECT_EQ(args->model, "m1");
   EXPECT_EQ(args->profile, "ci");
@@ -281,6 +285,7 @@ TEST(Cli, HelpListsEveryOptionOnePerLineAndTheExitCodes) {
   const std::string help = HelpText();
   for (const char* option : {"--json",
                              "--output-last-message",
+                             "--events-file",
                              "--output-schema",
                              "--model",
                              "--profile",
