@@ -1,34 +1,111 @@
 #!/usr/bin/env bash
 # Runs agentexec as a CI step: the GitHub Action (action.yml) and the GitLab component
 # (templates/agentexec.yml) both call this. Inputs come as INPUT_* environment variables
-# (never spliced into shell code). It writes, into $AGENTEXEC_OUT_DIR (default a fresh
-# directory under $RUNNER_TEMP or /tmp):
-#   events.jsonl        the --json stream
+# (never spliced into shell code). It writes, into a private directory (below):
+#   events.jsonl        the JSONL event stream (--events-file: the job log gets the human
+#                       progress on stderr and the final message on stdout, live)
 #   final-message.md    the last agent message (-o)
 #   summary.md          the Markdown summary (scripts/summarize-events.sh)
 #   exit-code           agentexec's exit code
 #   changes.patch       what the run changed in the git work tree (git apply-able; binary
 #                       safe; new files included), when the working directory is in git
+# With AGENTEXEC_OUT_DIR set (the GitLab component: artifacts must lie in the project), the
+# files are copied at the very end into that directory, which must not exist yet.
 # With GITHUB_OUTPUT set it adds the outputs final-message, events-file, exit-code,
 # thread-id and out-dir; with GITHUB_STEP_SUMMARY set it appends the summary there. Then it
 # exits with agentexec's exit code, so a failed run fails the step.
+#
+# The commands the model runs may write to the working directory, /tmp and $TMPDIR (the
+# writable roots of workspace-write), and this script runs unconfined after them: a file it
+# wrote there could have been replaced by a symlink (to .git/hooks/pre-commit, to a file
+# outside, to /proc/self/environ) and written or read through. So everything it writes or
+# reads back after the run lives in a directory made fresh outside all of those.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${AGENTEXEC_BIN:-agentexec}
 
 die() { echo "agentexec step: $*" >&2; exit 2; }
+
+# safe_git DIR ARGS...: git in DIR as agentexec runs it itself (engine/review/git.cc
+# HardenedGitArgs / HardenedGitEnv, the same list): this script runs it unconfined after the
+# run, in a repository whose configuration and attributes a command may have written (.git
+# is writable when the sandbox has no mount namespace), so nothing named there is run:
+# fsmonitor, filter drivers (listed, since their names are the repository's), pager, external
+# diff, textconv (diffs also pass --no-ext-diff --no-textconv), signature programs, hooks;
+# and no GIT_* variable but those naming the repository.
+safe_git() {
+  local dir=$1; shift
+  (
+    while IFS= read -r v; do
+      case $v in
+        GIT_DIR | GIT_WORK_TREE | GIT_COMMON_DIR | GIT_INDEX_FILE | GIT_OBJECT_DIRECTORY | \
+          GIT_ALTERNATE_OBJECT_DIRECTORIES | GIT_CEILING_DIRECTORIES | \
+          GIT_DISCOVERY_ACROSS_FILESYSTEM) ;;
+        GIT_*) unset "$v" ;;
+      esac
+    done < <(compgen -e)
+    export GIT_CONFIG_NOSYSTEM=1 GIT_ATTR_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 GIT_NO_LAZY_FETCH=1 \
+      GIT_OPTIONAL_LOCKS=0
+    base=(--no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null -c core.pager=cat
+          -c diff.external= -c log.showSignature=false -c diff.ignoreSubmodules=dirty
+          -c core.attributesFile=/dev/null)
+    filters=()
+    while IFS= read -r -d '' key; do
+      driver=${key#filter.}
+      driver=${driver%.*}
+      [[ "$driver" == *=* ]] && { echo "agentexec step: the filter driver '$driver' cannot be switched off (its name holds '='); not running git" >&2; exit 1; }
+      filters+=(-c "filter.$driver.clean=" -c "filter.$driver.smudge=" -c "filter.$driver.process="
+                -c "filter.$driver.required=false")
+    done < <(git -C "$dir" "${base[@]}" config -z --name-only --get-regexp \
+               '^filter\..*\.(clean|smudge|process)$' 2>/dev/null || true)
+    exec git -C "$dir" "${base[@]}" "${filters[@]}" "$@"
+  )
+}
 [ -n "${INPUT_PROMPT:-}" ] && [ -n "${INPUT_PROMPT_FILE:-}" ] && die "give prompt or prompt-file, not both"
 [ -z "${INPUT_PROMPT:-}" ] && [ -z "${INPUT_PROMPT_FILE:-}" ] && die "no prompt: set the prompt or prompt-file input"
 
-out=${AGENTEXEC_OUT_DIR:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/agentexec-XXXXXX")
-fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+# PATH is ROOT or lies below it (both absolute and resolved; ROOT "/" holds everything).
+under() { local root=${2%/}; [ "$1" = "$2" ] || [[ "$1" == "$root"/* ]]; }
+# The directories a confined command can write: the working directory (and its repository),
+# /tmp, $TMPDIR, and the job's workspace.
+roots=("$(pwd -P)" /tmp)
+for r in "${TMPDIR:-}" "${CI_PROJECT_DIR:-}" "${GITHUB_WORKSPACE:-}" \
+         "$(safe_git . rev-parse --show-toplevel 2>/dev/null || true)"; do
+  [ -n "$r" ] && roots+=("$(realpath -m -- "$r")")
+done
+reachable() {
+  local r
+  for r in "${roots[@]}"; do under "$1" "$r" && return 0; done
+  return 1
+}
+# The private directory: under $RUNNER_TEMP (GitHub: beside the workspace, not in it), else
+# $XDG_RUNTIME_DIR, else ~/.cache; the first that no confined command can reach.
+out=
+for base in "${RUNNER_TEMP:-}" "${XDG_RUNTIME_DIR:-}" "${HOME:+$HOME/.cache}"; do
+  [ -n "$base" ] || continue
+  mkdir -p -m 700 -- "$base" 2>/dev/null || continue
+  real=$(realpath -e -- "$base" 2>/dev/null) || continue
+  reachable "$real" && continue
+  out=$(mktemp -d "$real/agentexec-XXXXXX" 2>/dev/null) && break
+done
+[ -n "$out" ] || die "no private directory outside the sandbox's writable roots (${roots[*]}): RUNNER_TEMP, XDG_RUNTIME_DIR and HOME/.cache are all inside them or not writable"
 events="$out/events.jsonl"
 
-args=(--json -o "$out/final-message.md")
+# AGENTEXEC_OUT_DIR is made at the end with a plain mkdir; its parent is resolved now, before
+# any command runs, and must still be the same directory then.
+dest= dest_parent=
+if [ -n "${AGENTEXEC_OUT_DIR:-}" ]; then
+  dest=${AGENTEXEC_OUT_DIR%/}
+  [ -e "$dest" ] || [ -L "$dest" ] &&
+    die "AGENTEXEC_OUT_DIR $dest already exists; it is created fresh for the artifacts (remove it first)"
+  dest_parent=$(cd -P -- "$(dirname -- "$dest")" && pwd) ||
+    die "AGENTEXEC_OUT_DIR: no parent directory for $dest"
+  dest="$dest_parent/$(basename -- "$dest")"
+fi
+
+# Human progress on stderr, live in the job log; the JSONL stream into the private directory.
+: >"$events"
+args=(--events-file "$events" -o "$out/final-message.md")
 [ -n "${INPUT_SANDBOX:-}" ] && args+=(-s "$INPUT_SANDBOX")
 [ -n "${INPUT_APPROVAL:-}" ] && args+=(-a "$INPUT_APPROVAL")
 [ -n "${INPUT_MODEL:-}" ] && args+=(-m "$INPUT_MODEL")
@@ -57,32 +134,36 @@ fi
 code=0
 if [ -n "${INPUT_PROMPT_FILE:-}" ]; then
   [ -r "$INPUT_PROMPT_FILE" ] || die "prompt-file not readable: $INPUT_PROMPT_FILE"
-  "$bin" "${args[@]}" - <"$INPUT_PROMPT_FILE" >"$events" || code=$?
+  "$bin" "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
 else
-  "$bin" "${args[@]}" -- "$INPUT_PROMPT" </dev/null >"$events" || code=$?
+  "$bin" "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
 fi
 echo "$code" >"$out/exit-code"
 
 # The change as a patch, through a scratch index so the job's own index is left alone.
-if top=$(git rev-parse --show-toplevel 2>/dev/null) && git rev-parse -q --verify HEAD >/dev/null; then
-  index=$(mktemp)
-  exclude=()  # our own output directory, when it lies inside the work tree (GitLab)
-  rel=$(realpath --relative-to="$top" "$out")
-  [[ "$rel" != ../* ]] && exclude=(":(top,exclude)$rel")
-  (export GIT_INDEX_FILE="$index"
-   git -C "$top" read-tree HEAD && git -C "$top" add -A -- ":/" "${exclude[@]}" &&
-     git -C "$top" diff --cached --binary HEAD >"$out/changes.patch") ||
+if top=$(safe_git . rev-parse --show-toplevel 2>/dev/null) &&
+  safe_git . rev-parse -q --verify HEAD >/dev/null; then
+  exclude=()  # the artifact directory, when it lies inside the work tree (GitLab)
+  if [ -n "$dest" ]; then
+    rel=$(realpath -m --relative-to="$top" "$dest")
+    [[ "$rel" != ../* ]] && exclude=(":(top,exclude)$rel")
+  fi
+  (export GIT_INDEX_FILE="$out/index"
+   safe_git "$top" read-tree HEAD && safe_git "$top" add -A -- ":/" "${exclude[@]}" &&
+     safe_git "$top" diff --no-ext-diff --no-textconv --cached --binary HEAD \
+       >"$out/changes.patch") ||
     echo "agentexec step: could not write changes.patch" >&2
-  rm -f "$index"
+  rm -f "$out/index"
 fi
 
 # A summary that cannot be made must not hide agentexec's own exit code.
 "$here/../summarize-events.sh" markdown "$events" >"$out/summary.md" ||
   echo "### agentexec: no summary (see $events)" >"$out/summary.md"
 if [ "$code" -ne 0 ]; then
-  printf '\n_agentexec exited with code %s_ (0 done, 1 model/API failure, 2 usage/config, 3 sandbox unavailable, 4 limit reached, 5 output not writable)\n' \
+  printf '\n_agentexec exited with code %s_ (0 done, 1 model/API failure, 2 usage/config, 3 sandbox unavailable, 4 limit reached, 5 output not writable, 6 final answer fails --output-schema)\n' \
     "$code" >>"$out/summary.md"
 fi
+
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then cat "$out/summary.md" >>"$GITHUB_STEP_SUMMARY"; fi
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
   final=$("$here/../summarize-events.sh" final-message "$events"; echo x)
@@ -96,5 +177,32 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
     printf 'final-message<<%s\n%s\n%s\n' "$delim" "$final" "$delim"
   } >>"$GITHUB_OUTPUT"
 fi
+# The artifacts into AGENTEXEC_OUT_DIR: agentexec has exited, so its commands are gone; a
+# directory (or link) there now was made by one of them, and is refused, never written
+# through. The files are created, not overwritten (noclobber: O_EXCL).
+if [ -n "$dest" ]; then
+  now=$(cd -P -- "$(dirname -- "$dest")" 2>/dev/null && pwd) || now=
+  if [ "$now" != "$dest_parent" ]; then
+    echo "agentexec step: the parent of $dest was replaced during the run; not writing the artifacts there (they are in $out)" >&2
+    [ "$code" -ne 0 ] || code=5
+    exit "$code"
+  fi
+  if ! mkdir -m 755 -- "$dest" 2>/dev/null; then
+    # Whatever a command left there (links to files outside, to /proc/self/environ) must not
+    # be uploaded as the artifact either; rm removes links, never what they point to.
+    echo "agentexec step: $dest was created during the run; removed it, not writing the artifacts there (they are in $out)" >&2
+    rm -rf -- "$dest"
+    [ "$code" -ne 0 ] || code=5
+    exit "$code"
+  fi
+  (set -C
+   for f in events.jsonl final-message.md summary.md exit-code changes.patch; do
+     if [ -f "$out/$f" ]; then cat -- "$out/$f" >"$dest/$f" || exit 1; fi
+   done) || { echo "agentexec step: could not copy the artifacts into $dest (they are in $out)" >&2
+              [ "$code" -ne 0 ] || code=5; exit "$code"; }
+  rm -rf -- "$out"
+  events="$dest/events.jsonl"
+fi
+
 echo "agentexec step: exit code $code; events in $events" >&2
 exit "$code"

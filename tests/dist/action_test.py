@@ -42,6 +42,11 @@ class ActionTest(support.ReleaseCase):
         thread = json.loads(events[0])["thread_id"]
         self.assertEqual(out["thread-id"], thread)
         self.assertRegex(thread, r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$")
+        # The job log has the human progress (stderr, as it happens), not the JSONL.
+        run_log = [s for s in result.steps if s[0] == "Run agentexec"][0][3]
+        self.assertIn(f"session id: {thread}\n", run_log)
+        self.assertIn("exec\n/bin/bash -lc 'python3 -m unittest -v 2>&1'\n exited 1 in ", run_log)
+        self.assertNotIn('{"type":', run_log)
         finals = [json.loads(l)["item"]["text"] for l in events
                   if '"agent_message"' in l and json.loads(l)["type"] == "item.completed"]
         self.assertEqual(out["final-message"], finals[-1])
@@ -112,6 +117,32 @@ class ActionTest(support.ReleaseCase):
         self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
         self.assertEqual(result.outputs["final-message"], '{"ok": true}')
         self.assertEqual(_read(out_file), '{"ok": true}')
+
+    def test_confined_command_cannot_make_the_step_write_through_links(self):
+        # The step's directory, old (under RUNNER_TEMP, here inside /tmp) and new (the
+        # private one under ~/.cache, since RUNNER_TEMP is reachable here).
+        victims, hook = support.attack_setup(self, self.repo)
+        turns = support.attack_turns(os.path.join(self.tmp, "attack.json"),
+                                     ['"$RUNNER_TEMP"/agentexec-*', '"$HOME"/.cache/agentexec-*'],
+                                     victims)
+        result, summary, _ = self.run_action(turns, prompt="x", **{"api-key": "test-secret-key"})
+        logs = "\n".join(s[3] for s in result.steps)
+        support.assert_nothing_written_through(self, victims, hook)
+        out_dir = os.path.dirname(result.outputs["events-file"])
+        support.assert_no_links_no_environment(self, out_dir, "test-secret-key")
+        self.assertTrue(result.success, logs)
+        events = [json.loads(l) for l in _read(result.outputs["events-file"]).splitlines()]
+        planted = [e["item"]["aggregated_output"] for e in events if e["type"] == "item.completed"
+                   and e["item"]["type"] == "command_execution"][0]
+        # The command found the step's directory and could not write into it.
+        # (EROFS under the mount namespace, EACCES under Landlock alone.)
+        self.assertRegex(planted, re.escape(f"ln: failed to create symbolic link '{out_dir}/"
+                                            "exit-code': ") + "(Read-only file system|Permission denied)\n")
+        self.assertNotIn(f"planted {out_dir}", planted)
+        self.assertEqual(sorted(os.listdir(out_dir)), [
+            "changes.patch", "events.jsonl", "exit-code", "final-message.md", "summary.md"])
+        self.assertEqual(result.outputs["final-message"], "planted what I could")
+        self.assertTrue(summary.startswith("### agentexec: completed\n"), summary)
 
     def test_usage_error_without_prompt_is_exit_2(self):
         result, _, _ = self.run_action(support.DEMO_TURNS)

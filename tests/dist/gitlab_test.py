@@ -65,6 +65,10 @@ class GitLabTest(unittest.TestCase):
         summary = _read(os.path.join(out, "summary.md"))
         self.assertTrue(summary.startswith("### agentexec: completed\n"))
         self.assertIn(summary.strip(), r.log)  # after_script prints it into the job log
+        # The job log has agentexec's human progress, not the JSONL.
+        self.assertIn(f"session id: {events[0]['thread_id']}\n", r.log)
+        self.assertIn("exec\n/bin/bash -lc 'ls && cat calc.py'\n succeeded in ", r.log)
+        self.assertNotIn('{"type":', r.log)
         patch = _read(os.path.join(out, "changes.patch"))
         self.assertIn("diff --git a/calc.py b/calc.py", patch)
         self.assertNotIn("agentexec-out", patch.split("\n")[0])
@@ -83,6 +87,64 @@ class GitLabTest(unittest.TestCase):
         self.assertEqual(r.code, 1, r.log)
         self.assertEqual(r.artifacts, {"agentexec-out/": True})
         self.assertIn("### agentexec: failed", r.log)
+
+    def test_confined_command_cannot_make_the_job_write_through_links(self):
+        # agentexec-out/ lies in the workspace: a command creates it and plants links there and
+        # in the private directory (under ~/.cache) the job now writes into instead.
+        victims, hook = support.attack_setup(self, self.repo)
+        turns = support.attack_turns(os.path.join(self.tmp, "attack.json"),
+                                     ['"$CI_PROJECT_DIR/agentexec-out"',
+                                      '"$HOME"/.cache/agentexec-*'], victims)
+        _, job = self.component_job(prompt="x")
+        r = gitlab.run_job(job, self.repo, self.env(turns), self.IMAGE_VARS)
+        out = os.path.join(os.path.realpath(self.repo), "agentexec-out")
+        support.assert_nothing_written_through(self, victims, hook)
+        # Nothing the command left is uploaded.
+        self.assertEqual(r.artifacts, {"agentexec-out/": False})
+        self.assertIn(f"agentexec step: {out} was created during the run; removed it, not "
+                      "writing the artifacts there (they are in ", r.log)
+        self.assertEqual(r.code, 5, r.log)
+        private = r.log.split("(they are in ")[1].split(")")[0]
+        self.assertNotIn(f"planted {private}", _read(os.path.join(private, "events.jsonl")))
+        self.assertIn(f"planted {out}", _read(os.path.join(private, "events.jsonl")))
+        support.assert_no_links_no_environment(self, private, "sk-from-project-variable")
+
+    def test_changes_patch_runs_no_program_the_repository_or_environment_names(self):
+        # As if a command had written .git/config (possible when the sandbox has no mount
+        # namespace) and the job's environment carried GIT_* variables naming programs.
+        marker = os.path.join(self.tmp, "git-ran")
+        hostile_env = support.hostile_git_config(self.repo, marker)
+        # The fixture is live: plain git runs them, with and without the environment.
+        for name in ("calc.py", "README.md"):
+            with open(os.path.join(self.repo, name), "a") as f:
+                f.write("\n")
+        for env in (os.environ, dict(os.environ, **hostile_env)):
+            for args in (["status"], ["diff"]):
+                subprocess.run(["git", "-C", self.repo, *args], capture_output=True, env=env)
+        subprocess.run(["git", "-C", self.repo, "checkout", "."], capture_output=True)
+        ran = set(_read(marker).split())
+        # (git 2.39 also runs smudge, process, external and the post-index-change hook here.)
+        self.assertLessEqual({"fsmonitor", "clean", "command", "env-params", "env-count",
+                              "env-external"}, ran)
+        os.remove(marker)
+        _, job = self.component_job(prompt="make the failing test pass")
+        env = self.env(support.DEMO_TURNS)
+        env.update(hostile_env)
+        r = gitlab.run_job(job, self.repo, env, self.IMAGE_VARS)
+        self.assertEqual(r.code, 0, r.log)
+        self.assertFalse(os.path.exists(marker), os.path.exists(marker) and _read(marker))
+        patch = _read(os.path.join(self.repo, "agentexec-out", "changes.patch"))
+        self.assertTrue(patch.startswith("diff --git a/calc.py b/calc.py\n"), patch)
+        self.assertIn("len(values)", patch)
+
+    def test_existing_out_dir_is_refused_before_the_run(self):
+        os.symlink(os.path.join(self.tmp, "elsewhere"), os.path.join(self.repo, "agentexec-out"))
+        _, job = self.component_job(prompt="x")
+        r = gitlab.run_job(job, self.repo, self.env(support.DEMO_TURNS), self.IMAGE_VARS)
+        self.assertEqual(r.code, 2, r.log)
+        self.assertIn(f"agentexec step: AGENTEXEC_OUT_DIR {self.repo}/agentexec-out already "
+                      "exists; it is created fresh for the artifacts (remove it first)", r.log)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "elsewhere")))
 
     def test_open_mr_example_pushes_with_merge_request_options(self):
         wf = yaml_load(os.path.join(EXAMPLES, "open-mr.yml"))

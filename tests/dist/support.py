@@ -1,5 +1,6 @@
 """Fixtures shared by the tests/dist tests: a release made from the built binary, a git
 repository with a failing test (examples/demo/project), scripted-provider homes."""
+import atexit
 import json
 import os
 import platform
@@ -78,11 +79,38 @@ def scripted_home(path, turns_file):
     return path
 
 
+def _inside(path, root):
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+_OUTSIDE = []
+
+
+def outside_dir():
+    """A scratch directory outside /tmp and $TMPDIR, the writable roots every confined command
+    has besides its workspace (under the build directory, else ~/.cache), removed at exit: a
+    job's HOME, where scripts/ci/run.sh keeps its private directory, as on a real runner."""
+    if not _OUTSIDE:
+        roots = ["/tmp"] + ([os.environ["TMPDIR"]] if os.environ.get("TMPDIR") else [])
+        for base in (os.environ.get("AE_BUILD_DIR"), os.path.expanduser("~/.cache")):
+            if base and not any(_inside(base, r) for r in roots):
+                os.makedirs(base, exist_ok=True)
+                _OUTSIDE.append(tempfile.mkdtemp(prefix="ae-dist-outside-", dir=base))
+                atexit.register(shutil.rmtree, _OUTSIDE[0], True)
+                break
+        else:
+            skip("no scratch directory outside /tmp and $TMPDIR")
+    return tempfile.mkdtemp(dir=_OUTSIDE[0])
+
+
 def base_env(tmp, home):
-    """A clean job environment: PATH, HOME, AGENTEXEC_HOME; no API keys from outside."""
+    """A clean job environment: PATH, HOME (outside the sandbox's writable roots, as a
+    runner's is), AGENTEXEC_HOME; no API keys from outside."""
     env = {k: v for k, v in os.environ.items()
            if not re.search(r"KEY|TOKEN|SECRET", k) and not k.startswith(("GITHUB_", "CI_"))}
-    env["HOME"] = os.path.join(tmp, "user-home")
+    env.pop("XDG_RUNTIME_DIR", None)
+    env["HOME"] = os.path.join(outside_dir(), "user-home")
     os.makedirs(env["HOME"], exist_ok=True)
     env["AGENTEXEC_HOME"] = home
     return env
@@ -117,3 +145,98 @@ class ReleaseCase(unittest.TestCase):
         make_release(agentexec_bin(), self.release)
         self.repo = demo_repo(os.path.join(self.tmp, "repo"))
 
+
+
+HOOK = "#!/bin/sh\nexit 0\n"
+
+
+def attack_turns(path, dirs, victims):
+    """A run whose one command, confined by workspace-write, plants links in each of `dirs`
+    (globs; the CI step's output directories, old and new) for the files scripts/ci/run.sh
+    writes or reads back after the run: exit-code and summary.md to files outside,
+    changes.patch to the repository's pre-commit hook, events.jsonl to /proc/self/environ.
+    It prints "planted DIR" for each directory it could write."""
+    script = "\n".join([
+        "for d in " + " ".join(dirs) + "; do",
+        '  case "$d" in *"*"*) continue ;; esac',
+        '  mkdir -p "$d" || continue',
+        '  rm -f "$d/exit-code" "$d/summary.md" "$d/changes.patch" "$d/events.jsonl"',
+        f'  ln -s {victims[0]} "$d/exit-code" || continue',
+        f'  ln -s {victims[1]} "$d/summary.md"',
+        '  ln -s "$PWD/.git/hooks/pre-commit" "$d/changes.patch"',
+        '  ln -s /proc/self/environ "$d/events.jsonl"',
+        '  echo "planted $d"',
+        "done 2>&1; true"])
+    return write_turns(path, [
+        {"items": [{"type": "function_call", "name": "exec_command",
+                    "arguments": {"cmd": script}}]},
+        {"items": [{"type": "message", "text": "planted what I could"}]}])
+
+
+def attack_setup(case, repo):
+    """Two files outside every writable root and an executable pre-commit hook: what the
+    planted links point at."""
+    outside = outside_dir()
+    victims = [os.path.join(outside, "victim-1"), os.path.join(outside, "victim-2")]
+    for v in victims:
+        with open(v, "w") as f:
+            f.write("precious\n")
+    hook = os.path.join(repo, ".git", "hooks", "pre-commit")
+    with open(hook, "w") as f:
+        f.write(HOOK)
+    os.chmod(hook, 0o755)
+    return victims, hook
+
+
+def assert_nothing_written_through(case, victims, hook):
+    for v in victims:
+        with open(v) as f:
+            case.assertEqual(f.read(), "precious\n", v)
+    with open(hook) as f:
+        case.assertEqual(f.read(), HOOK)
+
+
+def assert_no_links_no_environment(case, directory, secret):
+    """The artifact directory holds regular files only, none with an environment in it."""
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        case.assertFalse(os.path.islink(path), path)
+        case.assertTrue(os.path.isfile(path), path)
+        with open(path, "rb") as f:
+            data = f.read()
+        case.assertNotIn(secret.encode(), data, path)
+        case.assertNotRegex(data, rb"(^|\0)PATH=", path)
+
+
+def hostile_git_config(repo, marker):
+    """Configuration and attributes naming a program that appends its role to `marker`:
+    each thing git may run in a repository it did not make (core.fsmonitor, filter drivers,
+    diff.external, textconv, a diff driver's command, the pager, the signature program, the
+    hooks). Returns the environment variables of the same kind."""
+    prog = os.path.join(os.path.dirname(marker), "marker-prog")
+    with open(prog, "w") as f:
+        f.write(f'#!/bin/sh\necho "$1" >> {marker}\nexec cat\n')
+    os.chmod(prog, 0o755)
+    hooks = os.path.join(os.path.dirname(marker), "hooks")
+    os.makedirs(hooks, exist_ok=True)
+    for hook in ("pre-commit", "post-index-change", "reference-transaction"):
+        with open(os.path.join(hooks, hook), "w") as f:
+            f.write(f'#!/bin/sh\necho hook-{hook} >> {marker}\n')
+        os.chmod(os.path.join(hooks, hook), 0o755)
+    with open(os.path.join(repo, ".gitattributes"), "a") as f:
+        f.write("*.py diff=x filter=f\n*.md filter=a.b\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "attrs")
+    for key, value in [("core.fsmonitor", f"{prog} fsmonitor"), ("core.pager", f"{prog} pager"),
+                       ("diff.external", f"{prog} external"),
+                       ("diff.x.textconv", f"{prog} textconv"), ("diff.x.command", f"{prog} command"),
+                       ("filter.f.clean", f"{prog} clean"), ("filter.f.smudge", f"{prog} smudge"),
+                       ("filter.f.required", "true"),
+                       ("filter.a.b.process", f"{prog} process"),
+                       ("log.showSignature", "true"), ("gpg.program", f"{prog} gpg"),
+                       ("core.hooksPath", hooks)]:
+        git(repo, "config", key, value)
+    return {"GIT_EXTERNAL_DIFF": f"{prog} env-external", "GIT_PAGER": f"{prog} env-pager",
+            "PAGER": f"{prog} env-pager2", "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor={prog} env-params'",
+            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "filter.f.clean",
+            "GIT_CONFIG_VALUE_0": f"{prog} env-count"}
