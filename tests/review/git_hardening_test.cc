@@ -37,7 +37,7 @@ class GitHardening : public ::testing::Test {
     const std::string hook =
         ws_.WriteFile("hooks/post-index-change", "#!/bin/sh\necho hook >> " + marker_ + "\n");
     std::filesystem::permissions(hook, std::filesystem::perms::owner_all);
-    Sh("git init -q -b main && printf 'a\\n' > a.py && printf 'm\\n' > b.md && "
+    Sh("printf 'a\\n' > a.py && printf 'm\\n' > b.md && "
        "printf '*.py diff=x filter=f\\n*.md filter=a.b\\n' > .gitattributes && git add -A && "
        "git commit -qm one");
     for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
