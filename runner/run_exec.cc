@@ -56,7 +56,7 @@ Result<Fd> OpenEventsFile(const std::string& path) {
       return MakeError(fmt::format(
           "cannot write --events-file '{}': it is a symbolic link (not followed)", path));
     }
-    if (errno == ENXIO) {  // a FIFO nobody reads, a device without its device
+    if (errno == ENXIO) {  // a FIFO with no reader, or a device file with no device
       return MakeError(fmt::format("cannot write --events-file '{}': not a regular file", path));
     }
     return MakeError(
@@ -205,7 +205,8 @@ int RunExec(const CliArgs& args) {
   const bool has_final = review ? reviewed.has_value() : last.has_message();
   const std::string final_text =
       review ? (reviewed ? FormatReview(*review, *reviewed) : "") : last.text();
-  // stdout lost lines (its reader went away, a full disk): the run could not report itself.
+  // stdout or the events file lost lines (its reader went away, a full disk): the run could
+  // not report itself.
   for (const JsonlSink* sink : {&jsonl, events_file ? &*events_file : nullptr}) {
     if (sink == nullptr || !sink->failed()) continue;
     std::fprintf(stderr, "error: %s\n", sink->error().c_str());

@@ -48,9 +48,9 @@ std::unique_ptr<Git> MakeSystemGit(const std::string& cwd);
 inline constexpr const char* kFilterKeysRegexp = "^filter\\..*\\.(clean|smudge|process)$";
 // An error for a driver whose name -c cannot express (it holds '='): fail closed.
 Result<std::vector<std::string>> HardenedGitArgs(std::string_view filter_config = {});
-// The environment: `environ` without GIT_* variables other than those naming the repository
+// The environment: `env` without GIT_* variables other than those naming the repository
 // (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE...), and with no system config or attributes, no
 // credential prompt, no lazy fetch, no optional locks (no index refresh written).
-std::vector<std::string> HardenedGitEnv(const char* const* environ);
+std::vector<std::string> HardenedGitEnv(const char* const* env);
 
 }  // namespace ae
