@@ -37,25 +37,29 @@ class GitHardening : public ::testing::Test {
     const std::string hook =
         ws_.WriteFile("hooks/post-index-change", "#!/bin/sh\necho hook >> " + marker_ + "\n");
     std::filesystem::permissions(hook, std::filesystem::perms::owner_all);
-    Sh("printf 'a\\n' > a.py && printf 'm\\n' > b.md && "
-       "printf '*.py diff=x filter=f\\n*.md filter=a.b\\n' > .gitattributes && git add -A && "
-       "git commit -qm one");
-    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"core.fsmonitor", prog + " fsmonitor"},
-             {"core.pager", prog + " pager"},
-             {"diff.external", prog + " external"},
-             {"diff.x.textconv", prog + " textconv"},
-             {"diff.x.command", prog + " command"},
-             {"filter.f.clean", prog + " clean"},
-             {"filter.f.smudge", prog + " smudge"},
-             {"filter.f.required", "true"},
-             {"filter.a.b.process", prog + " process"},
-             {"log.showSignature", "true"},
-             {"gpg.program", prog + " gpg"},
-             {"core.hooksPath", ws_.root() + "/hooks"}}) {
+    Sh("printf 'a\\n' > a.py && printf 'm\\n' > b.md && printf 't\\n' > c.txt && "
+       "printf '*.py diff=x filter=f\\n*.md filter=a.b\\n*.txt filter=inc\\n' > .gitattributes && "
+       "git add -A && git commit -qm one");
+    // A driver defined in an included file is listed (and emptied) like the others.
+    const std::string included =
+        ws_.WriteFile("included", "[filter \"inc\"]\n\tclean = " + prog + " inc-clean\n");
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"core.fsmonitor", prog + " fsmonitor"},
+                                                          {"core.pager", prog + " pager"},
+                                                          {"diff.external", prog + " external"},
+                                                          {"diff.x.textconv", prog + " textconv"},
+                                                          {"diff.x.command", prog + " command"},
+                                                          {"filter.f.clean", prog + " clean"},
+                                                          {"filter.f.smudge", prog + " smudge"},
+                                                          {"filter.f.required", "true"},
+                                                          {"filter.a.b.process", prog + " process"},
+                                                          {"log.showSignature", "true"},
+                                                          {"gpg.program", prog + " gpg"},
+                                                          {"core.hooksPath", ws_.root() + "/hooks"},
+                                                          {"include.path", included}}) {
       Sh("git config '" + key + "' '" + value + "'");
     }
-    Sh("printf 'b\\n' >> a.py && printf 'new\\n' > untracked.py");
+    Sh("printf 'b\\n' >> a.py && printf 'u\\n' >> c.txt && printf 'new\\n' > untracked.py");
     // A hostile environment as well (restored in TearDown).
     for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
              {"GIT_EXTERNAL_DIFF", prog + " env-external"},
@@ -105,7 +109,7 @@ TEST_F(GitHardening, PlainGitRunsTheProgramsTheFixtureNames) {
   Sh("git status >/dev/null 2>&1; git diff HEAD >/dev/null 2>&1; git show HEAD >/dev/null 2>&1;"
      " true");
   const std::string ran = Ran();
-  for (const char* role : {"env-params", "env-count", "clean", "smudge", "hook"}) {
+  for (const char* role : {"env-params", "env-count", "clean", "smudge", "hook", "inc-clean"}) {
     EXPECT_NE(ran.find(role), std::string::npos) << role << " in:\n" << ran;
   }
 }
@@ -120,7 +124,7 @@ TEST_F(GitHardening, ReviewGitRunsNoneAndStillAnswers) {
     all += run->out;
   }
   EXPECT_EQ(Read(marker_), "");
-  EXPECT_NE(all.find(" M a.py\n?? untracked.py\n"), std::string::npos) << all;
+  EXPECT_NE(all.find(" M a.py\n M c.txt\n?? untracked.py\n"), std::string::npos) << all;
   EXPECT_NE(all.find("+b\n"), std::string::npos) << all;
   EXPECT_NE(all.find("+new\n"), std::string::npos) << all;
 }
