@@ -104,7 +104,11 @@ int RunExec(const CliArgs& args) {
     review = std::move(*prepared);
     prompt = review->prompt;
   } else {
-    prompt = ReadPrompt(args.prompt, STDIN_FILENO);
+    PromptOptions options;
+    options.append_piped_stdin = true;
+    std::string note;
+    prompt = ReadPrompt(args.prompt, STDIN_FILENO, options, &note);
+    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
   }
   if (!prompt.ok()) return FailWith(ExitCode::kUsage, prompt.message());
 
