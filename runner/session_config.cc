@@ -236,21 +236,38 @@ Environment Environment::FromProcess() {
 
 namespace {
 
-// [mcp_servers.*] -> the engine's specs, in name order. Only stdio servers can be started.
-void AddMcpServers(const Config& config, SessionConfig& session) {
+// [mcp_servers.*] -> the engine's specs, in name order: stdio (`command`) or streamable HTTP
+// (`url`). The variables a url server's token and headers come from are credentials: no
+// command sees them.
+void AddMcpServers(const Config& config, const SessionInputs& inputs, SessionConfig& session) {
+  auto getenv = [&](const std::string& name) -> std::optional<std::string> {
+    return inputs.getenv ? inputs.getenv(name) : std::nullopt;
+  };
   for (const auto& [name, s] : config.mcp_servers) {
     if (!s.enabled) continue;
-    if (s.command.empty()) {
+    if (s.command.empty() && s.url.empty()) {
       session.warnings.push_back(
-          s.url.empty()
-              ? fmt::format("MCP server '{}' has no `command`; it is not started", name)
-              : fmt::format("MCP server '{}' uses `url` (streamable HTTP), which agentexec does "
-                            "not support; it is not started",
-                            name));
+          fmt::format("MCP server '{}' has neither `command` nor `url`; it is not started", name));
+      continue;
+    }
+    if (!s.command.empty() && !s.url.empty()) {
+      session.warnings.push_back(fmt::format(
+          "MCP server '{}' has both `command` and `url`; it is not started (give one)", name));
       continue;
     }
     McpServerSpec spec;
     spec.name = name;
+    spec.url = s.url;
+    spec.bearer_token_env_var = s.bearer_token_env_var;
+    if (!s.bearer_token_env_var.empty()) {
+      spec.bearer_token = getenv(s.bearer_token_env_var);
+      session.shell_env.credential_vars.push_back(s.bearer_token_env_var);
+    }
+    spec.http_headers = s.http_headers;
+    for (const auto& [header, var] : s.env_http_headers) {
+      if (std::optional<std::string> value = getenv(var)) spec.http_headers[header] = *value;
+      session.shell_env.credential_vars.push_back(var);
+    }
     spec.command = s.command;
     spec.args = s.args;
     spec.env = s.env;
@@ -346,7 +363,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
     if (!url.ok()) return url.error();
     session.images.push_back(std::move(*url));
   }
-  AddMcpServers(config, session);
+  AddMcpServers(config, inputs, session);
   return session;
 }
 
@@ -502,6 +519,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   inputs.add_dirs = args.add_dirs;
   inputs.output_schema = args.output_schema;
   inputs.images = args.images;
+  inputs.getenv = env.getenv;
   Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
   if (!session.ok()) return Prefixed(session.error());
   run.session = std::move(*session);
