@@ -555,6 +555,8 @@ const KeySpec kKeys[] = {
      nullptr,
      {},
      kStartsProcesses},
+    {"mcp_servers.*.default_tools_approval_mode", K::kIgnored, "",
+     "Accepted from codex; a headless run asks no one."},
     {"mcp_servers.*.env_http_headers",
      K::kStringMap,
      "{}",
