@@ -44,6 +44,12 @@ bench: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS) --target agentexec agentexec_bench
 	./bench/run.sh $(BUILD)
 
+# Real engines, outside `make test` (they need npm, a daemon or a scheduler): each case passes,
+# fails, or skips saying why; the last line is the tally.
+.PHONY: test-engines
+test-engines: all
+	./tests/engines/run.sh $(BUILD)
+
 # The build's chatter goes to stderr so stdout is the run itself: JSONL, then the answer.
 demo:
 	@$(MAKE) all >&2

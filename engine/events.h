@@ -55,8 +55,17 @@ struct TodoEntry {
 struct TodoListItem {
   std::vector<TodoEntry> items;
 };
+// What a provider-side search did, as the Responses API's web_search_call reports it and codex
+// passes on: `search` (query), `open_page` (url), `find_in_page` (url, pattern) or `other`.
+struct WebSearchAction {
+  std::string type = "other";
+  std::string query;
+  std::string url;
+  std::string pattern;
+};
 struct WebSearchItem {
   std::string query;
+  WebSearchAction action;
 };
 struct ErrorItem {
   std::string message;

@@ -24,9 +24,14 @@ constexpr size_t kMaxMetaLineBytes = 1 << 20;
 std::string MetaLine(const SessionMeta& m) {
   JsonWriter w;
   w.StartObject();
+  // codex's line carries `timestamp` and `payload.id`/`payload.timestamp`; tools that read
+  // codex session files look for the session id there.
+  w.Key("timestamp"), w.String(m.created_at);
   w.Key("type"), w.String("session_meta");
   w.Key("payload");
   w.StartObject();
+  w.Key("id"), w.String(m.thread_id);
+  w.Key("timestamp"), w.String(m.created_at);
   w.Key("thread_id"), w.String(m.thread_id);
   w.Key("cwd"), w.String(m.cwd);
   w.Key("created_at"), w.String(m.created_at);

@@ -2,8 +2,9 @@
 // $AGENTEXEC_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread_id>.jsonl, one JSON object
 // a line, flushed per line, so `resume` can continue it and a crash loses at most a line.
 //
-//   {"type":"session_meta","payload":{"thread_id":…,"cwd":…,"created_at":…,"model":…,
-//                                     "provider":…,"sandbox":…}}
+//   {"timestamp":…,"type":"session_meta","payload":{"id":…,"timestamp":…,"thread_id":…,
+//                      "cwd":…,"created_at":…,"model":…,"provider":…,"sandbox":…}}
+//     (`id` = `thread_id` and `timestamp` = `created_at`, under codex's names)
 //   {"type":"response_item","payload":<Responses-API input item>}
 //   {"type":"usage","payload":{"input_tokens":…,…}}          (after each model request)
 //   {"type":"compacted","payload":{"tokens_before":…,"tokens_after":…,

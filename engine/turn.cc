@@ -81,8 +81,9 @@ void RecordItem(const OutputItem& item, TurnDeps& deps, std::vector<std::string>
       break;
     case OutputItem::Kind::kWebSearchCall: {
       // Runs on the provider's side; we only report it.
-      std::string id = deps.emitter.Start(WebSearchItem{item.query});
-      deps.emitter.Complete(id, WebSearchItem{item.query});
+      WebSearchItem search{item.query, item.search_action};
+      std::string id = deps.emitter.Start(search);
+      deps.emitter.Complete(id, std::move(search));
       break;
     }
     case OutputItem::Kind::kOther:

@@ -93,6 +93,15 @@ void WriteDetails(Writer& w, const TodoListItem& t) {
 void WriteDetails(Writer& w, const WebSearchItem& s) {
   w.Key("type"), w.String("web_search");
   w.Key("query"), w.String(s.query);
+  w.Key("action");
+  w.StartObject();
+  w.Key("type"), w.String(s.action.type);
+  if (s.action.type == "search") w.Key("query"), w.String(s.action.query);
+  if (s.action.type == "open_page" || s.action.type == "find_in_page") {
+    w.Key("url"), w.String(s.action.url);
+  }
+  if (s.action.type == "find_in_page") w.Key("pattern"), w.String(s.action.pattern);
+  w.EndObject();
 }
 void WriteDetails(Writer& w, const ErrorItem& e) {
   w.Key("type"), w.String("error");

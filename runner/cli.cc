@@ -163,6 +163,37 @@ bool LooksLikeSessionId(const std::string& s) {
   return true;
 }
 
+// Optimal string alignment distance (edits, with a swap of two neighbours as one), capped:
+// only "is it within one edit" matters here.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// A lone lowercase word one edit away from a command (`agentexec reveiw`) is a typo, not a
+// prompt worth spending tokens on; `--` still sends it as the prompt.
+std::optional<std::string> MistypedCommand(const std::string& word) {
+  if (word.size() < 4 || word.size() > 12) return std::nullopt;
+  for (char c : word) {
+    if (c < 'a' || c > 'z') return std::nullopt;
+  }
+  for (const char* command : {"exec", "resume", "review", "sandbox", "schema", "help", "batch"}) {
+    if (word != command && EditDistance(word, command) == 1) return std::string(command);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string HelpText() {
@@ -361,6 +392,10 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     return InvalidValue(color, "--color <COLOR>", "possible values: always, never, auto");
   }
   args.color = color;
+  // An empty name would reach the API as `"model": ""` and fail there, after the set-up.
+  if (args.model && args.model->empty()) {
+    return InvalidValue("", "--model <MODEL>", "a model name cannot be empty");
+  }
   if (args.approval) {
     if (OneOf(*args.approval, {"untrusted", "on-request"})) {
       return UsageError(fmt::format(
@@ -428,6 +463,20 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     }
     return args;
   }
+  if (next + 1 == keyword_end && keyword_end == positionals.size()) {
+    if (std::optional<std::string> meant = MistypedCommand(positionals[next])) {
+      return UsageError(fmt::format(
+          "'{}' is not a command; did you mean '{}'? To send '{}' as the prompt, put it after "
+          "--: agentexec -- {}",
+          positionals[next], *meant, positionals[next], positionals[next]));
+    }
+  }
+  // codex also takes the prompt before the keyword: `exec PROMPT resume --last|ID`.
+  std::optional<std::string> prompt_before_resume;
+  if (next + 1 < keyword_end && positionals[next] != "resume" && positionals[next] != "review" &&
+      positionals[next + 1] == "resume") {
+    prompt_before_resume = positionals[next++];
+  }
   if (next < keyword_end && positionals[next] == "resume") {
     args.resume = true;
     ++next;
@@ -456,7 +505,16 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     }
     args.session_id = positionals[next++];
   }
-  if (next < positionals.size()) args.prompt = positionals[next++];
+  if (next < positionals.size()) {
+    if (prompt_before_resume) {
+      return UsageError(fmt::format(
+          "a prompt before 'resume' ('{}') and another after it ('{}'): give one of them",
+          *prompt_before_resume, positionals[next]));
+    }
+    args.prompt = positionals[next++];
+  } else if (prompt_before_resume) {
+    args.prompt = std::move(prompt_before_resume);
+  }
   if (next < positionals.size()) {
     return UsageError(fmt::format("unexpected argument '{}' found", positionals[next]));
   }

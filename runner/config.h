@@ -29,7 +29,8 @@ struct ProviderConfig {
   std::string script;  // wire "scripted": path of the turns file (absolute once loaded)
 };
 
-// One [mcp_servers.NAME] table; engine/mcp starts the stdio ones (docs/MCP.md).
+// One [mcp_servers.NAME] table: a stdio server (`command`) or a streamable-HTTP one (`url`)
+// (docs/MCP.md).
 struct McpServerConfig {
   std::string command;
   std::vector<std::string> args;
@@ -38,6 +39,8 @@ struct McpServerConfig {
   std::string cwd;
   std::string url;
   std::string bearer_token_env_var;
+  std::map<std::string, std::string> http_headers;      // url servers: literal values
+  std::map<std::string, std::string> env_http_headers;  // url servers: header -> variable
   bool enabled = true;
   bool required = false;  // a server that fails to start fails the turn
   int64_t startup_timeout_ms = 10000;
@@ -61,7 +64,7 @@ struct Config {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
-  bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
+  bool require_full_isolation = false;    // top level: degraded sandbox = exit 3
   std::string approval_policy = "never";  // never | on-failure
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

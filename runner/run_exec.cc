@@ -29,12 +29,18 @@
 namespace ae {
 namespace {
 
-// resume ID / --last -> the thread to continue (unknown id: exit 2, never a new session).
-Result<LoadedRollout> FindResume(const LoadedRun& run) {
+// resume ID / --last -> the thread to continue. An unknown id is exit 2, never a new session
+// (a typo must not silently lose the thread). `--last` with no earlier session in this
+// directory starts a new thread, as codex does (a CI job's first run has nothing to resume):
+// nullopt, and the caller says so.
+Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run) {
   Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
                                               : FindRolloutById(run.home, run.resume->session_id);
+  if (!path.ok() && run.resume->last) return std::optional<LoadedRollout>();
   if (!path.ok()) return path.error();
-  return LoadRollout(*path);
+  Result<LoadedRollout> loaded = LoadRollout(*path);
+  if (!loaded.ok()) return loaded.error();
+  return std::optional<LoadedRollout>(std::move(*loaded));
 }
 
 bool UseColor(const std::string& mode) {
@@ -113,13 +119,21 @@ int RunExec(const CliArgs& args) {
   session.home = run.home;
   session.ephemeral = run.ephemeral;
   if (run.resume) {
-    Result<LoadedRollout> resume = FindResume(run);
+    Result<std::optional<LoadedRollout>> resume = FindResume(run);
     if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
-    Result<std::string> kept =
-        KeepResumedModel(resume->meta.provider, resume->meta.model, run.config, session);
-    if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
-    std::fprintf(stderr, "%s\n", kept->c_str());
-    session.resume = std::move(*resume);
+    if (!resume->has_value()) {
+      std::string note = fmt::format(
+          "resume --last: no earlier session for {} under {}/sessions, so a new thread starts",
+          session.cwd, run.home);
+      session.warnings.push_back(std::move(note));
+    } else {
+      LoadedRollout& found = **resume;
+      Result<std::string> kept =
+          KeepResumedModel(found.meta.provider, found.meta.model, run.config, session);
+      if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
+      std::fprintf(stderr, "%s\n", kept->c_str());
+      session.resume = std::move(found);
+    }
   }
 
   if (run.output_last_message) {
@@ -145,7 +159,11 @@ int RunExec(const CliArgs& args) {
     review = std::move(*prepared);
     prompt = review->prompt;
   } else {
-    prompt = ReadPrompt(args.prompt, STDIN_FILENO);
+    PromptOptions options;
+    options.append_piped_stdin = true;
+    std::string note;
+    prompt = ReadPrompt(args.prompt, STDIN_FILENO, options, &note);
+    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
   }
   if (!prompt.ok()) return FailWith(ExitCode::kUsage, prompt.message());
 

@@ -236,21 +236,38 @@ Environment Environment::FromProcess() {
 
 namespace {
 
-// [mcp_servers.*] -> the engine's specs, in name order. Only stdio servers can be started.
-void AddMcpServers(const Config& config, SessionConfig& session) {
+// [mcp_servers.*] -> the engine's specs, in name order: stdio (`command`) or streamable HTTP
+// (`url`). The variables a url server's token and headers come from are credentials: no
+// command sees them.
+void AddMcpServers(const Config& config, const SessionInputs& inputs, SessionConfig& session) {
+  auto getenv = [&](const std::string& name) -> std::optional<std::string> {
+    return inputs.getenv ? inputs.getenv(name) : std::nullopt;
+  };
   for (const auto& [name, s] : config.mcp_servers) {
     if (!s.enabled) continue;
-    if (s.command.empty()) {
+    if (s.command.empty() && s.url.empty()) {
       session.warnings.push_back(
-          s.url.empty()
-              ? fmt::format("MCP server '{}' has no `command`; it is not started", name)
-              : fmt::format("MCP server '{}' uses `url` (streamable HTTP), which agentexec does "
-                            "not support; it is not started",
-                            name));
+          fmt::format("MCP server '{}' has neither `command` nor `url`; it is not started", name));
+      continue;
+    }
+    if (!s.command.empty() && !s.url.empty()) {
+      session.warnings.push_back(fmt::format(
+          "MCP server '{}' has both `command` and `url`; it is not started (give one)", name));
       continue;
     }
     McpServerSpec spec;
     spec.name = name;
+    spec.url = s.url;
+    spec.bearer_token_env_var = s.bearer_token_env_var;
+    if (!s.bearer_token_env_var.empty()) {
+      spec.bearer_token = getenv(s.bearer_token_env_var);
+      session.shell_env.credential_vars.push_back(s.bearer_token_env_var);
+    }
+    spec.http_headers = s.http_headers;
+    for (const auto& [header, var] : s.env_http_headers) {
+      if (std::optional<std::string> value = getenv(var)) spec.http_headers[header] = *value;
+      session.shell_env.credential_vars.push_back(var);
+    }
     spec.command = s.command;
     spec.args = s.args;
     spec.env = s.env;
@@ -346,11 +363,33 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
     if (!url.ok()) return url.error();
     session.images.push_back(std::move(*url));
   }
-  AddMcpServers(config, session);
+  AddMcpServers(config, inputs, session);
   return session;
 }
 
 namespace {
+
+// A user coming from codex keeps their settings in $CODEX_HOME/config.toml (default
+// ~/.codex): when that file exists and agentexec's own does not, say once per run where
+// agentexec looks, rather than run silently without them. "" otherwise.
+std::string CodexConfigNote(const std::string& home, const std::string& codex_home,
+                            const std::string& user_home) {
+  std::string dir = !codex_home.empty()  ? codex_home
+                    : !user_home.empty() ? user_home + "/.codex"
+                                         : std::string();
+  if (dir.empty()) return {};
+  struct stat st;
+  const std::string codex_file = dir + "/config.toml";
+  const std::string ours = home + "/config.toml";
+  if (::stat(codex_file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  if (::lstat(ours.c_str(), &st) == 0) return {};
+  std::error_code ec;
+  if (std::filesystem::equivalent(dir, home, ec)) return {};
+  return fmt::format(
+      "codex's config {} is not read: agentexec reads {} (the same keys; copy or link the file "
+      "there, or set AGENTEXEC_HOME={})",
+      codex_file, ours, dir);
+}
 
 // Messages from LoadRun are printed as they are: "error: ..." like the command line's, except
 // the git check, which is codex's sentence word for word.
@@ -440,14 +479,16 @@ Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env) {
     return v.value_or("");
   };
   std::string home = getenv("AGENTEXEC_HOME");
-  if (home.empty()) {
-    std::string user_home = getenv("HOME");
-    if (user_home.empty()) {
-      return MakeError("error: cannot find the agentexec home: set AGENTEXEC_HOME (or HOME)");
-    }
-    home = user_home + "/.agentexec";
+  if (home.empty() && !getenv("HOME").empty()) home = getenv("HOME") + "/.agentexec";
+  // A run that reads no user config and writes no session needs no home (a container with
+  // neither variable set); anything else does.
+  const bool needs_home = !(args.ephemeral && args.ignore_user_config && !args.resume);
+  if (home.empty() && needs_home) {
+    return MakeError(
+        "error: cannot find the agentexec home: set AGENTEXEC_HOME (or HOME), or run with "
+        "--ephemeral --ignore-user-config, which need none");
   }
-  layers.home = Absolute(home, env.cwd);
+  if (!home.empty()) layers.home = Absolute(home, env.cwd);
 
   Result<std::string> cwd = ResolveCwd(args, env);
   if (!cwd.ok()) return Prefixed(cwd.error());
@@ -466,6 +507,12 @@ Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env) {
   Result<Config> config = LoadConfig(options);
   if (!config.ok()) return Prefixed(config.error());
   layers.config = std::move(*config);
+  if (!args.ignore_user_config && !layers.home.empty()) {
+    if (std::string note = CodexConfigNote(layers.home, getenv("CODEX_HOME"), getenv("HOME"));
+        !note.empty()) {
+      layers.config.warnings.push_back(std::move(note));
+    }
+  }
   return layers;
 }
 
@@ -502,6 +549,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   inputs.add_dirs = args.add_dirs;
   inputs.output_schema = args.output_schema;
   inputs.images = args.images;
+  inputs.getenv = env.getenv;
   Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
   if (!session.ok()) return Prefixed(session.error());
   run.session = std::move(*session);

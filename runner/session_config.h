@@ -81,6 +81,9 @@ struct SessionInputs {
   std::vector<std::string> add_dirs;
   std::optional<std::string> output_schema;  // --output-schema FILE
   std::vector<std::string> images;           // -i FILE
+  // Our environment, for the variables config names (an MCP server's bearer token and
+  // env_http_headers); nullptr reads none.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
 };
 
 // Resolves the model's defaults from the model table (engine/model/model_table.h) into

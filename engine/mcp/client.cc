@@ -12,6 +12,8 @@
 #include <set>
 
 #include "base/json.h"
+#include "engine/mcp/http_transport.h"
+#include "engine/mcp/stdio_transport.h"
 
 #ifndef AGENTEXEC_VERSION
 #define AGENTEXEC_VERSION "0.0.0"
@@ -51,11 +53,19 @@ std::string FormatTimeout(int64_t ms) {
 }
 
 Result<std::unique_ptr<McpClient>> McpClient::Spawn(const McpServerSpec& spec) {
-  Result<std::unique_ptr<StdioTransport>> t = StdioTransport::Spawn(spec);
-  if (!t.ok()) return t.error();
+  std::unique_ptr<McpTransport> transport;
+  if (!spec.url.empty()) {
+    Result<std::unique_ptr<HttpTransport>> t = HttpTransport::Connect(spec);
+    if (!t.ok()) return t.error();
+    transport = std::move(t.value());
+  } else {
+    Result<std::unique_ptr<StdioTransport>> t = StdioTransport::Spawn(spec);
+    if (!t.ok()) return t.error();
+    transport = std::move(t.value());
+  }
   std::unique_ptr<McpClient> c(new McpClient());
   c->name_ = spec.name;
-  c->transport_ = std::move(t.value());
+  c->transport_ = std::move(transport);
   McpClient* self = c.get();
   c->transport_->StartReader([self](std::string line) { self->OnLine(std::move(line)); },
                              [self](std::string why) { self->OnClose(std::move(why)); });
@@ -155,7 +165,7 @@ void McpClient::Answer(const std::string& line) {
     w.EndObject();
   }
   w.EndObject();
-  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs);
+  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs, nullptr);
 }
 
 void McpClient::Notify(const std::string& method, const std::string& params_json) {
@@ -167,7 +177,7 @@ void McpClient::Notify(const std::string& method, const std::string& params_json
     w.Key("params"), w.Raw(params_json);
   }
   w.EndObject();
-  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs);
+  (void)transport_->WriteLine(std::string(w.view()), kNotifyTimeoutMs, nullptr);
 }
 
 Result<std::string> McpClient::Request(const std::string& method, const std::string& params_json,
@@ -193,7 +203,7 @@ Result<std::string> McpClient::Request(const std::string& method, const std::str
     w.Key("params"), w.Raw(params_json);
   }
   w.EndObject();
-  Status sent = transport_->WriteLine(std::string(w.view()), timeout_ms);
+  Status sent = transport_->WriteLine(std::string(w.view()), timeout_ms, cancel);
   if (!sent.ok()) {
     // A dead server usually shows as a broken pipe first; its exit is the better story.
     struct pollfd pf {

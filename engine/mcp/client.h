@@ -1,4 +1,5 @@
-// McpClient: the client side of one stdio MCP server — JSON-RPC 2.0 over its pipes, with
+// McpClient: the client side of one MCP server — JSON-RPC 2.0 over its pipes (stdio) or its
+// streamable-HTTP endpoint (`url`), with
 // the requests we need (initialize, tools/list, tools/call). Every wait is bounded by a
 // timeout and the CancelToken; a server that dies, writes garbage or goes silent produces an
 // error that says so, never a hang. Thread-safe: calls may overlap.
@@ -16,7 +17,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "engine/mcp/mcp_config.h"
-#include "engine/mcp/stdio_transport.h"
+#include "engine/mcp/transport.h"
 
 namespace ae {
 
@@ -37,7 +38,7 @@ struct McpCallResult {
 
 class McpClient {
  public:
-  // Starts the process only; call Initialize next.
+  // Starts the process (or prepares the HTTP endpoint) only; call Initialize next.
   static Result<std::unique_ptr<McpClient>> Spawn(const McpServerSpec& spec);
   ~McpClient();
 
@@ -76,7 +77,7 @@ class McpClient {
   void Notify(const std::string& method, const std::string& params_json);
 
   std::string name_;
-  std::unique_ptr<StdioTransport> transport_;
+  std::unique_ptr<McpTransport> transport_;
   std::mutex mu_;
   int64_t next_id_ = 0;
   std::map<int64_t, std::shared_ptr<Pending>> pending_;

@@ -147,7 +147,8 @@ void StdioTransport::StartReader(LineHandler on_line, CloseHandler on_close) {
       });
 }
 
-Status StdioTransport::WriteLine(const std::string& line, int64_t timeout_ms) {
+Status StdioTransport::WriteLine(const std::string& line, int64_t timeout_ms,
+                                 CancelToken* /*cancel: a pipe write is bounded by timeout_ms*/) {
   std::lock_guard lock(write_mu_);
   if (!stdin_w_) return MakeError("the server's stdin is closed");
   std::string data = line + "\n";

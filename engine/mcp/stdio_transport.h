@@ -17,35 +17,34 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "engine/mcp/mcp_config.h"
+#include "engine/mcp/transport.h"
 #include "sandbox/spawn.h"
 
 namespace ae {
 
-class StdioTransport {
+class StdioTransport : public McpTransport {
  public:
-  // Called on the reader thread: each non-empty stdout line, then once on_close with why
-  // the stream ended ("exited with code 3", "wrote a line longer than 16 MiB", ...).
-  using LineHandler = std::function<void(std::string line)>;
-  using CloseHandler = std::function<void(std::string why)>;
+  // Handlers are called on the reader thread: each non-empty stdout line, then once on_close
+  // with why the stream ended ("exited with code 3", "wrote a line longer than 16 MiB", ...).
 
   // Forks and execs spec.command. Must run on a thread that outlives the server: the child's
   // PR_SET_PDEATHSIG fires when the forking *thread* exits, not only the process.
   static Result<std::unique_ptr<StdioTransport>> Spawn(const McpServerSpec& spec);
-  ~StdioTransport();  // Shutdown()
+  ~StdioTransport() override;  // Shutdown()
 
   StdioTransport(const StdioTransport&) = delete;
   StdioTransport& operator=(const StdioTransport&) = delete;
 
-  void StartReader(LineHandler on_line, CloseHandler on_close);
+  void StartReader(LineHandler on_line, CloseHandler on_close) override;
   // Writes `line` and a newline, waiting at most timeout_ms for the pipe to take it.
-  Status WriteLine(const std::string& line, int64_t timeout_ms);
+  Status WriteLine(const std::string& line, int64_t timeout_ms, CancelToken* cancel) override;
   // The last few KiB the server wrote to stderr, trimmed; empty if none.
-  std::string StderrTail() const;
-  pid_t pid() const { return pid_; }
+  std::string StderrTail() const override;
+  pid_t pid() const override { return pid_; }
 
   // Closes stdin, gives the server a moment to exit, then SIGTERM and SIGKILL to its process
   // group; reaps it and joins the reader. Idempotent.
-  void Shutdown();
+  void Shutdown() override;
 
  private:
   StdioTransport() = default;

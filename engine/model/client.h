@@ -68,6 +68,7 @@ struct OutputItem {
   std::string name;       // function_call / custom_tool_call
   std::string arguments;  // function_call: JSON string; custom_tool_call: the free-form input
   std::string query;      // web_search_call
+  WebSearchAction search_action;  // web_search_call
 };
 
 struct ModelResponse {

@@ -72,7 +72,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     std::string name(line.substr(0, colon));
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (name.rfind("retry-after", 0) == 0 || name.rfind("x-ratelimit-", 0) == 0 ||
-        name == "x-request-id") {
+        name == "x-request-id" || name == "mcp-session-id") {
       t->response->headers[name] = Trimmed(line.substr(colon + 1));
     }
   }

@@ -57,7 +57,7 @@ struct HttpResponse {
   std::string retry_after;     // Retry-After header value, if any
   bool head_received = false;  // a final response head arrived
   // Headers of the final response head that classify errors: lower-case name -> value
-  // (retry-after-ms, x-ratelimit-reset-*, x-request-id, ...).
+  // (retry-after-ms, x-ratelimit-reset-*, x-request-id, ...) or carry state (mcp-session-id).
   std::map<std::string, std::string> headers;
   bool event_stream = false;  // 2xx with a text/event-stream (or no) content type
   std::string error_body;     // body of a non-stream response, capped at 64 KiB

@@ -60,9 +60,24 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
     item.kind = OutputItem::Kind::kWebSearchCall;
     auto action = v.FindMember("action");
     if (action != v.MemberEnd() && action->value.IsObject()) {
-      item.query = StringMember(action->value, "query");
+      const rapidjson::Value& a = action->value;
+      item.query = StringMember(a, "query");
+      const std::string type = StringMember(a, "type");
+      // Only the kinds codex knows, so the event schema stays closed; anything else is "other".
+      if (type == "search" || type == "open_page" || type == "find_in_page") {
+        item.search_action.type = type;
+      }
+      if (type == "search") item.search_action.query = item.query;
+      if (type == "open_page" || type == "find_in_page") {
+        item.search_action.url = StringMember(a, "url");
+      }
+      if (type == "find_in_page") item.search_action.pattern = StringMember(a, "pattern");
     }
     if (item.query.empty()) item.query = StringMember(v, "query");
+    if (item.search_action.type == "other" && !item.query.empty()) {
+      item.search_action.type = "search";  // an item with only a query (older servers)
+      item.search_action.query = item.query;
+    }
   } else {
     item.kind = OutputItem::Kind::kOther;
   }

@@ -68,14 +68,16 @@ class ResponsesDecoder : public StreamDecoder {
       if (message.empty()) message = type;
       // Retrying cannot fix these (codex treats them as final too).
       std::string code = StringMember(err, "code");
-      if (code == "context_length_exceeded" || code == "insufficient_quota" ||
-          code == "invalid_prompt") {
+      if (code == "context_length_exceeded" || IsQuotaCode(code) || code == "invalid_prompt") {
         *fatal = true;
       }
       if (code.empty()) code = StringMember(err, "type");
       if (code == "context_length_exceeded") {
         return ModelError(fmt::format("{} ({})", kContextWindowExceeded, message),
                           ErrorCode::kContextLength);
+      }
+      if (IsQuotaCode(code)) {
+        return ModelError(QuotaExceededMessage(code, message), ErrorCode::kRateLimited);
       }
       return ModelError(message, ServiceErrorCode(code));
     } else if (type == "response.incomplete") {

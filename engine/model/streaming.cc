@@ -118,13 +118,6 @@ int64_t HintedDelayMs(const HttpResponse& r) {
                   DurationMs(header("x-ratelimit-reset-tokens")));
 }
 
-// 429 codes that retrying cannot fix: the account, not the moment.
-bool QuotaCode(std::string_view code) {
-  return code == "insufficient_quota" || code == "billing_hard_limit_reached" ||
-         code == "billing_not_active" || code == "account_deactivated" ||
-         code == "access_terminated";
-}
-
 // "cannot reach HOST (libcurl's reason)" for a request that got no answer at all.
 std::string CannotReach(const std::string& url, const std::string& error) {
   std::string host = url;
@@ -135,9 +128,22 @@ std::string CannotReach(const std::string& url, const std::string& error) {
 
 }  // namespace
 
+bool IsQuotaCode(std::string_view code) {
+  return code == "insufficient_quota" || code == "billing_hard_limit_reached" ||
+         code == "billing_not_active" || code == "account_deactivated" ||
+         code == "access_terminated";
+}
+
+std::string QuotaExceededMessage(std::string_view code, std::string_view detail) {
+  return fmt::format(
+      "Quota exceeded ({}): {} Check your plan and billing details, or use another key; "
+      "retrying cannot help.",
+      code, detail.empty() ? std::string_view("429 Too Many Requests.") : detail);
+}
+
 ErrorCode ServiceErrorCode(std::string_view code) {
   if (code == "context_length_exceeded") return ErrorCode::kContextLength;
-  if (QuotaCode(code) || code == "rate_limit_exceeded") return ErrorCode::kRateLimited;
+  if (IsQuotaCode(code) || code == "rate_limit_exceeded") return ErrorCode::kRateLimited;
   if (code == "invalid_api_key") return ErrorCode::kAuth;
   return ErrorCode::kNone;
 }
@@ -242,7 +248,9 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
       return a;
     }
     if (r.outcome == O::kAbortedBySink) {
-      a.reason = std::string(kStreamDisconnected) + sink.error();
+      // A final error the service stated in the stream (response.failed with a quota or
+      // context code) is its answer, not a broken stream: it keeps its own words.
+      a.reason = sink.fatal() ? sink.error() : std::string(kStreamDisconnected) + sink.error();
       a.code = sink.code();
       a.retryable = !sink.fatal();
       return a;
@@ -279,12 +287,8 @@ Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderI
     a.code = ServiceErrorCode(code);
     if (r.status == 429) a.code = ErrorCode::kRateLimited;
     if (r.status == 401 || r.status == 403) a.code = ErrorCode::kAuth;
-    if (r.status == 429 && QuotaCode(code)) {
-      std::string detail = ErrorMessageOf(r.error_body);
-      a.reason = fmt::format(
-          "Quota exceeded ({}): {} Check your plan and billing details, or use another key; "
-          "retrying cannot help.",
-          code, detail.empty() ? std::string("429 Too Many Requests.") : detail);
+    if (r.status == 429 && IsQuotaCode(code)) {
+      a.reason = QuotaExceededMessage(code, ErrorMessageOf(r.error_body));
       return a;
     }
     if (r.status == 429) {

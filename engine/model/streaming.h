@@ -51,6 +51,13 @@ class StreamDecoder {
 // the quota codes and rate_limit_exceeded, invalid_api_key; kNone for anything else.
 ErrorCode ServiceErrorCode(std::string_view code);
 
+// Codes that retrying cannot fix: the account, not the moment (insufficient_quota, billing).
+bool IsQuotaCode(std::string_view code);
+
+// The one message for an exhausted quota, whether a 429 body or a response.failed event
+// reported it: "Quota exceeded (CODE): DETAIL Check your plan ... retrying cannot help."
+std::string QuotaExceededMessage(std::string_view code, std::string_view detail);
+
 // The error a request fails with, classified (Error::code) when `code` is not kNone.
 Error ModelError(std::string message, ErrorCode code);
 

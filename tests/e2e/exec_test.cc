@@ -160,6 +160,42 @@ TEST_F(ExecTest, ResumeLastContinuesTheThreadWithCumulativeUsage) {
             R"("requests":1,"duration_ms":<ms>})");
 }
 
+// codex's own resume tests put the prompt first: `exec PROMPT resume --last` continues the
+// same thread and session file.
+TEST_F(ExecTest, PromptBeforeResumeContinuesTheThread) {
+  RunOutput first = Run(kHello, {"--json", "echo one"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  RunOutput second = Run(kHello, {"exec", "--json", "echo two", "resume", "--last"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.lines()[0], first.lines()[0]);
+  int files = 0;
+  std::string text;
+  for (const auto& entry : fs::recursive_directory_iterator(ws_.home() + "/sessions")) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(entry.path());
+    text = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_NE(text.find("echo one"), std::string::npos);
+  EXPECT_NE(text.find("echo two"), std::string::npos);
+}
+
+// As codex: `resume --last` with nothing to resume in this directory starts a new thread (the
+// first run of a CI job that always resumes), and says so before the turn.
+TEST_F(ExecTest, ResumeLastWithNoEarlierSessionStartsANewThread) {
+  RunOutput out = Run(kHello, {"resume", "--last", "--json", "go"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  std::vector<std::string> lines = out.lines();
+  ASSERT_GE(lines.size(), 2u);
+  const std::string note = "resume --last: no earlier session for " + ws_.repo() + " under " +
+                           ws_.home() + "/sessions, so a new thread starts";
+  EXPECT_EQ(lines[1],
+            R"({"type":"item.completed","item":{"id":"item_0","type":"error","message":")" + note +
+                R"("}})");
+  EXPECT_EQ(out.err, "warning: " + note + "\n");
+}
+
 TEST_F(ExecTest, ResumeOfAnUnknownIdIsAUsageError) {
   RunOutput out = Run(kHello, {"resume", "0190aaaa-0000-7000-8000-000000000000", "--json", "x"});
   EXPECT_EQ(out.exit_code, 2);
@@ -188,13 +224,35 @@ TEST_F(ExecTest, PromptFromStdinWhenAbsentOrDash) {
   EXPECT_EQ(out.exit_code, 0) << out.err;
 }
 
-TEST_F(ExecTest, APromptArgumentNeverWaitsForAnOpenStdin) {
+TEST_F(ExecTest, APromptArgumentDoesNotHangOnAnOpenSilentStdin) {
   RunOptions options;
   options.stdin_left_open = true;
-  options.timeout_s = 20;
+  options.timeout_s = 30;
   RunOutput out = Run(kHello, {"--json", "hi"}, options);
   EXPECT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(out.lines().size(), 4u);
+  EXPECT_EQ(out.err,
+            "note: stdin is open but sent nothing within 5 s, so only the prompt argument is used "
+            "(redirect stdin from /dev/null to skip this wait)\n");
+}
+
+// `git diff | agentexec "review this"`: the piped text reaches the model after the prompt, in
+// codex's <stdin> block (the session file records the user message as sent).
+TEST_F(ExecTest, PipedStdinIsAppendedToThePromptArgument) {
+  RunOptions options;
+  options.stdin_data = "my output\n";
+  RunOutput out = Run(kHello, {"--json", "Summarize this concisely"}, options);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.err, "");
+  std::string sessions;
+  for (const auto& entry : fs::recursive_directory_iterator(ws_.home() + "/sessions")) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path());
+    sessions += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(sessions.find(R"("Summarize this concisely\n\n<stdin>\nmy output\n</stdin>")"),
+            std::string::npos)
+      << sessions;
 }
 
 }  // namespace

@@ -31,6 +31,16 @@ TEST_F(RolloutTest, WriteLoadAndResumeAppends) {
   EXPECT_NE(path.find(home_ + "/sessions/"), std::string::npos);
   EXPECT_EQ(path.substr(path.size() - 16), "-0190-aaaa.jsonl");
   {
+    // The first line as codex writes it: readers of codex's files find the id there.
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first, R"({"timestamp":"2026-11-22T00:00:00Z","type":"session_meta","payload":{"id":)"
+                     R"("0190-aaaa","timestamp":"2026-11-22T00:00:00Z","thread_id":"0190-aaaa",)"
+                     R"("cwd":"/w","created_at":"2026-11-22T00:00:00Z","model":"gpt-5",)"
+                     R"("provider":"openai","sandbox":"read-only"}})");
+  }
+  {
     auto w = RolloutWriter::Append(path);
     ASSERT_TRUE(w.ok());
     (*w)->AddItem(R"({"type":"function_call_output","call_id":"c","output":"x"})");

@@ -265,16 +265,18 @@ TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
   OutputItem search;
   search.kind = OutputItem::Kind::kWebSearchCall;
   search.query = "landlock";
+  search.search_action = {"search", "landlock", "", ""};
   search.raw_json = R"({"type":"web_search_call"})";
   client_.responses.push_back(Response({reasoning, search, Message("ok")}));
   TurnResult r = Run();
   ASSERT_EQ(r.outcome, SessionOutcome::kCompleted);
   EXPECT_EQ(
       sink_.lines[0],
-      R"({"type":"item.started","item":{"id":"item_0","type":"web_search","query":"landlock"}})");
-  EXPECT_EQ(
-      sink_.lines[1],
-      R"({"type":"item.completed","item":{"id":"item_0","type":"web_search","query":"landlock"}})");
+      R"({"type":"item.started","item":{"id":"item_0","type":"web_search","query":"landlock",)"
+      R"("action":{"type":"search","query":"landlock"}}})");
+  EXPECT_EQ(sink_.lines[1],
+            R"({"type":"item.completed","item":{"id":"item_0","type":"web_search",)"
+            R"("query":"landlock","action":{"type":"search","query":"landlock"}}})");
   EXPECT_EQ(
       sink_.lines[2],
       R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}})");

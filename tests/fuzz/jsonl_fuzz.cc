@@ -68,7 +68,7 @@ ae::ItemDetails Details(FuzzedDataProvider& p) {
       return t;
     }
     case 6:
-      return ae::WebSearchItem{Text(p)};
+      return ae::WebSearchItem{Text(p), {"search", Text(p), "", ""}};
     default:
       return ae::ErrorItem{Text(p)};
   }

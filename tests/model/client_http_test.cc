@@ -629,6 +629,20 @@ TEST_F(ModelHttpTest, InsufficientQuotaFailsAtOnceAndSaysWhatToDo) {
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
+// The same quota, reported inside the stream (response.failed) rather than as a 429: the same
+// message and code, no retry, and not worded as a broken stream.
+TEST_F(ModelHttpTest, InsufficientQuotaInTheStreamReadsAsTheQuotaMessage) {
+  Serve(kOneTurn, {"failed=You exceeded your current quota.:code=insufficient_quota"});
+  auto r = Run(Provider("responses"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(),
+            "Quota exceeded (insufficient_quota): You exceeded your current quota. Check your "
+            "plan and billing details, or use another key; retrying cannot help.");
+  EXPECT_EQ(r.error().code, "rate_limited");
+  EXPECT_TRUE(observer_.retries.empty());
+  EXPECT_EQ(server_.RequestCount(), 1);
+}
+
 TEST_F(ModelHttpTest, RateLimitHintsAreHonoured) {
   // retry-after-ms, then the x-ratelimit-reset-* headers: each is a floor on the wait.
   for (const std::string hint :

@@ -61,6 +61,23 @@ TEST(ParseOutputItem, WebSearchQueryFromActionOrTopLevel) {
   OutputItem w = Parse(R"({"type":"web_search_call","query":"q2"})");
   EXPECT_EQ(w.kind, OutputItem::Kind::kWebSearchCall);
   EXPECT_EQ(w.query, "q2");
+  EXPECT_EQ(w.search_action.type, "search");
+  EXPECT_EQ(w.search_action.query, "q2");
+}
+
+// codex's web_search item carries the action; kinds it does not know become "other".
+TEST(ParseOutputItem, WebSearchActionKinds) {
+  OutputItem open =
+      Parse(R"({"type":"web_search_call","action":{"type":"open_page","url":"https://a/"}})");
+  EXPECT_EQ(open.search_action.type, "open_page");
+  EXPECT_EQ(open.search_action.url, "https://a/");
+  OutputItem find = Parse(
+      R"({"type":"web_search_call","action":{"type":"find_in_page","url":"u","pattern":"p"}})");
+  EXPECT_EQ(find.search_action.type, "find_in_page");
+  EXPECT_EQ(find.search_action.pattern, "p");
+  OutputItem odd = Parse(R"({"type":"web_search_call","action":{"type":"teleport","url":"u"}})");
+  EXPECT_EQ(odd.search_action.type, "other");
+  EXPECT_EQ(odd.search_action.url, "");
 }
 
 TEST(ParseOutputItem, UnknownTypeIsKeptAsOther) {

@@ -80,8 +80,17 @@ TEST(JsonlSinkTest, TodoWebSearchErrorItems) {
             R"({"type":"item.updated","item":{"id":"item_0","type":"todo_list","items":[)"
             R"({"text":"Read code","completed":true},{"text":"Test","completed":false}]}})");
   EXPECT_EQ(
-      EventToJson(ItemStarted{Item{"item_4", WebSearchItem{"landlock abi"}}}),
-      R"({"type":"item.started","item":{"id":"item_4","type":"web_search","query":"landlock abi"}})");
+      EventToJson(ItemStarted{
+          Item{"item_4", WebSearchItem{"landlock abi", {"search", "landlock abi", "", ""}}}}),
+      R"({"type":"item.started","item":{"id":"item_4","type":"web_search","query":"landlock abi",)"
+      R"("action":{"type":"search","query":"landlock abi"}}})");
+  EXPECT_EQ(EventToJson(ItemCompleted{
+                Item{"item_6", WebSearchItem{"", {"find_in_page", "", "https://x/", "abi"}}}}),
+            R"({"type":"item.completed","item":{"id":"item_6","type":"web_search","query":"",)"
+            R"("action":{"type":"find_in_page","url":"https://x/","pattern":"abi"}}})");
+  EXPECT_EQ(EventToJson(ItemCompleted{Item{"item_7", WebSearchItem{"", {}}}}),
+            R"({"type":"item.completed","item":{"id":"item_7","type":"web_search","query":"",)"
+            R"("action":{"type":"other"}}})");
   EXPECT_EQ(
       EventToJson(ItemCompleted{Item{"item_5", ErrorItem{"unknown key 'modle'"}}}),
       R"({"type":"item.completed","item":{"id":"item_5","type":"error","message":"unknown key 'modle'"}})");

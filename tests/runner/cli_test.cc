@@ -79,6 +79,56 @@ TEST(Cli, ResumeLast) {
   EXPECT_FALSE(no_prompt->prompt.has_value());
 }
 
+// codex's own tests resume with the prompt before the keyword: `exec PROMPT resume --last|ID`.
+TEST(Cli, PromptBeforeResumeAsCodexTakesIt) {
+  Result<CliArgs> last = Parse({"exec", "--skip-git-repo-check", "echo two", "resume", "--last"});
+  ASSERT_TRUE(last.ok()) << last.message();
+  EXPECT_TRUE(last->resume);
+  EXPECT_TRUE(last->resume_last);
+  EXPECT_EQ(last->prompt, "echo two");
+  const std::string id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+  Result<CliArgs> by_id = Parse({"exec", "echo two", "resume", id, "--json"});
+  ASSERT_TRUE(by_id.ok()) << by_id.message();
+  EXPECT_TRUE(by_id->resume);
+  EXPECT_EQ(by_id->session_id, id);
+  EXPECT_EQ(by_id->prompt, "echo two");
+  EXPECT_EQ(Parse({"first", "resume", "--last", "second"}).message(),
+            "error: a prompt before 'resume' ('first') and another after it ('second'): give one "
+            "of them" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"first", "resume", id, "second"}).message(),
+            "error: a prompt before 'resume' ('first') and another after it ('second'): give one "
+            "of them" +
+                kUsageTail);
+  // After `--` nothing is a keyword.
+  Result<CliArgs> literal = Parse({"--", "first", "resume"});
+  EXPECT_EQ(literal.message(), "error: unexpected argument 'resume' found" + kUsageTail);
+}
+
+TEST(Cli, AMistypedCommandIsNotSentAsThePrompt) {
+  EXPECT_EQ(Parse({"reveiw"}).message(),
+            "error: 'reveiw' is not a command; did you mean 'review'? To send 'reveiw' as the "
+            "prompt, put it after --: agentexec -- reveiw" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"exec", "resme", "--json"}).message(),
+            "error: 'resme' is not a command; did you mean 'resume'? To send 'resme' as the "
+            "prompt, put it after --: agentexec -- resme" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--", "reveiw"})->prompt, "reveiw");
+  // Prompts that only look alike stay prompts: two edits away, capitals, spaces, short words.
+  for (const char* prompt : {"hello", "Review", "review this", "exe", "tests", "fix"}) {
+    Result<CliArgs> args = Parse({prompt});
+    ASSERT_TRUE(args.ok()) << prompt << ": " << args.message();
+    EXPECT_EQ(args->prompt, prompt);
+  }
+}
+
+TEST(Cli, AnEmptyModelIsAUsageError) {
+  EXPECT_EQ(Parse({"-m", "", "hi"}).message(),
+            "error: invalid value '' for '--model <MODEL>'\n  [a model name cannot be empty]" +
+                kUsageTail);
+}
+
 TEST(Cli, ResumeErrors) {
   EXPECT_EQ(Parse({"resume"}).message(),
             "error: 'resume' needs a SESSION_ID or --last" + kUsageTail);

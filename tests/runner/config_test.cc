@@ -345,6 +345,19 @@ TEST_F(ConfigTest, UnknownKeyWarnsWithPositionAndSuggestion) {
   EXPECT_EQ(config->warnings, expected);
 }
 
+// codex's per-server approval mode means nothing headless, but a codex config carries it.
+TEST_F(ConfigTest, CodexMcpApprovalModeIsAcceptedWithoutAWarning) {
+  WriteFile(user_file(),
+            "[mcp_servers.docs]\ncommand = \"docs-mcp\"\n"
+            "default_tools_approval_mode = \"approve\"\n");
+  LoadOptions o = Options();
+  o.strict = true;
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_TRUE(config->warnings.empty()) << config->warnings[0];
+  EXPECT_EQ(config->mcp_servers.at("docs").command, "docs-mcp");
+}
+
 TEST_F(ConfigTest, StrictConfigMakesUnknownKeysErrors) {
   WriteFile(user_file(), "model = \"x\"\n\n\nmodle = \"y\"\n");
   LoadOptions o = Options();

@@ -44,7 +44,8 @@ Result<std::string> FromStdin(std::string_view bytes) {
   return prompt;
 }
 
-TEST(Prompt, ArgumentIsUsedAndStdinIsNeverRead) {
+TEST(Prompt, ArgumentAloneNeverReadsStdin) {
+  // Without append_piped_stdin (review's PROMPT) a prompt argument leaves stdin untouched.
   Pipe pipe;
   pipe.Write("x");  // stays in the pipe if nobody reads it
   auto done = std::async(std::launch::async,
@@ -61,6 +62,92 @@ TEST(Prompt, ArgumentIsUsedAndStdinIsNeverRead) {
   char c = 0;
   EXPECT_EQ(::read(pipe.fds[0], &c, 1), 1);
   EXPECT_EQ(c, 'x');
+}
+
+PromptOptions Appending(std::chrono::milliseconds wait = 30s,
+                        std::chrono::milliseconds idle = 30s) {
+  PromptOptions options;
+  options.append_piped_stdin = true;
+  options.first_byte_wait = wait;
+  options.idle_limit = idle;
+  return options;
+}
+
+// `echo "my output" | agentexec "Summarize this concisely"`, as codex's own test has it.
+TEST(Prompt, PipedStdinThatEndsIsAppendedAsCodexDoes) {
+  for (std::string_view input : {"my output\n", "my output"}) {
+    Pipe pipe;
+    std::thread writer([&] {
+      pipe.Write(input);
+      pipe.CloseWrite();
+    });
+    std::string note;
+    Result<std::string> prompt =
+        ReadPrompt(std::string("Summarize this concisely"), pipe.fds[0], Appending(), &note);
+    writer.join();
+    ASSERT_TRUE(prompt.ok()) << prompt.message();
+    EXPECT_EQ(*prompt, "Summarize this concisely\n\n<stdin>\nmy output\n</stdin>");
+    EXPECT_EQ(note, "");
+  }
+}
+
+TEST(Prompt, EmptyOrBlankPipedStdinLeavesThePromptAlone) {
+  for (std::string_view input : {"", " \n\t"}) {
+    Pipe pipe;
+    pipe.Write(input);
+    pipe.CloseWrite();
+    std::string note;
+    Result<std::string> prompt = ReadPrompt(std::string("fix it"), pipe.fds[0], Appending(), &note);
+    ASSERT_TRUE(prompt.ok()) << prompt.message();
+    EXPECT_EQ(*prompt, "fix it");
+    EXPECT_EQ(note, "");
+  }
+}
+
+TEST(Prompt, AFileOnStdinIsAppendedAndDevNullIsNot) {
+  char path[] = "/tmp/prompt_stdin_XXXXXX";
+  int file = ::mkstemp(path);
+  ASSERT_GE(file, 0);
+  ASSERT_EQ(::write(file, "diff --git a b\n", 15), 15);
+  ASSERT_EQ(::lseek(file, 0, SEEK_SET), 0);
+  EXPECT_EQ(*ReadPrompt(std::string("review this"), file, Appending()),
+            "review this\n\n<stdin>\ndiff --git a b\n</stdin>");
+  ::close(file);
+  ::unlink(path);
+  int null = ::open("/dev/null", O_RDONLY);
+  EXPECT_EQ(*ReadPrompt(std::string("review this"), null, Appending()), "review this");
+  ::close(null);
+}
+
+// The CI trap: a runner hands the step a pipe it never closes and never writes to.
+TEST(Prompt, APipeThatStaysSilentIsLeftUnreadWithANote) {
+  Pipe pipe;
+  std::string note;
+  Result<std::string> prompt =
+      ReadPrompt(std::string("fix the build"), pipe.fds[0], Appending(50ms), &note);
+  ASSERT_TRUE(prompt.ok()) << prompt.message();
+  EXPECT_EQ(*prompt, "fix the build");
+  EXPECT_EQ(note,
+            "note: stdin is open but sent nothing within 0.05 s, so only the prompt argument is "
+            "used (redirect stdin from /dev/null to skip this wait)");
+}
+
+TEST(Prompt, APipeThatSendsThenStallsIsAnErrorNotAHang) {
+  Pipe pipe;
+  pipe.Write("partial");
+  Result<std::string> prompt =
+      ReadPrompt(std::string("fix the build"), pipe.fds[0], Appending(30s, 50ms));
+  EXPECT_EQ(prompt.message(),
+            "error: stdin sent 7 bytes, then nothing for 0.05 s without ending; close it (or "
+            "redirect it from a file) so agentexec knows the input is complete");
+}
+
+TEST(Prompt, InvalidPipedStdinIsAnErrorNamingStdin) {
+  Pipe pipe;
+  pipe.Write("ok\xFF");
+  pipe.CloseWrite();
+  EXPECT_EQ(ReadPrompt(std::string("fix"), pipe.fds[0], Appending()).message(),
+            "error: stdin is not valid UTF-8 (byte offset 2)");
 }
 
 TEST(Prompt, AbsentOrDashReadsAllOfStdinVerbatim) {
@@ -129,6 +216,16 @@ TEST(Prompt, TerminalOnStdinIsAnErrorAtOnce) {
     (void)unused;
   }
   EXPECT_EQ(done.get().message(), "error: No prompt provided. Pass it as an argument or on stdin.");
+  // With a prompt argument a terminal is a person, not input: never read, never waited on.
+  auto with_arg = std::async(std::launch::async, [&] {
+    return ReadPrompt(std::string("fix it"), tty, Appending(30s, 30s));
+  });
+  if (with_arg.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "ReadPrompt read a terminal to append it";
+    ssize_t unused = ::write(master, "\x04", 1);
+    (void)unused;
+  }
+  EXPECT_EQ(*with_arg.get(), "fix it");
   ::close(tty);
   ::close(master);
 }

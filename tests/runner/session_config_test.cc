@@ -74,6 +74,41 @@ TEST_F(LoadRunTest, HomeDefaultsToDotAgentexecAndMayBeRelative) {
   EXPECT_EQ(run->home, repo() + "/rel/h");
 }
 
+// A container with neither HOME nor AGENTEXEC_HOME can still run what needs no home.
+TEST_F(LoadRunTest, NoHomeIsFineForAnEphemeralRunWithoutUserConfig) {
+  vars_.clear();
+  EXPECT_EQ(Load({"hi"}).message(),
+            "error: cannot find the agentexec home: set AGENTEXEC_HOME (or HOME), or run with "
+            "--ephemeral --ignore-user-config, which need none");
+  EXPECT_EQ(Load({"--ephemeral", "hi"}).message(), Load({"hi"}).message());
+  Result<LoadedRun> run = Load({"--ephemeral", "--ignore-user-config", "hi"});
+  ASSERT_TRUE(run.ok()) << run.message();
+  EXPECT_EQ(run->home, "");
+  EXPECT_EQ(Load({"--ephemeral", "--ignore-user-config", "resume", "--last"}).message(),
+            Load({"hi"}).message());
+}
+
+// Someone coming from codex: their config is not read, and the run says so.
+TEST_F(LoadRunTest, ACodexConfigThatIsNotReadIsNamed) {
+  const std::string codex = tmp_ / "codex-home";
+  MakeDir(codex);
+  WriteFile(codex + "/config.toml", "model = \"o3\"\n");
+  vars_["CODEX_HOME"] = codex;
+  Result<LoadedRun> run = Load({"hi"});
+  ASSERT_TRUE(run.ok()) << run.message();
+  const std::string note = "codex's config " + codex +
+                           "/config.toml is not read: agentexec reads " + home() +
+                           "/config.toml (the same keys; copy or link the file there, "
+                           "or set AGENTEXEC_HOME=" +
+                           codex + ")";
+  EXPECT_EQ(run->session.warnings, std::vector<std::string>{note});
+  // Not once agentexec has a config of its own, nor when the homes are one directory.
+  WriteFile(home() + "/config.toml", "");
+  EXPECT_TRUE(Load({"hi"})->session.warnings.empty());
+  vars_["AGENTEXEC_HOME"] = codex;
+  EXPECT_TRUE(Load({"hi"})->session.warnings.empty());
+}
+
 TEST_F(LoadRunTest, GitCheck) {
   const std::string outside = tmp_ / "plain";
   MakeDir(outside);
