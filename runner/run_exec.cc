@@ -29,7 +29,7 @@ Result<LoadedRollout> FindResume(const LoadedRun& run) {
   Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
                                               : FindRolloutById(run.home, run.resume->session_id);
   if (!path.ok()) return path.error();
-  return LoadRollout(*path);
+  return LoadRollout(*path, SessionsDir(run.home));
 }
 
 bool UseColor(const std::string& mode) {
@@ -87,9 +87,13 @@ int RunExec(const CliArgs& args) {
     session.resume = std::move(*resume);
   }
 
+  // -o's directory is opened now, before any command runs, and the answer is written beneath
+  // that descriptor at the end (outputs/last_message.h).
+  std::optional<OutputFile> output_file;
   if (run.output_last_message) {
-    Status ok = PrepareOutputFile(*run.output_last_message);
-    if (!ok.ok()) return FailWith(ExitCode::kOutputFailed, ok.message());
+    Result<OutputFile> prepared = PrepareOutputFile(*run.output_last_message);
+    if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
+    output_file = std::move(*prepared);
   }
 
   // A review reads stdin only for `-`; a plain run whenever PROMPT is absent.
@@ -176,10 +180,10 @@ int RunExec(const CliArgs& args) {
       if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
     }
   }
-  if (run.output_last_message) {
+  if (output_file) {
     // As codex: the last message without a trailing newline; an empty file when the turn
     // failed, so a stale answer from an earlier run is never mistaken for this one's.
-    Status written = WriteOutputFile(*run.output_last_message, completed ? final_text : "");
+    Status written = WriteOutputFile(*output_file, completed ? final_text : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
       if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
