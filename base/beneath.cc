@@ -129,7 +129,9 @@ int ReplaceAt(int dirfd, const std::string& name, std::string_view content, mode
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return EINVAL;
   }
-  // An unpredictable name: one a command guessed and planted makes nothing fail either.
+  // An unpredictable name: one a command guessed and planted makes nothing fail either. It
+  // carries `name` so a leftover is recognisable (and a name too long to carry fails here,
+  // before anything was replaced).
   std::string tmp;
   Fd fd;
   for (int attempt = 0; attempt < 8 && !fd; ++attempt) {
@@ -138,7 +140,7 @@ int ReplaceAt(int dirfd, const std::string& name, std::string_view content, mode
     char hex[17];
     for (int i = 0; i < 16; ++i) hex[i] = "0123456789abcdef"[(r >> (4 * i)) & 0xf];
     hex[16] = '\0';
-    tmp = std::string(".ae-tmp-") + hex;
+    tmp = "." + name + ".ae-tmp-" + hex;
     fd.reset(
         ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd && errno != EEXIST) return errno;

@@ -40,8 +40,8 @@ class DeputyIoTest : public ::testing::Test {
   // repository (no /tmp), then answers "Done.".
   RunOutput RunCommand(const std::string& cmd, std::vector<std::string> args) {
     std::string turns = R"({"turns":[
-      {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":")" +
-                        cmd + R"("}}]},
+      {"items":[{"type":"function_call","name":"shell","arguments":{"command":["bash","-c",")" +
+                        cmd + R"("]}}]},
       {"items":[{"type":"message","text":"Done."}]}]})";
     std::string script = ws_.WriteFile("turns.json", turns);
     std::vector<std::string> full{"-c",
