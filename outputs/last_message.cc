@@ -65,7 +65,8 @@ Result<OutputFile> PrepareOutputFile(const std::string& path) {
     return MakeError(fmt::format("--output-last-message '{}' is a directory", path));
   }
   // No command has run yet: the directory the path names now is the user's.
-  out.dir_fd.reset(::open(out.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // O_PATH: a directory the user may write but not list (mode 0300) still works.
+  out.dir_fd.reset(::open(out.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!out.dir_fd) return CannotWrite(path, errno);
   struct stat st;
   if (::fstatat(out.dir_fd.get(), out.name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) {
