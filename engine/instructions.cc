@@ -1,10 +1,12 @@
 #include "engine/instructions.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/read_file.h"
 
 namespace ae {
@@ -112,7 +114,8 @@ std::string EnvironmentContext(const TurnContext& turn, const std::string& date,
   return text;
 }
 
-std::string ProjectDocs(const std::string& cwd, size_t max_bytes) {
+std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
+                        std::vector<std::string>* warnings) {
   if (max_bytes == 0) return {};
   // Directories from the git root (or cwd when not in a repository) down to cwd.
   namespace fs = std::filesystem;
@@ -128,13 +131,24 @@ std::string ProjectDocs(const std::string& cwd, size_t max_bytes) {
     }
     dir = dir.parent_path();
   }
+  // Every doc is read beneath the top directory: a symlink may point within it, never out.
+  const fs::path& top = dirs.back();
+  Fd top_fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top_fd) return {};
   std::string docs;
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (docs.size() >= max_bytes) break;
-    // Only a regular file: a FIFO left in its place must not block the run.
+    const fs::path rel = it->lexically_relative(top) / "AGENTS.md";
     Result<std::string> part =
-        ReadRegularFile((*it / "AGENTS.md").string(), max_bytes - docs.size());
-    if (!part.ok() || part->empty()) continue;
+        ReadRegularFileBeneath(top_fd.get(), rel.string(), max_bytes - docs.size());
+    if (!part.ok()) {
+      if (part.error().code != kFileNotFound && warnings != nullptr) {
+        warnings->push_back(fmt::format("{} is not sent to the model: {}",
+                                        (*it / "AGENTS.md").string(), part.message()));
+      }
+      continue;
+    }
+    if (part->empty()) continue;
     if (!docs.empty()) docs += "\n\n";
     docs += *part;
   }

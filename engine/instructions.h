@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/turn_context.h"
 
@@ -14,7 +15,13 @@ std::string DeveloperInstructions(const TurnContext& turn, const std::string& ex
 std::string EnvironmentContext(const TurnContext& turn, const std::string& date,
                                const std::string& timezone);
 // AGENTS.md files from the git root down to cwd, concatenated within max_bytes; empty when
-// there are none. Sent as a user message.
-std::string ProjectDocs(const std::string& cwd, size_t max_bytes);
+// there are none. Sent as a user message. Each is opened beneath the directory the search
+// starts from (the git root, or cwd outside a repository) and read only when it is a regular
+// file on a real file system (base/read_file.h): a pull request can commit AGENTS.md as a
+// symlink to /proc/self/environ, which agentexec, unconfined, would read as its own
+// environment. A file that is there but refused is skipped, and `warnings` gets a line naming
+// it and why.
+std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
+                        std::vector<std::string>* warnings);
 
 }  // namespace ae

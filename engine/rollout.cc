@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "base/beneath.h"
 #include "base/json.h"
 #include "base/read_file.h"
 #include "base/write_all.h"
@@ -52,7 +54,7 @@ int64_t GetInt(const rapidjson::Value& obj, const char* key) {
 std::vector<fs::path> AllRollouts(const std::string& home) {
   std::vector<fs::path> files;
   std::error_code ec;
-  fs::path dir = fs::path(home) / "sessions";
+  fs::path dir = SessionsDir(home);
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     const fs::path& p = it->path();
@@ -68,6 +70,10 @@ std::vector<fs::path> AllRollouts(const std::string& home) {
 
 }  // namespace
 
+std::string SessionsDir(const std::string& home) {
+  return (fs::path(home) / "sessions").string();
+}
+
 RolloutWriter::~RolloutWriter() = default;
 
 Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& home,
@@ -78,18 +84,33 @@ Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& 
   char day[16], stamp[32];
   std::strftime(day, sizeof day, "%Y/%m/%d", &local);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &local);
+  // The home is the user's; beneath it nothing is followed: a command that can write there
+  // (a home under /tmp) cannot steer the session file anywhere with a symlink.
   fs::path dir = fs::path(home) / "sessions" / day;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return MakeError(
-        fmt::format("cannot create session directory '{}': {}", dir.string(), ec.message()));
+  fs::create_directories(home, ec);
+  Fd home_fd;
+  int err = ec ? ec.value() : 0;
+  if (err == 0) {
+    home_fd.reset(::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!home_fd) err = errno;
   }
-  std::string path = (dir / fmt::format("rollout-{}-{}.jsonl", stamp, meta.thread_id)).string();
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
-  if (!fd) {
+  Fd day_fd;
+  if (err == 0) {
+    err = MakeDirsBeneath(home_fd.get(), fmt::format("sessions/{}", day), kBeneathNoSymlinks,
+                          &day_fd);
+  }
+  if (err != 0) {
     return MakeError(
-        fmt::format("cannot create session file '{}': {}", path, std::strerror(errno)));
+        fmt::format("cannot create session directory '{}': {}", dir.string(), std::strerror(err)));
+  }
+  const std::string name = fmt::format("rollout-{}-{}.jsonl", stamp, meta.thread_id);
+  std::string path = (dir / name).string();
+  Fd fd;
+  err = OpenBeneath(day_fd.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW, 0600,
+                    kBeneathNoSymlinks, &fd);
+  if (err != 0) {
+    return MakeError(fmt::format("cannot create session file '{}': {}", path, std::strerror(err)));
   }
   std::unique_ptr<RolloutWriter> w(new RolloutWriter(std::move(fd), path));
   w->WriteLine(MetaLine(meta));
@@ -97,9 +118,17 @@ Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Create(const std::string& 
 }
 
 Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Append(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
-  if (!fd) {
-    return MakeError(fmt::format("cannot open session file '{}': {}", path, std::strerror(errno)));
+  // The file LoadRollout read, in the directory it was found in: a symlink swapped in since is
+  // not followed, and a FIFO fails the open (no reader) instead of blocking it.
+  const fs::path p(path);
+  Fd dir(::open(p.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd fd;
+  int err =
+      dir ? OpenBeneath(dir.get(), p.filename().string(),
+                        O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0, kBeneathNoSymlinks, &fd)
+          : errno;
+  if (err != 0) {
+    return MakeError(fmt::format("cannot open session file '{}': {}", path, std::strerror(err)));
   }
   return std::unique_ptr<RolloutWriter>(new RolloutWriter(std::move(fd), path));
 }
@@ -154,9 +183,18 @@ void RolloutWriter::AddCompaction(const std::vector<std::string>& history, int64
   WriteLine(std::string(w.view()));
 }
 
-Result<LoadedRollout> LoadRollout(const std::string& path) {
-  // Session files sit where commands under danger-full-access can write: a regular file only.
-  Result<std::string> text = ReadRegularFile(path);
+Result<LoadedRollout> LoadRollout(const std::string& path, const std::string& sessions_dir) {
+  // Session files sit where commands under danger-full-access can write: a regular file only,
+  // and beneath the sessions directory when the file was found there.
+  Result<std::string> text = MakeError("");
+  if (sessions_dir.empty()) {
+    text = ReadRegularFile(path);
+  } else {
+    Fd dir(::open(sessions_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    text = dir ? ReadRegularFileBeneath(dir.get(),
+                                        fs::path(path).lexically_relative(sessions_dir).string())
+               : MakeError(std::strerror(errno));
+  }
   if (!text.ok()) {
     return MakeError(fmt::format("cannot read session file '{}': {}", path, text.message()));
   }
@@ -220,8 +258,11 @@ Result<std::string> FindRolloutById(const std::string& home, const std::string& 
 }
 
 Result<std::string> FindLatestRollout(const std::string& home, const std::string& cwd) {
-  for (const fs::path& p : AllRollouts(home)) {
-    Result<std::string> first = ReadRegularFirstLine(p.string(), kMaxMetaLineBytes);
+  const std::string sessions = SessionsDir(home);
+  Fd dir(::open(sessions.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (const fs::path& p : dir ? AllRollouts(home) : std::vector<fs::path>{}) {
+    Result<std::string> first = ReadRegularFirstLineBeneath(
+        dir.get(), p.lexically_relative(sessions).string(), kMaxMetaLineBytes);
     if (!first.ok()) continue;
     Result<rapidjson::Document> d = ParseJsonObject(*first);
     if (!d.ok()) continue;

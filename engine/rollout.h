@@ -75,7 +75,13 @@ struct LoadedRollout {
   int compactions = 0;             // compacted lines read
 };
 
-Result<LoadedRollout> LoadRollout(const std::string& path);
+// $AGENTEXEC_HOME/sessions: the session files beneath it are read and created beneath a
+// descriptor of it (base/beneath.h), never through a symlink planted on the way.
+std::string SessionsDir(const std::string& home);
+
+// Reads the session file `path`; with `sessions_dir` (which contains it, as the Find functions'
+// paths do) it is opened beneath that directory.
+Result<LoadedRollout> LoadRollout(const std::string& path, const std::string& sessions_dir = "");
 // The session file for `thread_id`, or an error naming the id (exit 2 for the runner).
 Result<std::string> FindRolloutById(const std::string& home, const std::string& thread_id);
 // The newest session recorded for `cwd`.

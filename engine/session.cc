@@ -164,7 +164,9 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     std::string date = Today(outside.now(), &timezone);
     initial.push_back(
         MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
-    std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes);
+    std::vector<std::string> refused;
+    std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes, &refused);
+    for (const std::string& w : refused) emitter.CompleteNew(ErrorItem{w});
     if (!docs.empty()) initial.push_back(MessageInputItem("user", docs));
     initial.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
   }

@@ -10,8 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "base/fd.h"
-#include "base/write_all.h"
+#include "base/beneath.h"
 
 namespace ae {
 
@@ -43,52 +42,63 @@ std::string ParentOf(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+Error CannotWrite(const std::string& path, int err) {
+  return MakeError(
+      fmt::format("cannot write --output-last-message '{}': {}", path, std::strerror(err)));
+}
+
 }  // namespace
 
-Status PrepareOutputFile(const std::string& path) {
+Result<OutputFile> PrepareOutputFile(const std::string& path) {
   if (path.empty()) return MakeError("--output-last-message: empty path");
-  std::string dir = ParentOf(path);
+  OutputFile out;
+  out.path = path;
+  out.dir = ParentOf(path);
+  out.name = std::filesystem::path(path).filename().string();
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(out.dir, ec);
   if (ec) {
-    return MakeError(fmt::format("cannot create directory '{}' for --output-last-message: {}", dir,
-                                 ec.message()));
+    return MakeError(fmt::format("cannot create directory '{}' for --output-last-message: {}",
+                                 out.dir, ec.message()));
   }
+  if (out.name.empty() || out.name == "." || out.name == "..") {
+    return MakeError(fmt::format("--output-last-message '{}' is a directory", path));
+  }
+  // No command has run yet: the directory the path names now is the user's.
+  // O_PATH: a directory the user may write but not list (mode 0300) still works.
+  out.dir_fd.reset(::open(out.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!out.dir_fd) return CannotWrite(path, errno);
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstatat(out.dir_fd.get(), out.name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) {
     return MakeError(fmt::format("--output-last-message '{}' is a directory", path));
   }
   // Probe with a real file: access(2) says yes to root even on a read-only mount.
-  std::string probe = fmt::format("{}/.agentexec-probe-{}", dir, ::getpid());
-  Fd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd) {
-    return MakeError(
-        fmt::format("cannot write --output-last-message '{}': {}", path, std::strerror(errno)));
+  std::string probe = fmt::format(".agentexec-probe-{}", ::getpid());
+  Fd fd(::openat(out.dir_fd.get(), probe.c_str(),
+                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return CannotWrite(path, errno);
+  ::unlinkat(out.dir_fd.get(), probe.c_str(), 0);
+  if (::faccessat(out.dir_fd.get(), out.name.c_str(), F_OK, 0) == 0 &&
+      ::faccessat(out.dir_fd.get(), out.name.c_str(), W_OK, 0) != 0) {
+    return CannotWrite(path, errno);
   }
-  ::unlink(probe.c_str());
-  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
-    return MakeError(
-        fmt::format("cannot write --output-last-message '{}': {}", path, std::strerror(errno)));
-  }
-  return {};
+  return out;
 }
 
-Status WriteOutputFile(const std::string& path, const std::string& text) {
-  std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) {
-    return MakeError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+Status WriteOutputFile(const OutputFile& out, const std::string& text) {
+  // The path must still lead to the directory held since before the turn.
+  struct stat held {
+  }, now{};
+  if (::fstat(out.dir_fd.get(), &held) != 0) return CannotWrite(out.path, errno);
+  const bool gone = ::stat(out.dir.c_str(), &now) != 0;
+  if (gone || now.st_dev != held.st_dev || now.st_ino != held.st_ino) {
+    return MakeError(
+        fmt::format("cannot write --output-last-message '{}': its directory '{}' was {} during "
+                    "the run",
+                    out.path, out.dir, gone && errno == ENOENT ? "removed" : "replaced"));
   }
-  Status written = WriteAll(fd.get(), text);
-  if (!written.ok()) {
-    ::unlink(tmp.c_str());
-    return MakeError(fmt::format("cannot write '{}': {}", path, written.message()));
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  if (int err = ReplaceAt(out.dir_fd.get(), out.name, text, 0644, false); err != 0) {
+    return CannotWrite(out.path, err);
   }
   return {};
 }

@@ -134,10 +134,11 @@ struct ParsedFile {
   toml::table table;
 };
 
-// A missing file is not an error; anything else that stops us reading it is.
-Result<ParsedFile> ReadToml(const std::string& path) {
+// A missing file is not an error; anything else that stops us reading it is. With `beneath`,
+// the file is read beneath that directory (runner/config_io.h).
+Result<ParsedFile> ReadToml(const std::string& path, const std::string& beneath = "") {
   ParsedFile out;
-  Result<std::optional<std::string>> text = ReadFileIfExists(path);
+  Result<std::optional<std::string>> text = ReadFileIfExists(path, beneath);
   if (!text.ok()) return MakeError(fmt::format("{}: cannot read: {}", path, text.message()));
   if (!text->has_value()) return out;
   try {
@@ -569,7 +570,7 @@ Result<Config> LoadConfig(const LoadOptions& options) {
     bool is_home = std::filesystem::equivalent(dir, options.home, ec);
     if (!is_home) {
       const std::string project_file = dir + "/config.toml";
-      Result<ParsedFile> file = ReadToml(project_file);
+      Result<ParsedFile> file = ReadToml(project_file, *options.git_root);
       if (!file.ok()) return file.error();
       if (file->exists) {
         Origin origin{Layer::kProject, project_file};

@@ -38,7 +38,7 @@ Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run) {
                                               : FindRolloutById(run.home, run.resume->session_id);
   if (!path.ok() && run.resume->last) return std::optional<LoadedRollout>();
   if (!path.ok()) return path.error();
-  Result<LoadedRollout> loaded = LoadRollout(*path);
+  Result<LoadedRollout> loaded = LoadRollout(*path, SessionsDir(run.home));
   if (!loaded.ok()) return loaded.error();
   return std::optional<LoadedRollout>(std::move(*loaded));
 }
@@ -136,9 +136,13 @@ int RunExec(const CliArgs& args) {
     }
   }
 
+  // -o's directory is opened now, before any command runs, and the answer is written beneath
+  // that descriptor at the end (outputs/last_message.h).
+  std::optional<OutputFile> output_file;
   if (run.output_last_message) {
-    Status ok = PrepareOutputFile(*run.output_last_message);
-    if (!ok.ok()) return FailWith(ExitCode::kOutputFailed, ok.message());
+    Result<OutputFile> prepared = PrepareOutputFile(*run.output_last_message);
+    if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
+    output_file = std::move(*prepared);
   }
   Fd events_fd;
   if (args.events_file) {
@@ -244,10 +248,10 @@ int RunExec(const CliArgs& args) {
       if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
     }
   }
-  if (run.output_last_message) {
+  if (output_file) {
     // As codex: the last message without a trailing newline; an empty file when the turn
     // failed, so a stale answer from an earlier run is never mistaken for this one's.
-    Status written = WriteOutputFile(*run.output_last_message, completed ? final_text : "");
+    Status written = WriteOutputFile(*output_file, completed ? final_text : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
       if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;

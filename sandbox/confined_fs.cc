@@ -1,34 +1,18 @@
 #include "sandbox/confined_fs.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <string_view>
 
-#include <fmt/format.h>
-
+#include "base/beneath.h"
 #include "sandbox/paths.h"
 
 namespace ae::sandbox {
 namespace {
-
-long Openat2(int dirfd, const char* path, int flags, mode_t mode, uint64_t resolve) {
-  struct open_how how {};
-  how.flags = static_cast<uint64_t>(flags);
-  how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
-  how.resolve = resolve;
-  long fd;
-  do {
-    fd = ::syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-  } while (fd < 0 && errno == EINTR);
-  return fd;
-}
 
 // The components of `rel` ("a/b/c"), which is normalised: no empty, "." or ".." pieces.
 std::vector<std::string_view> Components(std::string_view rel) {
@@ -57,20 +41,10 @@ bool NamesProtectedDir(std::string_view rel) {
   return false;
 }
 
-std::atomic<unsigned> temp_counter{0};
-
 }  // namespace
 
 bool ConfinedFs::Openat2Available() {
-  static const bool available = [] {
-    long fd = Openat2(AT_FDCWD, "/", O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS);
-    if (fd >= 0) {
-      ::close(static_cast<int>(fd));
-      return true;
-    }
-    return errno != ENOSYS;
-  }();
-  return available;
+  return ae::Openat2Available();
 }
 
 const char* FileTypeName(mode_t type) {
@@ -125,29 +99,21 @@ int ConfinedFs::OpenRoot(const std::string& root, Fd* out) const {
     return *out ? 0 : errno;
   }
   // Roots are canonical (realpath'd when the policy was built): no symlink on the way.
-  long fd = Openat2(AT_FDCWD, root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                    RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0) return errno;
-  out->reset(static_cast<int>(fd));
-  return 0;
+  Fd slash(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!slash) return errno;
+  return ae::OpenBeneath(slash.get(), std::string_view(root).substr(1), O_RDONLY | O_DIRECTORY, 0,
+                         kBeneathNoSymlinks, out);
 }
 
 int ConfinedFs::OpenBeneath(int dirfd, const std::string& rel, int flags, mode_t mode,
                             Fd* out) const {
-  if (!Openat2Available()) {
-    // Only reached unrestricted (OpenRoot refuses otherwise): danger-full-access on an old
-    // kernel keeps working; nothing to confine there.
-    out->reset(::openat(dirfd, rel.c_str(), flags | O_NOFOLLOW, mode));
-    return *out ? 0 : errno;
-  }
-  uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  // Without openat2 this is only reached unrestricted (OpenRoot refuses otherwise), where the
+  // base walk refuses every symlink: danger-full-access on an old kernel keeps working.
   // A confined command cannot mount, so a mount point inside a root was not made by one; the
   // write stays on the root's own file system.
-  if (!policy_.unrestricted()) resolve |= RESOLVE_NO_XDEV;
-  long fd = Openat2(dirfd, rel.c_str(), flags, mode, resolve);
-  if (fd < 0) return errno;
-  out->reset(static_cast<int>(fd));
-  return 0;
+  unsigned how = kBeneathNoSymlinks;
+  if (!policy_.unrestricted()) how |= kBeneathNoXdev;
+  return ae::OpenBeneath(dirfd, rel, flags, mode, how, out);
 }
 
 int ConfinedFs::OpenParent(const std::string& path, Location* out,
@@ -232,33 +198,7 @@ int ConfinedFs::Read(const Location& at, FileRead* out) const {
 
 int ConfinedFs::Replace(const Location& at, const std::string& content, mode_t mode,
                         bool keep_mode) const {
-  const std::string tmp =
-      fmt::format(".{}.ae-tmp-{}-{}", at.name, ::getpid(), temp_counter.fetch_add(1));
-  Fd fd;
-  if (int err = OpenBeneath(at.dir.get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                            keep_mode ? mode : 0666, &fd);
-      err != 0) {
-    return err;
-  }
-  auto fail = [&](int err) {
-    ::unlinkat(at.dir.get(), tmp.c_str(), 0);
-    return err;
-  };
-  if (keep_mode && ::fchmod(fd.get(), mode) != 0) return fail(errno);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(errno);
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0) return fail(errno);
-  fd.reset();
-  // Same directory descriptor on both sides: the name replaced is the one checked.
-  if (::renameat(at.dir.get(), tmp.c_str(), at.dir.get(), at.name.c_str()) != 0) {
-    return fail(errno);
-  }
-  return 0;
+  return ReplaceAt(at.dir.get(), at.name, content, keep_mode ? mode : 0666, keep_mode);
 }
 
 int ConfinedFs::Unlink(const Location& at) const {

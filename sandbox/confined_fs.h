@@ -3,11 +3,12 @@
 // against the policy and then opened again is a race a process left running by an earlier
 // command can win (swap a directory for a symlink in between). Here every component is opened
 // with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-// RESOLVE_NO_XDEV) from a descriptor of the writable root that contains the path, the policy
-// check is made on exactly the string that is opened that way, and every change is made
-// through the opened parent descriptor (temp file + renameat, mkdirat, unlinkat). A swap can
-// only make an operation fail (ELOOP, ENOENT), never move it. Without openat2 (Linux < 5.6)
-// every confined operation fails with ENOSYS: closed, not open.
+// RESOLVE_NO_XDEV) from a descriptor of the writable root that contains the path (base/beneath.h,
+// the one openat2 call agentexec has), the policy check is made on exactly the string that is
+// opened that way, and every change is made through the opened parent descriptor (temp file +
+// renameat as base/beneath.h's ReplaceAt, mkdirat, unlinkat). A swap can only make an
+// operation fail (ELOOP, ENOENT), never move it. Without openat2 (Linux < 5.6) every confined
+// operation fails with ENOSYS: closed, not open.
 //
 // Every call returns 0 or an errno, so callers word their own messages (codex's) and tests
 // check the exact errno.

@@ -1,6 +1,7 @@
 #include "sandbox/policy.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <deque>
 
+#include "base/fd.h"
 #include "base/read_file.h"
 #include "sandbox/confined_fs.h"
 #include "sandbox/paths.h"
@@ -42,9 +44,12 @@ bool Canonical(const std::string& path, std::string* out, std::string* why) {
 }
 
 // The workspace's `.git` file and the `commondir` it leads to are the command's to write: only
-// a regular file is read (a FIFO there would block every later command's set-up).
-std::string ReadFirstLine(const std::string& path) {
-  Result<std::string> first = ReadRegularFirstLine(path, 4096);
+// a regular file on a real file system is read (a FIFO there would block every later command's
+// set-up), and only beneath its directory (base/beneath.h): no symlink leads the read out.
+std::string ReadFirstLine(const std::string& dir, const std::string& name) {
+  Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return {};
+  Result<std::string> first = ReadRegularFirstLineBeneath(dir_fd.get(), name, 4096);
   if (!first.ok()) return {};
   std::string line = std::move(*first);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
@@ -63,7 +68,7 @@ void AddCarveout(std::vector<std::string>& carveouts, const std::string& path) {
 void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& root) {
   const std::string dot_git = JoinPath(root, ".git");
   AddCarveout(carveouts, dot_git);
-  std::string line = ReadFirstLine(dot_git);  // empty for a directory
+  std::string line = ReadFirstLine(root, ".git");  // empty for a directory
   constexpr std::string_view kPrefix = "gitdir:";
   if (line.compare(0, kPrefix.size(), kPrefix) != 0) return;
   std::string target = line.substr(kPrefix.size());
@@ -71,7 +76,7 @@ void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& roo
   if (target.empty()) return;
   const std::string gitdir = ResolvePath(JoinPath(root, target));
   AddCarveout(carveouts, gitdir);
-  std::string common = ReadFirstLine(JoinPath(gitdir, "commondir"));
+  std::string common = ReadFirstLine(gitdir, "commondir");
   if (!common.empty()) AddCarveout(carveouts, ResolvePath(JoinPath(gitdir, common)));
 }
 

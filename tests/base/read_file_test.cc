@@ -1,15 +1,20 @@
 #include "base/read_file.h"
 
+#include <fcntl.h>
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "base/beneath.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae {
@@ -68,6 +73,119 @@ TEST_F(ReadFileTest, ANamedPipeIsReadToItsEnd) {
   ::close(fds[1]);
   EXPECT_EQ(*ReadNamedFile("/dev/fd/" + std::to_string(fds[0])), "{}\n");
   ::close(fds[0]);
+}
+
+// /proc/self/environ is a regular file, and read by agentexec it is agentexec's environment
+// (API keys included). No reader returns it, however it is named or linked.
+TEST_F(ReadFileTest, ProcAndSysFilesAreRefusedByEveryReader) {
+  const std::string proc = "on the proc pseudo file system";
+  EXPECT_EQ(ReadRegularFile("/proc/self/environ").message(), proc);
+  EXPECT_EQ(ReadRegularFirstLine("/proc/self/environ", 10).message(), proc);
+  EXPECT_EQ(ReadNamedFile("/proc/self/environ").message(), proc);
+  const std::string link = dir_.path() + "/shot.png";
+  std::filesystem::create_symlink("/proc/self/environ", link);
+  EXPECT_EQ(ReadNamedFile(link).message(), proc);  // `-i shot.png` planted in the workspace
+  EXPECT_EQ(ReadRegularFile(link).message(), proc);
+  if (::access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) == 0) {
+    EXPECT_EQ(ReadNamedFile("/sys/kernel/mm/transparent_hugepage/enabled").message(),
+              "on the sysfs pseudo file system");
+  }
+}
+
+TEST_F(ReadFileTest, AMissingFileIsTold) {
+  EXPECT_EQ(ReadRegularFile(dir_.path() + "/none").error().code, kFileNotFound);
+  EXPECT_EQ(ReadNamedFile(dir_.path() + "/none").error().code, kFileNotFound);
+  EXPECT_EQ(ReadRegularFile(dir_.path()).error().code, "");
+}
+
+class BeneathTest : public ReadFileTest {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.path() + "/root/sub");
+    Write("root/sub/doc.md", "inside");
+    Write("secret", "outside");
+    root_ = Fd(::open((dir_.path() + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(root_.valid());
+  }
+  void TearDown() override { PretendNoOpenat2ForTesting(false); }
+  void Link(const std::string& target, const std::string& name) {
+    std::filesystem::create_symlink(target, dir_.path() + "/root/" + name);
+  }
+  Fd root_;
+};
+
+constexpr const char* kOutside = "a symbolic link leads outside the directory it is read from";
+
+TEST_F(BeneathTest, FilesBeneathAreReadAndLinksThatStayBeneathAreFollowed) {
+  if (!Openat2Available()) GTEST_SKIP() << "openat2 is not available (Linux < 5.6)";
+  Link("sub/doc.md", "AGENTS.md");
+  EXPECT_EQ(*ReadRegularFileBeneath(root_.get(), "sub/doc.md"), "inside");
+  EXPECT_EQ(*ReadRegularFileBeneath(root_.get(), "AGENTS.md"), "inside");
+  EXPECT_EQ(*ReadRegularFirstLineBeneath(root_.get(), "AGENTS.md", 3), "ins");
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "none").error().code, kFileNotFound);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "sub").message(), "Is a directory");
+}
+
+// A pull request can commit any of these as AGENTS.md.
+TEST_F(BeneathTest, LinksOutOfTheDirectoryAreRefused) {
+  if (!Openat2Available()) GTEST_SKIP() << "openat2 is not available (Linux < 5.6)";
+  Link("/proc/self/environ", "environ");
+  Link("../secret", "up");
+  Link(dir_.path() + "/secret", "absolute");
+  Link("..", "parent");
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "environ").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "up").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "absolute").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "parent/secret").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "../secret").message(), kOutside);
+}
+
+// Beneath /proc/self itself, fd/N are magic links (they go wherever the descriptor points):
+// never followed. And what is reached beneath /proc is refused as a pseudo file anyway.
+TEST_F(BeneathTest, MagicLinksAndPseudoFilesBeneathAreRefused) {
+  if (!Openat2Available()) GTEST_SKIP() << "openat2 is not available (Linux < 5.6)";
+  Fd proc(::open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(proc.valid());
+  Fd secret(::open((dir_.path() + "/secret").c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(ReadRegularFileBeneath(proc.get(), "fd/" + std::to_string(secret.get())).message(),
+            std::strerror(ELOOP));
+  EXPECT_EQ(ReadRegularFileBeneath(proc.get(), "environ").message(),
+            "on the proc pseudo file system");
+}
+
+// Linux < 5.6: no symlink is followed at all, and ".." is refused; plain files still read.
+TEST_F(BeneathTest, WithoutOpenat2NoLinkIsFollowed) {
+  PretendNoOpenat2ForTesting(true);
+  ASSERT_FALSE(Openat2Available());
+  Link("sub/doc.md", "AGENTS.md");
+  Link("/proc/self/environ", "environ");
+  Link("sub", "dirlink");
+  EXPECT_EQ(*ReadRegularFileBeneath(root_.get(), "sub/doc.md"), "inside");
+  EXPECT_EQ(*ReadRegularFileBeneath(root_.get(), "./sub//doc.md"), "inside");
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "AGENTS.md").message(), std::strerror(ELOOP));
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "environ").message(), std::strerror(ELOOP));
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "dirlink/doc.md").message(), std::strerror(ELOOP));
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "../secret").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "sub/../../secret").message(), kOutside);
+  EXPECT_EQ(ReadRegularFileBeneath(root_.get(), "none").error().code, kFileNotFound);
+}
+
+// The name replaced is a symlink a command planted: it is replaced, its target untouched.
+TEST_F(BeneathTest, ReplaceAtReplacesAPlantedLinkAndLeavesNoTemporary) {
+  Link(dir_.path() + "/secret", "out.txt");
+  ASSERT_EQ(ReplaceAt(root_.get(), "out.txt", "answer", 0644, false), 0);
+  EXPECT_FALSE(std::filesystem::is_symlink(dir_.path() + "/root/out.txt"));
+  EXPECT_EQ(*ReadRegularFile(dir_.path() + "/root/out.txt"), "answer");
+  EXPECT_EQ(*ReadRegularFile(dir_.path() + "/secret"), "outside");
+  ASSERT_EQ(ReplaceAt(root_.get(), "mode.txt", "x", 0600, true), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_.path() + "/root/mode.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/root")) {
+    EXPECT_EQ(e.path().filename().string().find(".ae-tmp-"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(ReplaceAt(root_.get(), "a/b", "x", 0644, false), EINVAL);
+  EXPECT_EQ(ReplaceAt(root_.get(), "..", "x", 0644, false), EINVAL);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "engine/instructions.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -52,12 +53,50 @@ TEST(InstructionsTest, AgentsMdFromRootToCwdWithinBudget) {
   std::ofstream(root / "AGENTS.md") << "root rules";
   std::ofstream(root / "sub" / "AGENTS.md") << "sub rules";
   std::string cwd = (root / "sub").string();
-  EXPECT_EQ(ProjectDocs(cwd, 1000),
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings),
             "# AGENTS.md instructions for " + cwd +
                 "\n\n<INSTRUCTIONS>\nroot rules\n\nsub rules\n</INSTRUCTIONS>");
-  EXPECT_EQ(ProjectDocs(cwd, 4),
+  EXPECT_EQ(ProjectDocs(cwd, 4, &warnings),
             "# AGENTS.md instructions for " + cwd + "\n\n<INSTRUCTIONS>\nroot\n</INSTRUCTIONS>");
-  EXPECT_EQ(ProjectDocs(cwd, 0), "");
+  EXPECT_EQ(ProjectDocs(cwd, 0, &warnings), "");
+  EXPECT_TRUE(warnings.empty());
+}
+
+// A pull request commits these as AGENTS.md. agentexec reads them unconfined: followed, the
+// first would send its own environment (the API key) to the model. Each is skipped, named.
+TEST(InstructionsTest, AgentsMdLinksOutOfTheRepositoryAreNotSent) {
+  test::ScratchDir scratch("ae-agents");
+  fs::path root = fs::path(scratch.path()) / "repo";
+  fs::create_directories(root / ".git");
+  fs::create_directories(root / "a" / "b");
+  std::ofstream(fs::path(scratch.path()) / "secret") << "outside";
+  std::ofstream(root / "rules.md") << "shared rules";
+  fs::create_symlink("/proc/self/environ", root / "AGENTS.md");
+  fs::create_symlink("../../secret", root / "a" / "AGENTS.md");
+  fs::create_symlink("../../rules.md", root / "a" / "b" / "AGENTS.md");  // stays inside: read
+  const std::string cwd = (root / "a" / "b").string();
+  std::vector<std::string> warnings;
+  EXPECT_EQ(
+      ProjectDocs(cwd, 1000, &warnings),
+      "# AGENTS.md instructions for " + cwd + "\n\n<INSTRUCTIONS>\nshared rules\n</INSTRUCTIONS>");
+  const std::string why =
+      "is not sent to the model: a symbolic link leads outside the "
+      "directory it is read from";
+  EXPECT_EQ(warnings, (std::vector<std::string>{(root / "AGENTS.md").string() + " " + why,
+                                                (root / "a" / "AGENTS.md").string() + " " + why}));
+}
+
+// Outside a repository the search starts and ends at cwd; a FIFO or a directory named
+// AGENTS.md is refused without blocking, and said.
+TEST(InstructionsTest, AgentsMdThatIsNotARegularFileIsSkippedAndSaid) {
+  test::ScratchDir scratch("ae-agents");
+  const std::string cwd = scratch.path();
+  ASSERT_EQ(::mkfifo((cwd + "/AGENTS.md").c_str(), 0600), 0);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings), "");
+  EXPECT_EQ(warnings, (std::vector<std::string>{cwd + "/AGENTS.md is not sent to the model: not "
+                                                      "a regular file"}));
 }
 
 }  // namespace

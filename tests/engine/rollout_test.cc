@@ -86,6 +86,45 @@ TEST_F(RolloutTest, ATornLastLineIsDropped) {
   EXPECT_EQ(loaded->items, (std::vector<std::string>{R"({"a":1})"}));
 }
 
+// A command that can write the home (one under /tmp) plants `sessions` as a symlink: the next
+// run's session file must not be created where it points.
+TEST_F(RolloutTest, APlantedSessionsLinkIsNotFollowed) {
+  const std::string elsewhere = home_ + "/elsewhere";
+  std::filesystem::create_directories(home_ + "/home");
+  std::filesystem::create_directories(elsewhere);
+  std::filesystem::create_symlink(elsewhere, home_ + "/home/sessions");
+  SessionMeta meta{"0190-bbbb", "/w", "2026-11-22T00:00:00Z", "gpt-5", "openai", "read-only"};
+  auto w = RolloutWriter::Create(home_ + "/home", meta);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.message().find("cannot create session directory '" + home_ + "/home/sessions/"), 0u)
+      << w.message();
+  const std::string why = "': Too many levels of symbolic links";
+  EXPECT_EQ(w.message().rfind(why), w.message().size() - why.size()) << w.message();
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+}
+
+// A session file that is a symlink out of the sessions directory is neither found by
+// `resume --last` nor loaded.
+TEST_F(RolloutTest, ASessionLinkedFromOutsideIsNotRead) {
+  const std::string outside = home_ + "/outside.jsonl";
+  std::ofstream(outside)
+      << R"({"type":"session_meta","payload":{"thread_id":"0190-cccc","cwd":"/w"}})"
+      << "\n";
+  std::filesystem::create_directories(home_ + "/sessions/2026/11/22");
+  const std::string link =
+      home_ + "/sessions/2026/11/22/rollout-2026-11-22T00-00-00-0190-cccc.jsonl";
+  std::filesystem::create_symlink(outside, link);
+  auto latest = FindLatestRollout(home_, "/w");
+  EXPECT_EQ(latest.message(), "no earlier session to resume for /w under " + home_ + "/sessions");
+  auto loaded = LoadRollout(link, SessionsDir(home_));
+  EXPECT_EQ(loaded.message(), "cannot read session file '" + link +
+                                  "': a symbolic link leads outside the directory it is read from");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink("/proc/self/environ", link);
+  EXPECT_EQ(LoadRollout(link).message(),
+            "cannot read session file '" + link + "': on the proc pseudo file system");
+}
+
 }  // namespace
 }  // namespace ae
 
