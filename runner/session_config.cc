@@ -282,6 +282,7 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
   sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
   sb.exclude_slash_tmp = config.exclude_slash_tmp;
   sb.require_full_isolation = config.require_full_isolation;
+  sb.read_only_dirs = config.homes;
   return sb;
 }
 
@@ -466,6 +467,12 @@ Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env) {
   Result<Config> config = LoadConfig(options);
   if (!config.ok()) return Prefixed(config.error());
   layers.config = std::move(*config);
+  // The homes' config.toml name the providers and MCP servers later runs start unconfined: a
+  // command must not write them, even when they lie in a writable root (a CI cache).
+  layers.config.homes.push_back(layers.home);
+  if (std::string codex_home = getenv("CODEX_HOME"); !codex_home.empty()) {
+    layers.config.homes.push_back(Absolute(codex_home, env.cwd));
+  }
   return layers;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -37,6 +38,77 @@ int SetAttr(int dirfd, const char* path, unsigned flags, unsigned long long set)
 
 int SetReadOnly(int dirfd, const char* path, unsigned flags) {
   return SetAttr(dirfd, path, flags, MOUNT_ATTR_RDONLY);
+}
+
+// Onto the very directory (or file) `to_fd` was opened on: no path is looked up again.
+int MoveMountOnto(int from_fd, int to_fd) {
+  return static_cast<int>(::syscall(SYS_move_mount, from_fd, "", to_fd, "",
+                                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+}
+
+// O_PATH, the last component not followed, and no symlink on the way either (the path comes
+// from a /proc/self/fd link, so a symlink in it was planted since): where openat2 is missing,
+// O_NOFOLLOW alone (the identity check below still holds).
+int OpenNoFollow(const char* path) noexcept {
+  struct open_how how = {};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) fd = ::open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  return fd;
+}
+
+bool Gone(int fd) noexcept {
+  struct stat st;
+  return ::fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+// How often a held carve-out may move between reading its link and opening the path before
+// the command's set-up fails closed.
+constexpr int kLocateTries = 8;
+
+// Where `held` is now, opened in this mount namespace: *found its descriptor, or -1 when its
+// inode is gone (nothing left to protect). False with errno when it cannot be found.
+bool LocateHeld(const HeldCarveout& held, int* found) noexcept {
+  *found = -1;
+  char path[4096];
+  for (int attempt = 0; attempt < kLocateTries; ++attempt) {
+    if (Gone(held.fd.get())) return true;
+    ssize_t n = ::readlink(held.fd_link.c_str(), path, sizeof path - 1);
+    if (n < 0) return false;
+    if (n == static_cast<ssize_t>(sizeof path - 1)) {
+      errno = ENAMETOOLONG;
+      return false;
+    }
+    path[n] = '\0';
+    int fd = path[0] == '/' ? OpenNoFollow(path) : -1;
+    if (fd < 0) continue;  // moved (or removed) since the link was read: look again
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && st.st_dev == held.dev && st.st_ino == held.ino) {
+      *found = fd;
+      return true;
+    }
+    ::close(fd);
+  }
+  if (Gone(held.fd.get())) return true;
+  errno = EAGAIN;  // it keeps moving: fail closed rather than leave it writable
+  return false;
+}
+
+// A read-only copy of what `target` (a descriptor of this namespace) is, mounted onto it. A
+// target removed meanwhile is skipped: true, nothing mounted.
+bool MountReadOnlyOnto(int target, const char* fake_vanish) noexcept {
+  int fd = static_cast<int>(
+      ::syscall(SYS_open_tree, target, "",
+                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (fd < 0) return Gone(target);
+  if (fake_vanish != nullptr) ::rmdir(fake_vanish);
+  bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountOnto(fd, target) == 0;
+  int saved = errno;
+  ::close(fd);
+  if (!ok && Gone(target)) return true;
+  errno = saved;
+  return ok;
 }
 
 bool WriteFile(const char* path, const std::string& text) noexcept {
@@ -138,13 +210,24 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     plan.root_steps.push_back("keep writable root " + root);
   }
   for (const std::string& carveout : plan.carveouts) {
-    plan.carveout_steps.push_back("make read-only " + carveout);
+    plan.carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
+    HeldCarveout& held = plan.held.emplace_back();
+    if (plan.held.size() > kMaxHeldCarveouts) continue;
+    held.fd = Fd(::open(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
+      held.fd.reset();  // absent now: protected by path when it appears
+      continue;
+    }
+    held.dev = st.st_dev;
+    held.ino = st.st_ino;
+    held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
   }
   return plan;
 }
 
-bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
-                    int* err) noexcept {
+bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
+                    const char** failed_step, int* err) noexcept {
   *dev_shm_mounted = false;
   if (!plan.enabled) return true;
   // The working directory still refers to the mount it was entered on, which is about to
@@ -232,15 +315,37 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
     }
   }
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
-    const char* path = plan.carveouts[i].c_str();
-    int fd = OpenTree(path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;  // no .git / .agentexec here (yet)
+    const HeldCarveout& held = plan.held[i];
+    const char* fake_vanish =
+        command && plan.fake_vanish == plan.carveouts[i] ? plan.fake_vanish.c_str() : nullptr;
+    // Where the carve-out is now: a command may have renamed a parent directory (only the
+    // carve-out itself is a mount point in its namespace).
+    if (held.fd.valid()) {
+      int here = -1;
+      if (!LocateHeld(held, &here)) {
+        return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+      }
+      if (here >= 0) {
+        bool ok = MountReadOnlyOnto(here, fake_vanish);
+        int saved = errno;
+        ::close(here);
+        errno = saved;
+        if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+      }
+    }
+    // And whatever is at its path now (one that did not exist at Prepare, or something put in
+    // the place of the one that moved); symlinks followed, as for any path git would use.
+    int at_path = ::open(plan.carveouts[i].c_str(), O_PATH | O_CLOEXEC);
+    if (at_path < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;  // nothing there (yet)
       return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
     }
-    bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountTo(fd, path) == 0;
+    struct stat st;
+    bool same = held.fd.valid() && ::fstat(at_path, &st) == 0 && st.st_dev == held.dev &&
+                st.st_ino == held.ino;
+    bool ok = same || MountReadOnlyOnto(at_path, fake_vanish);
     int saved = errno;
-    ::close(fd);
+    ::close(at_path);
     errno = saved;
     if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
   }

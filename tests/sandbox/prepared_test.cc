@@ -128,5 +128,74 @@ TEST_F(PreparedTest, PreflightWarnsWithoutNamespaces) {
   ForgetMountNamespaceFinding();  // later tests in this process see the real kernel
 }
 
+// Carve-outs are held by identity: a command that renames a repository's parent directory
+// (only `.git` itself is a mount point in its namespace) finds `.git` read-only under the new
+// name in its next command.
+class HeldCarveoutTest : public testing::WorkspaceWriteTest {
+ protected:
+  void SetUp() override {
+    testing::WorkspaceWriteTest::SetUp();
+    if (::testing::Test::IsSkipped()) return;
+    Result<PreflightReport> report = Preflight(policy_);
+    ASSERT_TRUE(report.ok()) << report.message();
+    if (!report->mount_namespace) GTEST_SKIP() << "no mount namespace here";
+  }
+  // The policy and prepared sandbox for the workspace as it is now (the nested scan runs).
+  PreparedPtr PrepareNow() {
+    Settings s;
+    s.mode = Mode::kWorkspaceWrite;
+    s.exclude_slash_tmp = true;
+    s.exclude_tmpdir_env_var = true;
+    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
+    EXPECT_TRUE(p.ok()) << p.message();
+    policy_ = *p;
+    Result<PreparedPtr> prepared = Prepare(policy_);
+    EXPECT_TRUE(prepared.ok()) << prepared.message();
+    return prepared.ok() ? std::move(prepared.value()) : nullptr;
+  }
+};
+
+TEST_F(HeldCarveoutTest, ANestedGitStaysReadOnlyUnderItsNewName) {
+  Sh("mkdir vendor && git init -q vendor/lib", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("mv vendor/lib vendor/lib2", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/vendor/lib2/.git/hooks/pre-commit"), EROFS);
+  EXPECT_FALSE(Exists(base_ + "/ws/vendor/lib2/.git/hooks/pre-commit"));
+  // Moved twice, and something else put at the old path: both are read-only.
+  Sh("mkdir -p deeper && mv vendor/lib2 deeper/lib3 && mkdir -p vendor/lib/.git", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/deeper/lib3/.git/config.new"), EROFS);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/vendor/lib/.git/config"), EROFS);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/deeper/lib3/file"), 0);
+}
+
+TEST_F(HeldCarveoutTest, ARemovedCarveoutIsSkipped) {
+  Sh("mkdir -p gone/.git", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("rmdir gone/.git", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/gone/file"), 0);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/.git/evil"), EROFS);
+}
+
+TEST_F(HeldCarveoutTest, AGitfileStaysReadOnlyUnderItsNewName) {
+  Sh("mkdir -p sub/mod && echo 'gitdir: ../../store' > sub/mod/.git && mkdir store", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("mv sub sub2", base_ + "/ws");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    const char* step = "";
+    int err = 0;
+    if (!ApplyInChild(*prepared, &step, &err)) ::_exit(200);
+    int fd = ::open((base_ + "/ws/sub2/mod/.git").c_str(), O_WRONLY | O_TRUNC);
+    ::_exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), EROFS);
+}
+
 }  // namespace
 }  // namespace ae::sandbox
