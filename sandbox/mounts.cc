@@ -67,21 +67,29 @@ bool Gone(int fd) noexcept {
 // the command's set-up fails closed.
 constexpr int kLocateTries = 8;
 
+// The link of a held descriptor into `buf` (NUL-terminated); its length, or -1 with errno.
+ssize_t ReadLink(const HeldCarveout& held, char* buf, size_t size) noexcept {
+  ssize_t n = ::readlink(held.fd_link.c_str(), buf, size - 1);
+  if (n == static_cast<ssize_t>(size - 1)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  if (n >= 0) buf[n] = '\0';
+  return n;
+}
+
 // Where `held` is now, opened in this mount namespace: *found its descriptor, or -1 when its
-// inode is gone (nothing left to protect). False with errno when it cannot be found.
-bool LocateHeld(const HeldCarveout& held, int* found) noexcept {
+// inode is gone (nothing left to protect) or lies outside our root (`root`, the link of "/",
+// empty when that is the namespace's root), where no command can reach it. False with errno
+// when it cannot be found.
+bool LocateHeld(const HeldCarveout& held, const char* root, size_t root_len, int* found) noexcept {
   *found = -1;
-  char path[4096];
+  char link[4096];
   for (int attempt = 0; attempt < kLocateTries; ++attempt) {
     if (Gone(held.fd.get())) return true;
-    ssize_t n = ::readlink(held.fd_link.c_str(), path, sizeof path - 1);
-    if (n < 0) return false;
-    if (n == static_cast<ssize_t>(sizeof path - 1)) {
-      errno = ENAMETOOLONG;
-      return false;
-    }
-    path[n] = '\0';
-    int fd = path[0] == '/' ? OpenNoFollow(path) : -1;
+    if (ReadLink(held, link, sizeof link) < 0) return false;
+    if (std::strncmp(link, root, root_len) != 0 || link[root_len] != '/') return true;
+    int fd = OpenNoFollow(link + root_len);
     if (fd < 0) continue;  // moved (or removed) since the link was read: look again
     struct stat st;
     if (::fstat(fd, &st) == 0 && st.st_dev == held.dev && st.st_ino == held.ino) {
@@ -222,6 +230,12 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     held.dev = st.st_dev;
     held.ino = st.st_ino;
     held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
+    if (!plan.root.fd.valid()) {
+      plan.root.fd = Fd(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (plan.root.fd.valid()) {
+        plan.root.fd_link = "/proc/self/fd/" + std::to_string(plan.root.fd.get());
+      }
+    }
   }
   return plan;
 }
@@ -314,15 +328,23 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
       return FailStep("mount a private devpts on /dev/pts", failed_step, err);
     }
   }
+  // Without /proc (a bare chroot) held carve-outs cannot be found: they are then protected by
+  // path, as those that did not exist when the session started.
+  char root[4096];
+  ssize_t root_len = plan.root.fd.valid() ? ReadLink(plan.root, root, sizeof root) : -1;
+  if (root_len < 0 && errno != ENOENT && plan.root.fd.valid()) {
+    return FailStep("find the root directory's path", failed_step, err);
+  }
+  if (root_len == 1) root_len = 0;  // "/": nothing to take off
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
     const HeldCarveout& held = plan.held[i];
     const char* fake_vanish =
         command && plan.fake_vanish == plan.carveouts[i] ? plan.fake_vanish.c_str() : nullptr;
     // Where the carve-out is now: a command may have renamed a parent directory (only the
     // carve-out itself is a mount point in its namespace).
-    if (held.fd.valid()) {
+    if (held.fd.valid() && root_len >= 0) {
       int here = -1;
-      if (!LocateHeld(held, &here)) {
+      if (!LocateHeld(held, root, static_cast<size_t>(root_len), &here)) {
         return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
       }
       if (here >= 0) {

@@ -51,6 +51,10 @@ struct MountPlan {
   // starts, there as well; one whose inode is gone and whose path holds nothing is skipped.
   std::vector<std::string> carveouts;
   std::vector<HeldCarveout> held;  // parallel to carveouts
+  // "/" as the session saw it: after unshare the links of held descriptors name paths from
+  // the old namespace's root, which under chroot(2) lies above ours; this one's link is the
+  // prefix to take off. Only when some carve-out is held.
+  HeldCarveout root;
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;

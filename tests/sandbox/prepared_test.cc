@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,13 +25,16 @@ using testing::ScratchDir;
 using testing::Sh;
 
 // Forks, applies `prepared`, then tries to create `path`; returns the child's errno (0 when
-// the file was created), or -1000 - errno when ApplyInChild itself failed.
+// the file was created), or 200 when ApplyInChild itself failed (its step on stderr).
 int CreateInChild(const PreparedSandbox& prepared, const std::string& path) {
   pid_t pid = ::fork();
   if (pid == 0) {
     const char* step = "";
     int err = 0;
-    if (!ApplyInChild(prepared, &step, &err)) ::_exit(200);
+    if (!ApplyInChild(prepared, &step, &err)) {
+      std::fprintf(stderr, "ApplyInChild: %s: %s\n", step, std::strerror(err));
+      ::_exit(200);
+    }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
     ::_exit(fd >= 0 ? 0 : errno);
   }
@@ -195,6 +201,46 @@ TEST_F(HeldCarveoutTest, AGitfileStaysReadOnlyUnderItsNewName) {
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), EROFS);
+}
+
+// Under chroot(2) the /proc/self/fd links of held descriptors name paths from the real root,
+// above ours: the carve-out is found all the same.
+TEST_F(HeldCarveoutTest, ARenamedGitIsFoundUnderChroot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root";
+  Sh("mkdir vendor && git init -q vendor/lib && mkdir ../proc ../dev", base_ + "/ws");
+  const std::string base = base_;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // A mount namespace of the test's own, so the binds vanish with it.
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      ::_exit(101);
+    }
+    // The new root is a mount point, as the sandbox needs ("make / private").
+    if (::mount(base.c_str(), base.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/proc", (base + "/proc").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/dev", (base + "/dev").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ::_exit(102);
+    }
+    if (::chroot(base.c_str()) != 0 || ::chdir("/ws") != 0) ::_exit(103);
+    Settings s;
+    s.mode = Mode::kWorkspaceWrite;
+    s.exclude_slash_tmp = true;
+    s.exclude_tmpdir_env_var = true;
+    Result<Policy> policy = BuildPolicy(s, "/ws");
+    if (!policy.ok()) ::_exit(104);
+    PrepareOptions options;
+    options.pid_namespace = false;
+    Result<PreparedPtr> prepared = Prepare(*policy, options);
+    if (!prepared.ok()) ::_exit(105);
+    if (::rename("/ws/vendor/lib", "/ws/vendor/lib2") != 0) ::_exit(106);
+    ::_exit(CreateInChild(**prepared, "/ws/vendor/lib2/.git/evil"));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), EROFS);
+  EXPECT_FALSE(Exists(base_ + "/ws/vendor/lib2/.git/evil"));
 }
 
 }  // namespace
