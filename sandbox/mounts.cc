@@ -129,6 +129,14 @@ bool WriteFile(const char* path, const std::string& text) noexcept {
   return n == static_cast<ssize_t>(text.size());
 }
 
+// A descriptor the child still finds by number: never 0-2, which the spawner's child replaces
+// with its stdio before the mounts (agentexec may have been started with them closed).
+Fd HoldPath(const char* path, int flags) {
+  Fd fd(::open(path, flags));
+  if (fd.valid() && fd.get() <= 2) fd = Fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3));
+  return fd;
+}
+
 void AddUniquePath(std::vector<std::string>& list, const std::string& path) {
   if (std::find(list.begin(), list.end(), path) == list.end()) list.push_back(path);
 }
@@ -221,7 +229,7 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     plan.carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
     HeldCarveout& held = plan.held.emplace_back();
     if (plan.held.size() > kMaxHeldCarveouts) continue;
-    held.fd = Fd(::open(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    held.fd = HoldPath(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
       held.fd.reset();  // absent now: protected by path when it appears
@@ -231,7 +239,7 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     held.ino = st.st_ino;
     held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
     if (!plan.root.fd.valid()) {
-      plan.root.fd = Fd(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      plan.root.fd = HoldPath("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (plan.root.fd.valid()) {
         plan.root.fd_link = "/proc/self/fd/" + std::to_string(plan.root.fd.get());
       }
