@@ -1170,7 +1170,7 @@ TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
   EXPECT_FALSE(testing::Exists(ws_ + "/gone/.git")) << ran.output;
   EXPECT_EQ(ReadText(ws_ + "/runs-vanish"), "confined\n") << ran.output;
   EXPECT_NE(ran.output.find("still here"), std::string::npos) << ran.output;
-  EXPECT_EQ(ran.output.find("sandbox: "), std::string::npos) << ran.output;
+  EXPECT_EQ(ran.output.find("sandbox: make read-only"), std::string::npos) << ran.output;
   EXPECT_EQ(ran.output.find("denied by the sandbox"), std::string::npos) << ran.output;
 }
 
