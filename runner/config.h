@@ -79,6 +79,9 @@ struct Config {
   std::string developer_instructions;
   std::string profile;  // the profile in use, "" = none
   std::map<std::string, McpServerConfig> mcp_servers;
+  // Not a key: agentexec's home and $CODEX_HOME when set (absolute), set by LoadLayers. They
+  // stay read-only to commands wherever they lie (sandbox::Settings::read_only_dirs).
+  std::vector<std::string> homes;
 
   // Concrete key ("model", "model_providers.openai.base_url") -> where its value came from:
   // "default", "/home/u/.agentexec/config.toml:3", "profile ci

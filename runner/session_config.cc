@@ -299,6 +299,7 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
   sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
   sb.exclude_slash_tmp = config.exclude_slash_tmp;
   sb.require_full_isolation = config.require_full_isolation;
+  sb.read_only_dirs = config.homes;
   return sb;
 }
 
@@ -512,6 +513,13 @@ Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env) {
         !note.empty()) {
       layers.config.warnings.push_back(std::move(note));
     }
+  }
+  // The homes' config.toml name the providers and MCP servers later runs start unconfined: a
+  // command must not write them, even when they lie in a writable root (a CI cache). A run
+  // without a home (--ephemeral --ignore-user-config) has none to protect.
+  if (!layers.home.empty()) layers.config.homes.push_back(layers.home);
+  if (std::string codex_home = getenv("CODEX_HOME"); !codex_home.empty()) {
+    layers.config.homes.push_back(Absolute(codex_home, env.cwd));
   }
   return layers;
 }

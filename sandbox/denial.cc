@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/mounts.h"
 #include "sandbox/paths.h"
 
 namespace ae::sandbox {
@@ -66,7 +67,17 @@ std::optional<Denial> FindDenial(const RunResult& result, const Policy& policy) 
   // The spawner prefixes the steps of ApplyInChild with "sandbox: "; execve or chdir failing
   // (a missing command, a missing directory) is not the sandbox's doing.
   if (result.setup_error.has_value()) {
-    if (result.setup_error->rfind("sandbox: ", 0) != 0) return std::nullopt;
+    constexpr std::string_view kSandboxStep = "sandbox: ";
+    if (!std::string_view(*result.setup_error).starts_with(kSandboxStep)) return std::nullopt;
+    // Carve-outs lie in the writable roots, so a command can shape what this step meets (keep
+    // moving a repository, bury it too deep for a path): rerunning it outside the sandbox
+    // would hand it what the step protects. The model is told; nothing is rerun.
+    if (std::string_view(*result.setup_error)
+            .substr(kSandboxStep.size())
+            .starts_with(kCarveoutStep)) {
+      return Denial{false, "the sandbox could not keep a protected path read-only (" +
+                               *result.setup_error + ")"};
+    }
     return Denial{true, "the sandbox could not be set up (" + *result.setup_error + ")"};
   }
   if (!Failed(result)) return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -39,6 +40,85 @@ int SetReadOnly(int dirfd, const char* path, unsigned flags) {
   return SetAttr(dirfd, path, flags, MOUNT_ATTR_RDONLY);
 }
 
+// Onto the very directory (or file) `to_fd` was opened on: no path is looked up again.
+int MoveMountOnto(int from_fd, int to_fd) {
+  return static_cast<int>(::syscall(SYS_move_mount, from_fd, "", to_fd, "",
+                                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+}
+
+// O_PATH, the last component not followed, and no symlink on the way either (the path comes
+// from a /proc/self/fd link, so a symlink in it was planted since): where openat2 is missing,
+// O_NOFOLLOW alone (the identity check below still holds).
+int OpenNoFollow(const char* path) noexcept {
+  struct open_how how = {};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) fd = ::open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  return fd;
+}
+
+bool Gone(int fd) noexcept {
+  struct stat st;
+  return ::fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+// How often a held carve-out may move between reading its link and opening the path before
+// the command's set-up fails closed.
+constexpr int kLocateTries = 8;
+
+// The link of a held descriptor into `buf` (NUL-terminated); its length, or -1 with errno.
+ssize_t ReadLink(const HeldCarveout& held, char* buf, size_t size) noexcept {
+  ssize_t n = ::readlink(held.fd_link.c_str(), buf, size - 1);
+  if (n == static_cast<ssize_t>(size - 1)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  if (n >= 0) buf[n] = '\0';
+  return n;
+}
+
+// Where `held` is now, opened in this mount namespace: *found its descriptor, or -1 when its
+// inode is gone (nothing left to protect) or lies outside our root (`root`, the link of "/",
+// empty when that is the namespace's root), where no command can reach it. False with errno
+// when it cannot be found.
+bool LocateHeld(const HeldCarveout& held, const char* root, size_t root_len, int* found) noexcept {
+  *found = -1;
+  char link[4096];
+  for (int attempt = 0; attempt < kLocateTries; ++attempt) {
+    if (Gone(held.fd.get())) return true;
+    if (ReadLink(held, link, sizeof link) < 0) return false;
+    if (std::strncmp(link, root, root_len) != 0 || link[root_len] != '/') return true;
+    int fd = OpenNoFollow(link + root_len);
+    if (fd < 0) continue;  // moved (or removed) since the link was read: look again
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && st.st_dev == held.dev && st.st_ino == held.ino) {
+      *found = fd;
+      return true;
+    }
+    ::close(fd);
+  }
+  if (Gone(held.fd.get())) return true;
+  errno = EAGAIN;  // it keeps moving: fail closed rather than leave it writable
+  return false;
+}
+
+// A read-only copy of what `target` (a descriptor of this namespace) is, mounted onto it. A
+// target removed meanwhile is skipped: true, nothing mounted.
+bool MountReadOnlyOnto(int target, const char* fake_vanish) noexcept {
+  int fd = static_cast<int>(
+      ::syscall(SYS_open_tree, target, "",
+                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (fd < 0) return Gone(target);
+  if (fake_vanish != nullptr) ::rmdir(fake_vanish);
+  bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountOnto(fd, target) == 0;
+  int saved = errno;
+  ::close(fd);
+  if (!ok && Gone(target)) return true;
+  errno = saved;
+  return ok;
+}
+
 bool WriteFile(const char* path, const std::string& text) noexcept {
   int fd = ::open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
@@ -47,6 +127,14 @@ bool WriteFile(const char* path, const std::string& text) noexcept {
   ::close(fd);
   errno = saved;
   return n == static_cast<ssize_t>(text.size());
+}
+
+// A descriptor the child still finds by number: never 0-2, which the spawner's child replaces
+// with its stdio before the mounts (agentexec may have been started with them closed).
+Fd HoldPath(const char* path, int flags) {
+  Fd fd(::open(path, flags));
+  if (fd.valid() && fd.get() <= 2) fd = Fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3));
+  return fd;
 }
 
 void AddUniquePath(std::vector<std::string>& list, const std::string& path) {
@@ -138,13 +226,30 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     plan.root_steps.push_back("keep writable root " + root);
   }
   for (const std::string& carveout : plan.carveouts) {
-    plan.carveout_steps.push_back("make read-only " + carveout);
+    plan.carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
+    HeldCarveout& held = plan.held.emplace_back();
+    if (plan.held.size() > kMaxHeldCarveouts) continue;
+    held.fd = HoldPath(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
+      held.fd.reset();  // absent now: protected by path when it appears
+      continue;
+    }
+    held.dev = st.st_dev;
+    held.ino = st.st_ino;
+    held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
+    if (!plan.root.fd.valid()) {
+      plan.root.fd = HoldPath("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (plan.root.fd.valid()) {
+        plan.root.fd_link = "/proc/self/fd/" + std::to_string(plan.root.fd.get());
+      }
+    }
   }
   return plan;
 }
 
-bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
-                    int* err) noexcept {
+bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
+                    const char** failed_step, int* err) noexcept {
   *dev_shm_mounted = false;
   if (!plan.enabled) return true;
   // The working directory still refers to the mount it was entered on, which is about to
@@ -231,16 +336,46 @@ bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** f
       return FailStep("mount a private devpts on /dev/pts", failed_step, err);
     }
   }
+  // Without /proc (a bare chroot) held carve-outs cannot be found: they are then protected by
+  // path, as those that did not exist when the session started.
+  char root[4096];
+  ssize_t root_len = plan.root.fd.valid() ? ReadLink(plan.root, root, sizeof root) : -1;
+  if (root_len < 0 && errno != ENOENT && plan.root.fd.valid()) {
+    return FailStep("find the root directory's path", failed_step, err);
+  }
+  if (root_len == 1) root_len = 0;  // "/": nothing to take off
   for (size_t i = 0; i < plan.carveouts.size(); ++i) {
-    const char* path = plan.carveouts[i].c_str();
-    int fd = OpenTree(path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;  // no .git / .agentexec here (yet)
+    const HeldCarveout& held = plan.held[i];
+    const char* fake_vanish =
+        command && plan.fake_vanish == plan.carveouts[i] ? plan.fake_vanish.c_str() : nullptr;
+    // Where the carve-out is now: a command may have renamed a parent directory (only the
+    // carve-out itself is a mount point in its namespace).
+    if (held.fd.valid() && root_len >= 0) {
+      int here = -1;
+      if (!LocateHeld(held, root, static_cast<size_t>(root_len), &here)) {
+        return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+      }
+      if (here >= 0) {
+        bool ok = MountReadOnlyOnto(here, fake_vanish);
+        int saved = errno;
+        ::close(here);
+        errno = saved;
+        if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+      }
+    }
+    // And whatever is at its path now (one that did not exist at Prepare, or something put in
+    // the place of the one that moved); symlinks followed, as for any path git would use.
+    int at_path = ::open(plan.carveouts[i].c_str(), O_PATH | O_CLOEXEC);
+    if (at_path < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;  // nothing there (yet)
       return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
     }
-    bool ok = SetReadOnly(fd, "", AT_EMPTY_PATH) == 0 && MoveMountTo(fd, path) == 0;
+    struct stat st;
+    bool same = held.fd.valid() && ::fstat(at_path, &st) == 0 && st.st_dev == held.dev &&
+                st.st_ino == held.ino;
+    bool ok = same || MountReadOnlyOnto(at_path, fake_vanish);
     int saved = errno;
-    ::close(fd);
+    ::close(at_path);
     errno = saved;
     if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
   }

@@ -5,12 +5,35 @@
 // with system calls only.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/fd.h"
 #include "sandbox/policy.h"
 
 namespace ae::sandbox {
+
+// A carve-out that existed when the session prepared the sandbox, held by identity: the
+// descriptor keeps its inode, wherever a command renames a parent directory to, and the child
+// finds it there (its /proc/self/fd link names where it is now), opens that path again in the
+// new mount namespace and mounts the read-only copy onto what it opened when (dev, ino) match.
+struct HeldCarveout {
+  Fd fd;  // O_PATH|O_NOFOLLOW|O_CLOEXEC; -1: absent at Prepare, or beyond kMaxHeldCarveouts
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string fd_link;  // "/proc/self/fd/<fd>", made here so the child need not format
+};
+
+// The step that mounts a carve-out, "make read-only <path>": a failure there is no evidence
+// that the sandbox refused the command anything (denial.cc).
+inline constexpr std::string_view kCarveoutStep = "make read-only ";
+
+// Each held carve-out costs agentexec one descriptor for the session; beyond this many (a
+// /tmp full of repositories) the rest are protected by path only, as before.
+constexpr size_t kMaxHeldCarveouts = 512;
 
 struct MountPlan {
   bool enabled = false;
@@ -23,7 +46,15 @@ struct MountPlan {
   bool read_only_tree = true;  // false when "/" itself is a writable root
   // The roots, plus the directories between a root and a root nested in it; outer first.
   std::vector<std::string> writable_roots;
-  std::vector<std::string> carveouts;  // under a writable root; skipped if absent then
+  // Under a writable root, symlinks resolved. Each is mounted read-only where its held inode
+  // is now (when it was held) and, if something else exists at the path when a command
+  // starts, there as well; one whose inode is gone and whose path holds nothing is skipped.
+  std::vector<std::string> carveouts;
+  std::vector<HeldCarveout> held;  // parallel to carveouts
+  // "/" as the session saw it: after unshare the links of held descriptors name paths from
+  // the old namespace's root, which under chroot(2) lies above ours; this one's link is the
+  // prefix to take off. Only when some carve-out is held.
+  HeldCarveout root;
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;
@@ -36,6 +67,10 @@ struct MountPlan {
   // terminals (/dev/pts/N) cannot be opened by name, and ptys the command makes are its own.
   bool private_devpts = false;
   bool bind_ptmx = false;
+  // Test hook (AGENTEXEC_SANDBOX_FAKE_VANISH, read by Prepare): this empty directory is
+  // removed in a command's set-up after the carve-out there was found and cloned and before
+  // the clone is mounted on it, as another process could at that moment. Empty: none.
+  std::string fake_vanish;
 };
 
 // The child keeps one descriptor per writable root on its stack; Prepare refuses more.
@@ -53,8 +88,10 @@ std::string PrivateDevShmPath(const Policy& policy);
 // In the child, single-threaded, before Landlock. Async-signal-safe. *dev_shm_mounted says
 // whether the private /dev/shm is in place (Landlock may then grant writes beneath it); the
 // private devpts is always in place when the plan has one (or the step fails).
-bool ApplyMountPlan(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
-                    int* err) noexcept;
+// `command`: set up for a command agentexec runs (not the preflight's probe); only then does
+// the plan's test hook act.
+bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
+                    const char** failed_step, int* err) noexcept;
 
 // In the PID namespace's init, after ApplyMountPlan: a fresh /proc for the namespace
 // (nosuid,nodev,noexec, read-only unless "/" is a writable root). Async-signal-safe.

@@ -230,6 +230,21 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
     AddGitCarveouts(policy.read_only_carveouts, writable);
     AddCarveout(policy.read_only_carveouts, JoinPath(writable, ".agentexec"));
   }
+  // agentexec's home (and codex's) below a root, under whatever name: listed whether or not
+  // they exist yet, like `<root>/.agentexec`. One that is a root itself, or holds one, was
+  // given as writable by the user.
+  for (const std::string& dir : settings.read_only_dirs) {
+    if (dir.empty() || dir.front() != '/') continue;
+    const std::string normal = NormalizePath(dir);
+    const std::string resolved = ResolvePath(normal);
+    for (const std::string& writable : policy.writable_roots) {
+      if ((normal != writable && IsUnder(normal, writable)) ||
+          (resolved != writable && IsUnder(resolved, writable))) {
+        AddCarveout(policy.read_only_carveouts, normal);
+        break;
+      }
+    }
+  }
   // Every git dir git would use: the repository the working directory is in (its root may be
   // above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
   // roots. Those outside every writable root are read-only anyway.

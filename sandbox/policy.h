@@ -26,6 +26,10 @@ struct Settings {
   // require_full_isolation (top level): a sandbox without its mount or PID namespace is an
   // error (exit 3) instead of a warning.
   bool require_full_isolation = false;
+  // Directories that stay read-only to commands wherever they lie inside a writable root,
+  // whatever their name: agentexec's home and $CODEX_HOME (their config.toml name the MCP
+  // servers and providers the next run starts, outside any sandbox). Absolute.
+  std::vector<std::string> read_only_dirs;
 };
 
 // The bounds of the scan for nested repositories in each writable root; a root deeper or
@@ -40,7 +44,8 @@ struct Policy {
   // `<root>/.git` and `<root>/.agentexec` of each writable root, listed whether or not they
   // exist yet, plus a linked worktree's git dir and common dir; and, where they exist, those
   // of every parent directory of the cwd and of the roots, $GIT_DIR and $GIT_COMMON_DIR, and
-  // every nested repository, submodule and worktree found inside a root (bounded scan).
+  // every nested repository, submodule and worktree found inside a root (bounded scan); and
+  // each of Settings::read_only_dirs that lies below a writable root.
   std::vector<std::string> read_only_carveouts;
   bool network_access = false;
   bool require_full_isolation = false;  // Settings::require_full_isolation

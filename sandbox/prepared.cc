@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -60,6 +61,10 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   }
   prepared->mounts = BuildMountPlan(policy, options.mount_namespace,
                                     options.mount_namespace && options.pid_namespace);
+  // Test hook (docs/SANDBOX.md "Test hooks"); acts only in commands' set-up (ApplyMountPlan).
+  if (const char* vanish = std::getenv("AGENTEXEC_SANDBOX_FAKE_VANISH")) {
+    prepared->mounts.fake_vanish = vanish;
+  }
   Result<landlock::RulesetPlan> ruleset =
       landlock::PlanRuleset(policy, prepared->landlock_abi, prepared->mounts.private_devpts);
   if (!ruleset.ok()) return ruleset.error();
@@ -144,7 +149,7 @@ bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd
   // Nothing to confine: the spawner's child already leads a session of its own.
   if (!prepared.enforce) return terminal_fd < 0 || EnterNewSession(terminal_fd, failed_step, err);
   bool dev_shm = false;
-  if (!ApplyMountPlan(prepared.mounts, &dev_shm, failed_step, err)) return false;
+  if (!ApplyMountPlan(prepared.mounts, watch_fd >= 0, &dev_shm, failed_step, err)) return false;
   if (prepared.mounts.new_pid_ns) {
     if (!ForkNamespaceInit(failed_step, err)) return false;
     if (!MountProc(prepared.mounts, failed_step, err)) return false;

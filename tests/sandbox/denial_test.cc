@@ -111,6 +111,21 @@ TEST_F(DenialTest, SetupFailureOfTheSandboxIsEvidenceExecFailureIsNot) {
   EXPECT_FALSE(Find(missing));
 }
 
+// A carve-out lies in a writable root: a command can make its step fail (keep renaming the
+// repository's parent), and a rerun outside the sandbox would hand it the carve-out.
+TEST_F(DenialTest, ACarveoutStepFailureIsOnlyLikely) {
+  RunResult setup;
+  setup.exit_code = 126;
+  setup.setup_error =
+      "sandbox: make read-only /ws/vendor/lib/.git: Resource temporarily unavailable";
+  auto d = Find(setup);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->verified);
+  EXPECT_EQ(d->evidence,
+            "the sandbox could not keep a protected path read-only (sandbox: make read-only "
+            "/ws/vendor/lib/.git: Resource temporarily unavailable)");
+}
+
 TEST_F(DenialTest, NetworkRefusalIsOnlyLikely) {
   auto d = Find(Exited(2, "ping: socket: Operation not permitted\n"));
   ASSERT_TRUE(d);

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -947,6 +948,230 @@ TEST_F(EscapeSuite, UnprivilegedWithoutNamespacesHasOnlyWarnedLimits) {
   int limits = 0;
   for (const auto& [channel, t] : table) limits += t.limits;
   EXPECT_EQ(escapes, limits) << "every escape here must be a limit the run warned about";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Carve-outs held by identity. A carve-out is protected where its directory is, not where it
+// was when the session started: a confined command may rename a repository's parent (only
+// `.git` itself is a mount point) and write the hooks under the new name in the next command;
+// agentexec's home may lie in the workspace under any name. Each attempt is one `agentexec
+// exec` run with the scripted provider (several commands, one session), under `-a never`: a
+// refused write is not rerun there, so what gets out got out of the sandbox.
+
+// The scripted provider's turns: one exec_command per command, then a final message.
+std::string CarveoutTurns(const std::vector<std::string>& commands) {
+  JsonWriter turns;
+  turns.StartObject();
+  turns.Key("turns");
+  turns.StartArray();
+  for (size_t i = 0; i <= commands.size(); ++i) {
+    turns.StartObject();
+    turns.Key("items");
+    turns.StartArray();
+    turns.StartObject();
+    turns.Key("type");
+    if (i == commands.size()) {
+      turns.String("message");
+      turns.Key("text");
+      turns.String("done");
+    } else {
+      turns.String("function_call");
+      turns.Key("name");
+      turns.String("exec_command");
+      turns.Key("arguments");
+      turns.StartObject();
+      turns.Key("cmd");
+      turns.String(commands[i]);
+      turns.EndObject();
+    }
+    turns.EndObject();
+    turns.EndArray();
+    turns.EndObject();
+  }
+  turns.EndArray();
+  turns.EndObject();
+  return std::string(turns.view());
+}
+
+struct CarveoutAttempt {
+  std::string name;
+  std::vector<std::string> commands;  // run in this order, in one session
+  bool slash_tmp = false;             // /tmp writable (else excluded, with $TMPDIR)
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string approval = "never";
+  // The escape: returns what got out ("" when nothing did).
+  std::function<std::string(const Ran&)> escaped;
+};
+
+class CarveoutEscapes : public EscapeSuite {
+ protected:
+  // Runs every attempt as `prefix` (empty, or setpriv to nobody) and returns the table.
+  Tally RunCarveoutAttempts(const std::vector<std::string>& prefix) {
+    const std::string hook = "#!/bin/sh\\necho pwned\\n";
+    const std::string lib = ws_ + "/vendor/lib", tmp_lib = base_ + "/tmprepo/lib";
+    const std::string home = ws_ + "/ci-cache/agentexec", codex = ws_ + "/ci-cache/codex";
+    const std::string home_config = "# kept by CI\n";
+    auto file_exists = [](std::vector<std::string> paths) {
+      return [paths](const Ran&) {
+        std::string found;
+        for (const std::string& p : paths) {
+          if (testing::Exists(p)) found += " " + p;
+        }
+        return found;
+      };
+    };
+    auto changed = [home_config](std::string path) {
+      return [path, home_config](const Ran&) {
+        std::string now = ReadText(path);
+        return now == home_config ? std::string() : path + " now holds: " + now;
+      };
+    };
+    const std::vector<CarveoutAttempt> attempts = {
+        {"nested repository: rename its parent, write the hook under the new name",
+         {"mv vendor/lib vendor/lib2",
+          "printf '" + hook + "' > vendor/lib2/.git/hooks/pre-commit; mv vendor/lib2 vendor/lib"},
+         false,
+         {},
+         "never",
+         file_exists({lib + "/.git/hooks/pre-commit", lib + "2/.git/hooks/pre-commit"})},
+        {"repository under /tmp: rename its parent, write the hook under the new name",
+         {"mv " + tmp_lib + " " + tmp_lib + "2", "printf '" + hook + "' > " + tmp_lib +
+                                                     "2/.git/hooks/pre-commit; mv " + tmp_lib +
+                                                     "2 " + tmp_lib},
+         true,
+         {},
+         "never",
+         file_exists({tmp_lib + "/.git/hooks/pre-commit", tmp_lib + "2/.git/hooks/pre-commit"})},
+        {"$AGENTEXEC_HOME in the workspace: add an MCP server to its config.toml",
+         {"printf '[mcp_servers.evil]\\ncommand = \"/bin/sh\"\\n' >> "
+          "ci-cache/agentexec/config.toml"},
+         false,
+         {{"AGENTEXEC_HOME", home}},
+         "never",
+         changed(home + "/config.toml")},
+        {"$AGENTEXEC_HOME in the workspace: rename its parent, then write its config.toml",
+         {"mv ci-cache ci-cache2",
+          "printf '[mcp_servers.evil]\\ncommand = \"/bin/sh\"\\n' >> "
+          "ci-cache2/agentexec/config.toml; mv ci-cache2 ci-cache"},
+         false,
+         {{"AGENTEXEC_HOME", home}},
+         "never",
+         changed(home + "/config.toml")},
+        {"$CODEX_HOME in the workspace: write its config.toml",
+         {"printf '[mcp_servers.evil]\\ncommand = \"/bin/sh\"\\n' >> ci-cache/codex/config.toml"},
+         false,
+         {{"CODEX_HOME", codex}},
+         "never",
+         changed(codex + "/config.toml")},
+    };
+    Tally tally;
+    for (const CarveoutAttempt& attempt : attempts) {
+      Sh("rm -rf vendor ci-cache ci-cache2 ../tmprepo && mkdir -p vendor ../tmprepo "
+         "ci-cache/agentexec ci-cache/codex && git init -q vendor/lib && git init -q "
+         "../tmprepo/lib && printf '" +
+             home_config + "' > ci-cache/agentexec/config.toml && printf '" + home_config +
+             "' > ci-cache/codex/config.toml" +
+             (prefix.empty() ? "" : " && chown -R 65534:65534 vendor ci-cache ../tmprepo"),
+         ws_);
+      WriteText(base_ + "/turns.json", CarveoutTurns(attempt.commands));
+      std::vector<std::string> argv = prefix;
+      for (const std::string& a :
+           {std::string(AGENTEXEC_BIN), std::string("-c"), std::string("model_provider=scripted"),
+            std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
+            std::string("--json"), std::string("-s"), std::string("workspace-write"),
+            std::string("-a"), attempt.approval}) {
+        argv.push_back(a);
+      }
+      if (!attempt.slash_tmp) {
+        for (const char* a : {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                              "sandbox_workspace_write.exclude_tmpdir_env_var=true"}) {
+          argv.push_back(a);
+        }
+      }
+      argv.push_back("go");
+      std::vector<std::pair<std::string, std::string>> env = {
+          {"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
+      for (const auto& set : attempt.env) {
+        std::erase_if(env, [&](const auto& e) { return e.first == set.first; });
+        env.push_back(set);
+      }
+      Ran ran = RunProcess(argv, ws_, env);
+      ++tally.attempts;
+      EXPECT_EQ(ran.exit_code, 0) << attempt.name << "\n" << ran.output;
+      // Every command ran (no setup failure hid the attempt).
+      EXPECT_EQ(ran.output.find("could not be set up"), std::string::npos) << ran.output;
+      const std::string got = attempt.escaped(ran);
+      if (!got.empty()) {
+        ++tally.escapes;
+        ADD_FAILURE() << "ESCAPE: " << attempt.name << ":" << got << "\n" << ran.output;
+      }
+    }
+    return tally;
+  }
+
+  void Report(const char* config, const Tally& tally) {
+    std::printf("[ escapes  ] carve-outs held by identity, %s: %d attempts, %d escapes\n", config,
+                tally.attempts, tally.escapes);
+  }
+};
+
+TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnly) {
+  Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  if (check.output.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "no mount namespace on this host (carve-outs are a warned limit): "
+                 << check.output;
+  }
+  Tally tally = RunCarveoutAttempts({});
+  Report("full sandbox (root)", tally);
+  EXPECT_EQ(tally.attempts, 5);
+  EXPECT_EQ(tally.escapes, 0);
+}
+
+TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnlyUnprivileged) {
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  if (check.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "unprivileged user namespaces are refused here: " << check;
+  }
+  Sh("chown 65534:65534 .", base_);
+  Tally tally = RunCarveoutAttempts(UserPrefix(Config::kUnprivileged));
+  Report("unprivileged user (user namespace)", tally);
+  EXPECT_EQ(tally.attempts, 5);
+  EXPECT_EQ(tally.escapes, 0);
+}
+
+// A carve-out that disappears while a command's sandbox is being set up (another process
+// removed it between the moment the child found it and the mount) has nothing left to
+// protect: the command runs, and no sandbox failure is reported, so on-failure reruns
+// nothing outside the sandbox. AGENTEXEC_SANDBOX_FAKE_VANISH removes it at that moment.
+TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
+  Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  if (check.output.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "no mount namespace on this host: " << check.output;
+  }
+  Sh("mkdir -p gone/.git", ws_);
+  // It records whether it ran confined (.git read-only) or was rerun outside.
+  WriteText(base_ + "/turns.json",
+            CarveoutTurns({"if touch .git/probe 2>/dev/null; then echo unconfined >> runs-vanish; "
+                           "else echo confined >> runs-vanish; fi; echo still here"}));
+  Ran ran = RunProcess({AGENTEXEC_BIN, "-c", "model_provider=scripted", "-c",
+                        "model_providers.scripted.script=\"" + base_ + "/turns.json\"", "-c",
+                        "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                        "sandbox_workspace_write.exclude_tmpdir_env_var=true", "--json", "-s",
+                        "workspace-write", "-a", "on-failure", "go"},
+                       ws_,
+                       {{"HOME", base_ + "/home"},
+                        {"AGENTEXEC_HOME", base_ + "/agx-home"},
+                        {"AGENTEXEC_SANDBOX_FAKE_VANISH", ws_ + "/gone/.git"}});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  // The hook did remove it (else this test could not fail).
+  EXPECT_FALSE(testing::Exists(ws_ + "/gone/.git")) << ran.output;
+  EXPECT_EQ(ReadText(ws_ + "/runs-vanish"), "confined\n") << ran.output;
+  EXPECT_NE(ran.output.find("still here"), std::string::npos) << ran.output;
+  EXPECT_EQ(ran.output.find("sandbox: make read-only"), std::string::npos) << ran.output;
+  EXPECT_EQ(ran.output.find("denied by the sandbox"), std::string::npos) << ran.output;
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
+#include "sandbox/confined_fs.h"
 #include "sandbox/paths.h"
 #include "test_util.h"
 
@@ -244,6 +247,47 @@ TEST_F(PolicyTest, SeparateGitDirInsideTheWorkspaceIsProtected) {
   EXPECT_FALSE(p->CanWrite(ws_ + "/store/config"));
   EXPECT_TRUE(p->CanWrite(ws_ + "/sep/file"));
   EXPECT_TRUE(p->CanWrite(ws_ + "/storefront"));
+}
+
+// agentexec's home (and codex's) hold the config.toml that names what the next run starts
+// outside the sandbox: inside a writable root, under any name, they are carve-outs.
+TEST_F(PolicyTest, HomesInsideARootAreReadOnlyWhateverTheirName) {
+  Sh("mkdir -p ci-cache/agentexec && touch ci-cache/agentexec/config.toml", ws_);
+  Settings s = WorkspaceWrite();
+  s.read_only_dirs = {ws_ + "/ci-cache/agentexec", ws_ + "/ci-cache/codex", base_ + "/outside"};
+  Result<Policy> p = BuildPolicy(s, ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  auto listed = [&](const std::string& path) {
+    return std::find(p->read_only_carveouts.begin(), p->read_only_carveouts.end(), path) !=
+           p->read_only_carveouts.end();
+  };
+  EXPECT_TRUE(listed(ws_ + "/ci-cache/agentexec"));
+  EXPECT_TRUE(listed(ws_ + "/ci-cache/codex"));  // not there yet: listed all the same
+  EXPECT_FALSE(listed(base_ + "/outside"));      // outside every root: read-only anyway
+  EXPECT_FALSE(p->CanWrite(ws_ + "/ci-cache/agentexec/config.toml"));
+  EXPECT_FALSE(p->CanWrite(ws_ + "/ci-cache/codex/config.toml"));
+  EXPECT_TRUE(p->CanWrite(ws_ + "/ci-cache/other"));
+  std::string resolved;
+  EXPECT_EQ(ConfinedFs(*p).Target(ws_ + "/ci-cache/agentexec/config.toml", &resolved), EROFS);
+}
+
+TEST_F(PolicyTest, AHomeReachedThroughASymlinkIsReadOnlyWhereItLands) {
+  Sh("mkdir -p cache/home && ln -s " + ws_ + "/cache/home " + base_ + "/home-link", ws_);
+  Settings s = WorkspaceWrite();
+  s.read_only_dirs = {base_ + "/home-link"};
+  Result<Policy> p = BuildPolicy(s, ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_FALSE(p->CanWrite(ws_ + "/cache/home/config.toml"));
+  EXPECT_TRUE(p->CanWrite(ws_ + "/cache/other"));
+}
+
+TEST_F(PolicyTest, AHomeThatIsTheWorkspaceStaysWritable) {
+  // The user runs in the home itself (or a root holds it): they gave it as writable.
+  Settings s = WorkspaceWrite();
+  s.read_only_dirs = {ws_, base_};
+  Result<Policy> p = BuildPolicy(s, ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_TRUE(p->CanWrite(ws_ + "/a.txt"));
 }
 
 }  // namespace

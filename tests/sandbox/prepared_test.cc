@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,13 +25,16 @@ using testing::ScratchDir;
 using testing::Sh;
 
 // Forks, applies `prepared`, then tries to create `path`; returns the child's errno (0 when
-// the file was created), or -1000 - errno when ApplyInChild itself failed.
+// the file was created), or 200 when ApplyInChild itself failed (its step on stderr).
 int CreateInChild(const PreparedSandbox& prepared, const std::string& path) {
   pid_t pid = ::fork();
   if (pid == 0) {
     const char* step = "";
     int err = 0;
-    if (!ApplyInChild(prepared, &step, &err)) ::_exit(200);
+    if (!ApplyInChild(prepared, &step, &err)) {
+      std::fprintf(stderr, "ApplyInChild: %s: %s\n", step, std::strerror(err));
+      ::_exit(200);
+    }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
     ::_exit(fd >= 0 ? 0 : errno);
   }
@@ -126,6 +132,115 @@ TEST_F(PreparedTest, PreflightWarnsWithoutNamespaces) {
   ASSERT_TRUE(prepared.ok());
   EXPECT_EQ(DescribePrepared(**prepared).find("mount"), std::string::npos);
   ForgetMountNamespaceFinding();  // later tests in this process see the real kernel
+}
+
+// Carve-outs are held by identity: a command that renames a repository's parent directory
+// (only `.git` itself is a mount point in its namespace) finds `.git` read-only under the new
+// name in its next command.
+class HeldCarveoutTest : public testing::WorkspaceWriteTest {
+ protected:
+  void SetUp() override {
+    testing::WorkspaceWriteTest::SetUp();
+    if (::testing::Test::IsSkipped()) return;
+    Result<PreflightReport> report = Preflight(policy_);
+    ASSERT_TRUE(report.ok()) << report.message();
+    if (!report->mount_namespace) GTEST_SKIP() << "no mount namespace here";
+  }
+  // The policy and prepared sandbox for the workspace as it is now (the nested scan runs).
+  PreparedPtr PrepareNow() {
+    Settings s;
+    s.mode = Mode::kWorkspaceWrite;
+    s.exclude_slash_tmp = true;
+    s.exclude_tmpdir_env_var = true;
+    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
+    EXPECT_TRUE(p.ok()) << p.message();
+    policy_ = *p;
+    Result<PreparedPtr> prepared = Prepare(policy_);
+    EXPECT_TRUE(prepared.ok()) << prepared.message();
+    return prepared.ok() ? std::move(prepared.value()) : nullptr;
+  }
+};
+
+TEST_F(HeldCarveoutTest, ANestedGitStaysReadOnlyUnderItsNewName) {
+  Sh("mkdir vendor && git init -q vendor/lib", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("mv vendor/lib vendor/lib2", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/vendor/lib2/.git/hooks/pre-commit"), EROFS);
+  EXPECT_FALSE(Exists(base_ + "/ws/vendor/lib2/.git/hooks/pre-commit"));
+  // Moved twice, and something else put at the old path: both are read-only.
+  Sh("mkdir -p deeper && mv vendor/lib2 deeper/lib3 && mkdir -p vendor/lib/.git", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/deeper/lib3/.git/config.new"), EROFS);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/vendor/lib/.git/config"), EROFS);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/deeper/lib3/file"), 0);
+}
+
+TEST_F(HeldCarveoutTest, ARemovedCarveoutIsSkipped) {
+  Sh("mkdir -p gone/.git", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("rmdir gone/.git", base_ + "/ws");
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/gone/file"), 0);
+  EXPECT_EQ(CreateInChild(*prepared, base_ + "/ws/.git/evil"), EROFS);
+}
+
+TEST_F(HeldCarveoutTest, AGitfileStaysReadOnlyUnderItsNewName) {
+  Sh("mkdir -p sub/mod && echo 'gitdir: ../../store' > sub/mod/.git && mkdir store", base_ + "/ws");
+  PreparedPtr prepared = PrepareNow();
+  ASSERT_NE(prepared, nullptr);
+  Sh("mv sub sub2", base_ + "/ws");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    const char* step = "";
+    int err = 0;
+    if (!ApplyInChild(*prepared, &step, &err)) ::_exit(200);
+    int fd = ::open((base_ + "/ws/sub2/mod/.git").c_str(), O_WRONLY | O_TRUNC);
+    ::_exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), EROFS);
+}
+
+// Under chroot(2) the /proc/self/fd links of held descriptors name paths from the real root,
+// above ours: the carve-out is found all the same.
+TEST_F(HeldCarveoutTest, ARenamedGitIsFoundUnderChroot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root";
+  Sh("mkdir vendor && git init -q vendor/lib && mkdir ../proc ../dev", base_ + "/ws");
+  const std::string base = base_;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // A mount namespace of the test's own, so the binds vanish with it.
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      ::_exit(101);
+    }
+    // The new root is a mount point, as the sandbox needs ("make / private").
+    if (::mount(base.c_str(), base.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/proc", (base + "/proc").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/dev", (base + "/dev").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ::_exit(102);
+    }
+    if (::chroot(base.c_str()) != 0 || ::chdir("/ws") != 0) ::_exit(103);
+    Settings s;
+    s.mode = Mode::kWorkspaceWrite;
+    s.exclude_slash_tmp = true;
+    s.exclude_tmpdir_env_var = true;
+    Result<Policy> policy = BuildPolicy(s, "/ws");
+    if (!policy.ok()) ::_exit(104);
+    PrepareOptions options;
+    options.pid_namespace = false;
+    Result<PreparedPtr> prepared = Prepare(*policy, options);
+    if (!prepared.ok()) ::_exit(105);
+    if (::rename("/ws/vendor/lib", "/ws/vendor/lib2") != 0) ::_exit(106);
+    ::_exit(CreateInChild(**prepared, "/ws/vendor/lib2/.git/evil"));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), EROFS);
+  EXPECT_FALSE(Exists(base_ + "/ws/vendor/lib2/.git/evil"));
 }
 
 }  // namespace
