@@ -138,13 +138,20 @@ std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
   std::string docs;
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (docs.size() >= max_bytes) break;
-    const fs::path rel = it->lexically_relative(top) / "AGENTS.md";
-    Result<std::string> part =
-        ReadRegularFileBeneath(top_fd.get(), rel.string(), max_bytes - docs.size());
+    // As codex: in each directory the first of these that exists is the one read, so an
+    // AGENTS.override.md (even an empty one) shadows the AGENTS.md beside it.
+    Result<std::string> part = MakeError("", kFileNotFound);
+    fs::path name;
+    for (const char* candidate : {"AGENTS.override.md", "AGENTS.md"}) {
+      name = *it / candidate;
+      const fs::path rel = it->lexically_relative(top) / candidate;
+      part = ReadRegularFileBeneath(top_fd.get(), rel.string(), max_bytes - docs.size());
+      if (part.ok() || part.error().code != kFileNotFound) break;
+    }
     if (!part.ok()) {
       if (part.error().code != kFileNotFound && warnings != nullptr) {
-        warnings->push_back(fmt::format("{} is not sent to the model: {}",
-                                        (*it / "AGENTS.md").string(), part.message()));
+        warnings->push_back(
+            fmt::format("{} is not sent to the model: {}", name.string(), part.message()));
       }
       continue;
     }

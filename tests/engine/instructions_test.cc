@@ -63,6 +63,37 @@ TEST(InstructionsTest, AgentsMdFromRootToCwdWithinBudget) {
   EXPECT_TRUE(warnings.empty());
 }
 
+// As codex: AGENTS.override.md shadows the AGENTS.md of its own directory only; an empty
+// override silences that directory.
+TEST(InstructionsTest, AgentsOverrideShadowsAgentsMdInItsDirectory) {
+  test::ScratchDir scratch("ae-agents-override");
+  fs::path root = scratch.path();
+  fs::create_directories(root / ".git");
+  fs::create_directories(root / "sub");
+  std::ofstream(root / "AGENTS.md") << "root rules";
+  std::ofstream(root / "AGENTS.override.md") << "local root rules";
+  std::ofstream(root / "sub" / "AGENTS.md") << "sub rules";
+  std::string cwd = (root / "sub").string();
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings),
+            "# AGENTS.md instructions for " + cwd +
+                "\n\n<INSTRUCTIONS>\nlocal root rules\n\nsub rules\n</INSTRUCTIONS>");
+  std::ofstream(root / "sub" / "AGENTS.override.md") << "";
+  EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings),
+            "# AGENTS.md instructions for " + cwd +
+                "\n\n<INSTRUCTIONS>\nlocal root rules\n</INSTRUCTIONS>");
+  // An override is read under the same rules as AGENTS.md: a link out is refused and said.
+  fs::remove(root / "AGENTS.override.md");
+  fs::create_symlink("/proc/self/environ", root / "AGENTS.override.md");
+  EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings), "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind((root / "AGENTS.override.md").string() + " is not sent to the "
+                                                                          "model: ",
+                              0),
+            0u)
+      << warnings[0];
+}
+
 // A pull request commits these as AGENTS.md. agentexec reads them unconfined: followed, the
 // first would send its own environment (the API key) to the model. Each is skipped, named.
 TEST(InstructionsTest, AgentsMdLinksOutOfTheRepositoryAreNotSent) {
