@@ -150,6 +150,13 @@ int ConfinedFs::OpenParent(const std::string& path, Location* out,
       err = OpenBeneath(dir.get(), name, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &next);
     }
     if (err != 0) return err;
+    // A carve-out reached under another name (a command renamed a parent since the policy
+    // was built) is as read-only as under its own.
+    struct stat st;
+    if (::fstat(next.get(), &st) != 0) return errno;
+    for (const auto& [dev, ino] : policy_.carveout_ids) {
+      if (st.st_dev == dev && st.st_ino == ino) return EROFS;
+    }
     dir = std::move(next);
   }
   out->dir = std::move(dir);

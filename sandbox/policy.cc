@@ -279,6 +279,10 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
           writable, kNestedScanMaxDepth, kNestedScanMaxDirs));
     }
   }
+  for (const std::string& carveout : policy.read_only_carveouts) {
+    struct stat st;
+    if (::stat(carveout.c_str(), &st) == 0) policy.carveout_ids.emplace_back(st.st_dev, st.st_ino);
+  }
   return policy;
 }
 

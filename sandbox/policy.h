@@ -2,8 +2,11 @@
 // does no system calls beyond resolving paths.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -47,6 +50,10 @@ struct Policy {
   // every nested repository, submodule and worktree found inside a root (bounded scan); and
   // each of Settings::read_only_dirs that lies below a writable root.
   std::vector<std::string> read_only_carveouts;
+  // (st_dev, st_ino) of each carve-out that existed when the policy was built: agentexec's own
+  // writes (ConfinedFs) refuse to pass through them under whatever name a command has since
+  // renamed a parent to, as the mount layer does for commands (HeldCarveout).
+  std::vector<std::pair<dev_t, ino_t>> carveout_ids;
   bool network_access = false;
   bool require_full_isolation = false;  // Settings::require_full_isolation
   // Things the user should know but that do not stop the run (e.g. a --add-dir that does not

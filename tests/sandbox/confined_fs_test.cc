@@ -69,6 +69,26 @@ TEST_F(ConfinedFsTest, PolicyRefusalsHaveTheErrnoACommandWouldSee) {
   EXPECT_EQ(Target(ws() + "/a.txt"), EACCES);
 }
 
+// A command renames the parent of a protected directory (a nested repository, agentexec's
+// home in a CI cache) between calls: apply_patch must not write it under the new name.
+TEST_F(ConfinedFsTest, ACarveoutRenamedAwayIsStillReadOnly) {
+  Sh("mkdir -p ws/vendor/lib/.git/hooks ws/cache/agentexec", base_);
+  Settings settings;
+  settings.mode = Mode::kWorkspaceWrite;
+  settings.exclude_slash_tmp = true;
+  settings.exclude_tmpdir_env_var = true;
+  settings.read_only_dirs = {ws() + "/cache/agentexec"};
+  Result<Policy> built = BuildPolicy(settings, ws());
+  ASSERT_TRUE(built.ok()) << built.message();
+  policy_ = std::move(*built);
+  Sh("mv ws/vendor/lib ws/vendor/lib2 && mv ws/cache ws/cache2", base_);
+  EXPECT_EQ(Parent(ws() + "/vendor/lib2/.git/hooks/pre-commit"), EROFS);
+  EXPECT_EQ(Parent(ws() + "/cache2/agentexec/config.toml"), EROFS);
+  // The renamed parents themselves stay writable, as they are to commands.
+  EXPECT_EQ(Parent(ws() + "/vendor/lib2/README"), 0);
+  EXPECT_EQ(Parent(ws() + "/cache2/notes.txt"), 0);
+}
+
 TEST_F(ConfinedFsTest, SymlinksAreFollowedWhenCheckedAndRefusedWhenOpened) {
   ASSERT_EQ(::symlink((base_ + "/outside").c_str(), (ws() + "/out").c_str()), 0);
   ASSERT_EQ(::symlink((ws() + "/real").c_str(), (ws() + "/in").c_str()), 0);
