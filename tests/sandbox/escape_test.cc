@@ -569,7 +569,7 @@ class EscapeSuite : public ::testing::Test {
       // The caller's stdin (`< file`) and stderr (`2>> log`) on files outside the roots.
       for (const char* op : {"fchmod", "fchown", "futimens", "fsetxattr"}) {
         for (int fd : {0, 2}) {
-          Attempt a{fmt::format("f{} through {} on an outside file ({})", op,
+          Attempt a{fmt::format("{} through {} on an outside file ({})", op,
                                 fd == 0 ? "stdin" : "stderr", mode),
                     mode,
                     {std::string("fd-") + op, std::to_string(fd)}};

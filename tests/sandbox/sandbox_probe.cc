@@ -370,7 +370,7 @@ int FdOp(const std::string& op, int fd) {
   struct stat st = {};
   if (::fstat(fd, &st) != 0) return Report(false, "fstat");
   // A pipe the sandbox put in the file's place: its metadata is nobody's.
-  if (!S_ISREG(st.st_mode)) {
+  if (S_ISFIFO(st.st_mode)) {
     errno = EBADF;
     return Report(false, "fstat (not the file it was opened on)");
   }
