@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "base/cancel.h"
+#include "sandbox/host_sockets.h"
 #include "sandbox/landlock.h"
 #include "sandbox/prepared.h"
 #include "sandbox/spawn.h"
@@ -499,6 +500,43 @@ TEST_F(SandboxCommand, HostUnixSocketsNeedTheNetwork) {
   ran = Sandbox("workspace-write", {"true"}, {"-c", "sandbox_workspace_write.network_access=true"},
                 {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
   EXPECT_EQ(ran.output.find("host Unix sockets"), std::string::npos) << ran.output;
+}
+
+// /proc/net/unix as the kernel prints it: only absolute paths are visited (not the header,
+// unbound, abstract or relative sockets), a path keeps its spaces, and lines split across
+// reads are whole.
+TEST(HostSocketsParse, VisitsAbsolutePathsOnly) {
+  std::string text =
+      "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 12345 /run/docker.sock\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03  1057\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2001 @/tmp/.X11-unix/X0\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2002 relative.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2003 /tmp/with space.sock\n";
+  for (int i = 0; i < 200; ++i) {
+    text += "0000000000000000: 00000002 00000000 00010000 0001 01 " + std::to_string(3000 + i) +
+            " /tmp/many/" + std::string(40, 'x') + std::to_string(i) + "\n";
+  }
+  text += "0000000000000000: 00000002 00000000 00010000 0001 01  4000 /no/newline";
+  ScratchDir dir;
+  const std::string path = dir.path() + "/unix";
+  WriteText(path, text);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::vector<std::pair<unsigned long, std::string>> seen;
+  ASSERT_TRUE(ForEachPathSocket(
+      fd,
+      [](void* ctx, unsigned long inode, const char* p) {
+        static_cast<std::vector<std::pair<unsigned long, std::string>>*>(ctx)->emplace_back(inode,
+                                                                                            p);
+      },
+      &seen));
+  ::close(fd);
+  ASSERT_EQ(seen.size(), 203u);
+  EXPECT_EQ(seen[0], std::make_pair(12345ul, std::string("/run/docker.sock")));
+  EXPECT_EQ(seen[1], std::make_pair(2003ul, std::string("/tmp/with space.sock")));
+  EXPECT_EQ(seen[201], std::make_pair(3199ul, "/tmp/many/" + std::string(40, 'x') + "199"));
+  EXPECT_EQ(seen[202], std::make_pair(4000ul, std::string("/no/newline")));
 }
 
 // Within one session (the spawner agentexec's commands use): a server an earlier command
