@@ -4,7 +4,13 @@
 // command replaces it (unless it leads a process group, when setsid needs a fork).
 #include "runner/sandbox_command.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,10 +21,13 @@
 #include <vector>
 
 #include "base/child.h"
+#include "base/fd.h"
 #include "base/result.h"
 #include "base/sanitizer.h"
+#include "base/write_all.h"
 #include "runner/exit_code.h"
 #include "runner/session_config.h"
+#include "sandbox/containment.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
@@ -29,6 +38,179 @@ namespace {
 void PrintLine(const std::string& line) {
   std::fputs(line.c_str(), stderr);
   std::fputc('\n', stderr);
+}
+
+// Descriptors 0-2 the caller opened on a file (`< file`, `> log`) were opened before the
+// mount namespace: they refer to the host's writable mount, and fchmod, fchown, futimens or
+// fsetxattr through them (or through /proc/self/fd/N) would change that file wherever it is,
+// since Landlock does not cover metadata. So with the mount namespace a descriptor on a file
+// the policy does not let the command write never reaches it as given:
+//  - read-only ones (and stdin, and character devices such as /dev/null) are opened again by
+//    the command's process, by the same path on the namespace's tree, once confined, as the
+//    spawner opens its /dev/null; the (dev, ino) must match, and a regular file keeps its
+//    offset and status flags. It stays seekable (unlike a pipe), and nothing is read ahead: a
+//    `while read f; do agentexec sandbox ...; done < list` loop is not emptied by a command
+//    that leaves stdin alone. (The caller's offset does not move with the command's reads.)
+//  - write descriptors (stdout, stderr to a log outside the roots) cannot be opened for writing
+//    there: they become pipes this process drains into the caller's descriptor, after forking
+//    the process that confines itself. The caller's file keeps its shared offset and O_APPEND,
+//    and this process exits only after the last byte is written.
+// Pipes, sockets and terminals are passed as they are (a terminal reopened inside would be a
+// different one, or hidden by the private devpts).
+struct StdioPlan {
+  struct Reopen {
+    int fd = -1;
+    std::string path;
+    int flags = 0;  // access mode and status flags for the new open
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t offset = -1;  // regular files: where the caller's descriptor was
+  };
+  std::vector<Reopen> reopen;
+  std::vector<int> pump;
+};
+
+StdioPlan PlanStdio(const sandbox::Policy& policy) {
+  StdioPlan plan;
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || ::isatty(fd)) continue;
+    char link[4096];
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(proc.c_str(), link, sizeof link - 1);
+    if (n <= 0 || link[0] != '/') continue;  // pipe:[...], socket:[...], anon_inode:...
+    const std::string path(link, static_cast<size_t>(n));
+    if (policy.CanWrite(path)) continue;  // the command may change that file anyway
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) continue;
+    const int access = flags & O_ACCMODE;
+    if (fd >= 1 && access != O_RDONLY && !S_ISCHR(st.st_mode)) {
+      plan.pump.push_back(fd);
+      continue;
+    }
+    StdioPlan::Reopen r;
+    r.fd = fd;
+    r.path = path;
+    r.flags = (S_ISCHR(st.st_mode) ? access : O_RDONLY) | (flags & (O_APPEND | O_NONBLOCK));
+    r.dev = st.st_dev;
+    r.ino = st.st_ino;
+    if (S_ISREG(st.st_mode)) r.offset = ::lseek(fd, 0, SEEK_CUR);
+    plan.reopen.push_back(std::move(r));
+  }
+  return plan;
+}
+
+const char* StdioName(int fd) {
+  return fd == 0 ? "stdin" : fd == 1 ? "stdout" : "stderr";
+}
+
+// In the command's process, confined: the planned descriptors opened again by name.
+bool ReopenStdio(const StdioPlan& plan) {
+  for (const StdioPlan::Reopen& r : plan.reopen) {
+    // O_NONBLOCK for the open only: a FIFO must not wait for a writer here.
+    Fd fd(::open(r.path.c_str(), r.flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    struct stat st;
+    const char* why = nullptr;
+    int err = 0;
+    if (!fd) {
+      err = errno;
+    } else if (::fstat(fd.get(), &st) != 0) {
+      err = errno;
+    } else if (st.st_dev != r.dev || st.st_ino != r.ino) {
+      why = "it is another file there";
+    } else if ((r.offset >= 0 && ::lseek(fd.get(), r.offset, SEEK_SET) < 0) ||
+               ::fcntl(fd.get(), F_SETFL, r.flags & (O_APPEND | O_NONBLOCK)) != 0 ||
+               ::dup2(fd.get(), r.fd) < 0) {
+      err = errno;
+    }
+    if (why != nullptr || err != 0) {
+      PrintLine(fmt::format(
+          "agentexec sandbox: {} ({}) cannot be opened again inside the sandbox: {}; pass it "
+          "through a pipe instead",
+          StdioName(r.fd), r.path, why != nullptr ? why : std::strerror(err)));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Forks; the child returns (to confine itself and run the command) with a pipe on each
+// descriptor of `pump`; this process copies what arrives to the caller's descriptors until the
+// child has exited and its pipes are drained, then exits as the child did. Returns false when
+// the pipes or the fork cannot be had.
+bool ForkAndPump(const std::vector<int>& pump) {
+  struct Pipe {
+    int target;
+    Fd read_end, write_end;
+    std::vector<int> also;  // more of 0-2 on the same file (`> log 2>&1`): one pipe keeps order
+  };
+  std::vector<Pipe> pipes;
+  for (int fd : pump) {
+    struct stat st, other;
+    bool shared = false;
+    for (Pipe& p : pipes) {
+      if (::fstat(fd, &st) == 0 && ::fstat(p.target, &other) == 0 && st.st_dev == other.st_dev &&
+          st.st_ino == other.st_ino) {
+        p.also.push_back(fd);
+        shared = true;
+        break;
+      }
+    }
+    if (shared) continue;
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return false;
+    pipes.push_back({fd, Fd(p[0]), Fd(p[1]), {}});
+  }
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    // Killing agentexec (the pid the caller knows) ends the command's whole tree.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
+    for (Pipe& p : pipes) {
+      if (::dup2(p.write_end.get(), p.target) < 0) ::_exit(126);
+      for (int fd : p.also) {
+        if (::dup2(p.write_end.get(), fd) < 0) ::_exit(126);
+      }
+      p.read_end.reset();
+    }
+    return true;
+  }
+  std::vector<pollfd> polls;
+  for (Pipe& p : pipes) {
+    p.write_end.reset();
+    ::fcntl(p.read_end.get(), F_SETFL, O_NONBLOCK);
+  }
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  bool exited = false;
+  char buf[65536];
+  for (;;) {
+    polls.clear();
+    for (Pipe& p : pipes) {
+      if (p.read_end) polls.push_back({p.read_end.get(), POLLIN, 0});
+    }
+    if (polls.empty()) break;
+    if (!exited && pidfd) polls.push_back({pidfd.get(), POLLIN, 0});
+    if (!exited && ::poll(polls.data(), polls.size(), -1) < 0 && errno != EINTR) break;
+    if (!exited && pidfd && (polls.back().revents & POLLIN) != 0) exited = true;
+    // Once the child is gone, what is left is drained without waiting (without a PID
+    // namespace a daemon of the command may hold a pipe open: its later output is lost).
+    for (Pipe& p : pipes) {
+      if (!p.read_end) continue;
+      ssize_t n = ::read(p.read_end.get(), buf, sizeof buf);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (exited) p.read_end.reset();
+        continue;
+      }
+      // EOF, or the caller's file refuses the bytes (full disk, no reader): the command's
+      // next write to that descriptor fails (EPIPE) as it would have on the file.
+      if (n <= 0 || !WriteAll(p.target, std::string_view(buf, static_cast<size_t>(n))).ok()) {
+        p.read_end.reset();
+      }
+    }
+  }
+  sandbox::FollowChild(child);
 }
 
 }  // namespace
@@ -65,6 +247,14 @@ int RunSandboxCommand(const CliArgs& args) {
       return unavailable;
     }
     if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+    // Without the mount namespace the host's tree is writable to metadata calls anyway (the
+    // preflight warned): the caller's descriptors then add nothing.
+    StdioPlan stdio;
+    if (report->mount_namespace) stdio = PlanStdio(*policy);
+    if (!stdio.pump.empty() && !ForkAndPump(stdio.pump)) {
+      PrintLine(fmt::format("agentexec sandbox: cannot pipe the output: {}", std::strerror(errno)));
+      return unavailable;
+    }
     // The command gets 0, 1 and 2 as given and nothing else: an inherited descriptor keeps
     // the powers it was opened with (a file outside the roots, a socket, a directory to
     // fchmod), which no confinement applied afterwards takes away.
@@ -77,6 +267,7 @@ int RunSandboxCommand(const CliArgs& args) {
       PrintLine(fmt::format("agentexec sandbox: {}: {}", step, std::strerror(err)));
       return unavailable;
     }
+    if (!ReopenStdio(stdio)) return ToInt(ExitCode::kCannotExecute);
   }
 
   std::vector<char*> argv;

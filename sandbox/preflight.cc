@@ -132,6 +132,17 @@ bool ProbeOptions(const Policy& policy, const PrepareOptions& options, ProbeFail
   return true;
 }
 
+// What a command can do to files outside the roots without the read-only tree, as root or as
+// another user.
+std::string MetadataExposure(bool root) {
+  if (root) {
+    return "running as root, commands can change the mode, owner, times and extended "
+           "attributes of any file outside the writable roots";
+  }
+  return "commands can change the mode, times and extended attributes of the files this user "
+         "owns outside the writable roots";
+}
+
 // The strongest isolation that works, with the reasons for what does not.
 Isolation ProbeIsolation(const Policy& policy, ProbeFailure* mount_why, ProbeFailure* pid_why) {
   Isolation found;
@@ -232,11 +243,15 @@ Result<PreflightReport> Preflight(const Policy& policy) {
           "namespace ({})",
           cause));
     }
-    if (::geteuid() == 0) {
+    // Landlock does not cover metadata: without the read-only tree any user keeps chmod,
+    // utimes and xattrs on the files it owns outside the roots, and root on every file.
+    degrade(fmt::format("sandbox: {} in this run: could not create a mount namespace ({})",
+                        MetadataExposure(::geteuid() == 0), cause));
+    // Hiding the host's Unix sockets takes the namespace (host_sockets.h).
+    if (!policy.network_access) {
       degrade(fmt::format(
-          "sandbox: running as root, commands can change the mode, owner and times of files "
-          "outside the writable roots and set set-id bits in this run: could not create a "
-          "mount namespace ({})",
+          "sandbox: host Unix sockets (e.g. /var/run/docker.sock) are reachable in this run: "
+          "could not create a mount namespace ({})",
           cause));
     }
     // The private /dev/shm needs the namespace; the host's stays read-only rather than shared.

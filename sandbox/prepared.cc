@@ -13,6 +13,7 @@
 #include "base/fd.h"
 #include "sandbox/capabilities.h"
 #include "sandbox/containment.h"
+#include "sandbox/host_sockets.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mounts.h"
 #include "sandbox/preflight.h"
@@ -27,6 +28,7 @@ struct PreparedSandbox {
   std::vector<sock_filter> filter;
   sock_fprog program = {};
   MountPlan mounts;
+  HostSocketPlan host_sockets;  // with the network off: the host's Unix sockets, hidden
   std::vector<sock_filter> watch_filter;
   sock_fprog watch_program = {};
   WatchPlan watch;
@@ -65,6 +67,9 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   if (const char* vanish = std::getenv("AGENTEXEC_SANDBOX_FAKE_VANISH")) {
     prepared->mounts.fake_vanish = vanish;
   }
+  Result<HostSocketPlan> host_sockets = PlanHostSockets(policy, prepared->mounts.enabled);
+  if (!host_sockets.ok()) return host_sockets.error();
+  prepared->host_sockets = std::move(host_sockets.value());
   Result<landlock::RulesetPlan> ruleset =
       landlock::PlanRuleset(policy, prepared->landlock_abi, prepared->mounts.private_devpts);
   if (!ruleset.ok()) return ruleset.error();
@@ -150,6 +155,7 @@ bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd
   if (!prepared.enforce) return terminal_fd < 0 || EnterNewSession(terminal_fd, failed_step, err);
   bool dev_shm = false;
   if (!ApplyMountPlan(prepared.mounts, watch_fd >= 0, &dev_shm, failed_step, err)) return false;
+  if (!HideHostSockets(prepared.host_sockets, failed_step, err)) return false;
   if (prepared.mounts.new_pid_ns) {
     if (!ForkNamespaceInit(failed_step, err)) return false;
     if (!MountProc(prepared.mounts, failed_step, err)) return false;

@@ -4,14 +4,21 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/cancel.h"
+#include "sandbox/host_sockets.h"
 #include "sandbox/landlock.h"
+#include "sandbox/prepared.h"
+#include "sandbox/spawn.h"
 #include "test_util.h"
 
 namespace ae::sandbox {
@@ -358,6 +365,231 @@ TEST_F(SandboxCommand, NoNamespacesWarnsAndKeepsLandlock) {
   EXPECT_NE(ran.exit_code, 0);
   EXPECT_TRUE(Exists(ws_ + "/.git/x"));  // the documented gap
   EXPECT_FALSE(Exists(base_ + "/outside/y"));
+}
+
+// ---- Kernel gaps: the caller's stdio on files outside the roots, host Unix sockets.
+
+// A listening pathname socket of the host's, bound now; -1 on failure.
+int ListenAt(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un un = {};
+  un.sun_family = AF_UNIX;
+  std::strncpy(un.sun_path, path.c_str(), sizeof un.sun_path - 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0 || ::listen(fd, 8) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool Pending(int listener) {
+  int conn = ::accept(listener, nullptr, nullptr);
+  if (conn < 0) return false;
+  ::close(conn);
+  return true;
+}
+
+// `< file`, `> log`, `2>&1` on files outside the roots work as unconfined (offsets, order,
+// append, exit status), but the command cannot change those files' metadata through them.
+TEST_F(SandboxCommand, StdioOnOutsideFilesWorksWithoutTheirMetadata) {
+  RequireLandlock();
+  const std::string ae = std::string(AGENTEXEC_BIN) +
+                         " sandbox -s workspace-write -c "
+                         "sandbox_workspace_write.exclude_slash_tmp=true -- ";
+  const std::string probe = std::string(SANDBOX_PROBE) + " ";
+  auto sh = [&](const std::string& script) { return RunProcess({"/bin/sh", "-c", script}, ws_); };
+  Ran ran = sh(ae + "true");
+  if (ran.output.find("could not create a mount namespace") != std::string::npos) {
+    GTEST_SKIP() << "no mount namespace here: " << ran.output;
+  }
+  WriteText(base_ + "/outside/in", "b\na\n");
+  EXPECT_EQ(sh(ae + "cat < ../outside/in").output, "b\na\n");
+  EXPECT_EQ(sh(ae + "sort < ../outside/in").output, "a\nb\n");
+  // The command starts where the caller's stdin stands, and it stays seekable.
+  EXPECT_EQ(sh("{ read first; " + ae + "cat; } < ../outside/in").output, "a\n");
+  EXPECT_EQ(sh(ae + "python3 -c 'import sys; sys.stdin.seek(2); print(sys.stdin.read(1))' "
+                    "< ../outside/in")
+                .output,
+            "a\n");
+  // Nothing is read ahead: a loop over a list is not emptied by commands that leave stdin be.
+  EXPECT_EQ(sh("while read x; do " + ae + "true; echo $x; done < ../outside/in").output, "b\na\n");
+  // Output: the caller's offset, the order of stdout and stderr, the exit status.
+  ran = sh("{ echo 1; " + ae + "sh -c 'echo 2; echo 3 >&2; echo 4; exit 7'; echo rc=$?; } " +
+           "> ../outside/log 2>&1");
+  EXPECT_EQ(ReadText(base_ + "/outside/log"), "1\n2\n3\n4\nrc=7\n");
+  ran = sh(ae + "echo 5 >> ../outside/log");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ReadText(base_ + "/outside/log"), "1\n2\n3\n4\nrc=7\n5\n");
+  // Metadata, through the descriptor or its /proc link: refused, and the files unchanged.
+  ASSERT_EQ(::chmod((base_ + "/outside/in").c_str(), 0644), 0);
+  ran = sh(ae + probe + "fd-fchmod 0 < ../outside/in");
+  EXPECT_EQ(ran.output, "denied: fchmod: Read-only file system (errno 30)\n");
+  ran = sh(ae + probe + "chmod /proc/self/fd/0 < ../outside/in");
+  EXPECT_EQ(ran.output, "denied: chmod: Read-only file system (errno 30)\n");
+  // (fchmod to the same mode: were it to get through, the host's /dev/null would not change.)
+  ran = sh(ae + probe + "fd-fchmod 0 < /dev/null");
+  EXPECT_EQ(ran.output, "denied: fchmod: Read-only file system (errno 30)\n");
+  ran = sh(ae + probe + "fd-fchmod 1 > ../outside/log");
+  EXPECT_EQ(ran.exit_code, 1);
+  EXPECT_EQ(ReadText(base_ + "/outside/log"),
+            "denied: fstat (not the file it was opened on): Bad file descriptor (errno 9)\n");
+  ran = sh(ae + probe + "fd-futimens 2 2> ../outside/log");
+  EXPECT_EQ(ran.output,
+            "denied: fstat (not the file it was opened on): Bad file descriptor (errno 9)\n");
+  struct stat st = {};
+  ASSERT_EQ(::stat((base_ + "/outside/in").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  ASSERT_EQ(::stat((base_ + "/outside/log").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  // A file that cannot be opened again by its name (deleted) is refused, not passed.
+  WriteText(base_ + "/outside/gone", "g\n");
+  ran = sh("exec 3< ../outside/gone; rm ../outside/gone; " + ae + "cat <&3");
+  EXPECT_EQ(ran.exit_code, 126);
+  EXPECT_EQ(ran.output, "agentexec sandbox: stdin (" + base_ +
+                            "/outside/gone (deleted)) cannot be opened again inside the "
+                            "sandbox: No such file or directory; pass it through a pipe instead\n");
+  // Inside a writable root a descriptor is passed as given.
+  WriteText(ws_ + "/in", "w\n");
+  ran = sh(ae + probe + "fd-fchmod 0 < in");
+  EXPECT_EQ(ran.output, "ok\n");
+}
+
+// With the network off a host's Unix socket cannot be reached; with it on, or unconfined, it
+// can; a command's own server can always be reached by it.
+TEST_F(SandboxCommand, HostUnixSocketsNeedTheNetwork) {
+  RequireLandlock();
+  const std::string outside = base_ + "/outside/host.sock";
+  int host = ListenAt(outside);
+  ASSERT_GE(host, 0) << std::strerror(errno);
+  const std::vector<std::string> connect = {SANDBOX_PROBE, "unix-connect-path", outside};
+  Ran ran = Sandbox("workspace-write", connect);
+  if (ran.output.find("could not create a mount namespace") != std::string::npos) {
+    EXPECT_NE(ran.output.find("sandbox: host Unix sockets (e.g. /var/run/docker.sock) are "
+                              "reachable in this run: could not create a mount namespace ("),
+              std::string::npos)
+        << ran.output;
+    ::close(host);
+    GTEST_SKIP() << "no mount namespace here: " << ran.output;
+  }
+  EXPECT_EQ(ran.output, "denied: connect: Connection refused (errno 111)\n");
+  EXPECT_FALSE(Pending(host));
+  ran = Sandbox("read-only", connect);
+  EXPECT_EQ(ran.output, "denied: connect: Connection refused (errno 111)\n");
+  EXPECT_FALSE(Pending(host));
+  ran = Sandbox("workspace-write", connect, {"-c", "sandbox_workspace_write.network_access=true"});
+  EXPECT_EQ(ran.output, "ok\n");
+  EXPECT_TRUE(Pending(host));
+  ran = Sandbox("danger-full-access", connect);
+  EXPECT_EQ(ran.output, "ok\n");
+  EXPECT_TRUE(Pending(host));
+  ::close(host);
+  // The command's own servers: in the workspace, in /tmp, and in read-only mode in its
+  // private /dev/shm.
+  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-serve-connect", ws_ + "/own.sock"});
+  EXPECT_EQ(ran.output, "ok\n");
+  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-serve-connect", base_ + "/own.sock"});
+  EXPECT_EQ(ran.output, "ok\n");
+  ran = Sandbox("read-only", {SANDBOX_PROBE, "unix-serve-connect", "/dev/shm/own.sock"});
+  EXPECT_EQ(ran.output, "ok\n");
+  // The fallback says what it cannot hide, with the network off only.
+  ran = Sandbox("read-only", {"true"}, {}, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  EXPECT_NE(ran.output.find("sandbox: host Unix sockets (e.g. /var/run/docker.sock) are "
+                            "reachable in this run: could not create a mount namespace (unshare: "
+                            "Operation not permitted)\n"),
+            std::string::npos)
+      << ran.output;
+  ran = Sandbox("workspace-write", {"true"}, {"-c", "sandbox_workspace_write.network_access=true"},
+                {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  EXPECT_EQ(ran.output.find("host Unix sockets"), std::string::npos) << ran.output;
+}
+
+// /proc/net/unix as the kernel prints it: only absolute paths are visited (not the header,
+// unbound, abstract or relative sockets), a path keeps its spaces, and lines split across
+// reads are whole.
+TEST(HostSocketsParse, VisitsAbsolutePathsOnly) {
+  std::string text =
+      "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 12345 /run/docker.sock\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03  1057\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2001 @/tmp/.X11-unix/X0\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2002 relative.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01  2003 /tmp/with space.sock\n";
+  for (int i = 0; i < 200; ++i) {
+    text += "0000000000000000: 00000002 00000000 00010000 0001 01 " + std::to_string(3000 + i) +
+            " /tmp/many/" + std::string(40, 'x') + std::to_string(i) + "\n";
+  }
+  text += "0000000000000000: 00000002 00000000 00010000 0001 01  4000 /no/newline";
+  ScratchDir dir;
+  const std::string path = dir.path() + "/unix";
+  WriteText(path, text);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::vector<std::pair<unsigned long, std::string>> seen;
+  ASSERT_TRUE(ForEachPathSocket(
+      fd,
+      [](void* ctx, unsigned long inode, const char* p) {
+        static_cast<std::vector<std::pair<unsigned long, std::string>>*>(ctx)->emplace_back(inode,
+                                                                                            p);
+      },
+      &seen));
+  ::close(fd);
+  ASSERT_EQ(seen.size(), 203u);
+  EXPECT_EQ(seen[0], std::make_pair(12345ul, std::string("/run/docker.sock")));
+  EXPECT_EQ(seen[1], std::make_pair(2003ul, std::string("/tmp/with space.sock")));
+  EXPECT_EQ(seen[201], std::make_pair(3199ul, "/tmp/many/" + std::string(40, 'x') + "199"));
+  EXPECT_EQ(seen[202], std::make_pair(4000ul, std::string("/no/newline")));
+}
+
+// Within one session (the spawner agentexec's commands use): a server an earlier command
+// started stays reachable to later ones; a host's socket in the workspace, bound before the
+// session prepared its sandbox, does not.
+class SessionSockets : public testing::WorkspaceWriteTest {};
+
+TEST_F(SessionSockets, AnEarlierCommandsServerStaysReachable) {
+  const std::string ws = base_ + "/ws";
+  int host = ListenAt(ws + "/host.sock");
+  ASSERT_GE(host, 0) << std::strerror(errno);
+  Result<PreparedPtr> prepared = Prepare(policy_);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  if (DescribePrepared(**prepared).find("mount namespace") == std::string::npos) {
+    ::close(host);
+    GTEST_SKIP() << "no mount namespace here";
+  }
+  auto spec = [&](std::vector<std::string> argv) {
+    SpawnSpec s;
+    s.argv = std::move(argv);
+    s.cwd = ws;
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.sandbox = prepared->get();
+    return s;
+  };
+  Result<Spawned> server = Spawn(spec({SANDBOX_PROBE, "unix-listen", ws + "/own.sock"}));
+  ASSERT_TRUE(server.ok() && server->process.has_value());
+  std::string said;
+  for (int i = 0; i < 500 && said.find("listening\n") == std::string::npos; ++i) {
+    pollfd p = {server->process->output_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 20) > 0) {
+      char buf[256];
+      ssize_t n = ::read(p.fd, buf, sizeof buf);
+      if (n > 0) said.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ASSERT_EQ(said, "listening\n");
+  RunLimits limits;
+  CancelToken cancel;
+  Result<RunResult> client =
+      RunProcess(spec({SANDBOX_PROBE, "unix-connect-path", ws + "/own.sock"}), limits, cancel);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ(client->output, "ok\n");
+  int code = -1, sig = 0;
+  server->process->Reap(&code, &sig);
+  EXPECT_EQ(code, 0);
+  client =
+      RunProcess(spec({SANDBOX_PROBE, "unix-connect-path", ws + "/host.sock"}), limits, cancel);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ(client->output, "denied: connect: Connection refused (errno 111)\n");
+  EXPECT_FALSE(Pending(host));
+  ::close(host);
 }
 
 }  // namespace

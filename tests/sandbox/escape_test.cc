@@ -68,8 +68,11 @@ struct Attempt {
   std::string survivor;
   int kill_agentexec = 0;  // with `survivor`: this signal ends agentexec once the daemon runs
   std::string inherit;     // opened read-write as descriptor 7 and inherited by agentexec
-  bool pty = false;        // agentexec runs with a pseudo-terminal as its controlling terminal
-  bool control = false;    // also run under danger-full-access, where it must escape
+  std::string inherit_as = "7<>";  // the shell redirection that opens `inherit`
+  bool pty = false;      // agentexec runs with a pseudo-terminal as its controlling terminal
+  bool control = false;  // also run under danger-full-access, where it must escape
+  // Without the namespaces an escape is a limit only when the run printed this warning.
+  std::string ns_warning;
 };
 
 // Runs argv with a new pseudo-terminal as controlling terminal and stdio; returns what it
@@ -185,6 +188,7 @@ class EscapeSuite : public ::testing::Test {
     StartTerminal();
     StartSibling();
     StartListeners();
+    StartHostSockets();
   }
 
   void TearDown() override {
@@ -195,6 +199,7 @@ class EscapeSuite : public ::testing::Test {
     if (tcp_ >= 0) ::close(tcp_);
     if (abstract_ >= 0) ::close(abstract_);
     if (pty_master_ >= 0) ::close(pty_master_);
+    for (const auto& [path, listener] : host_sockets_) ::close(listener);
   }
 
   // A terminal of the host's (as the user's would be): its slave /dev/pts/N must not be
@@ -530,7 +535,88 @@ class EscapeSuite : public ::testing::Test {
         list.push_back(a);
       }
     }
+    KernelGapAttempts(list);
     return list;
+  }
+
+  // ---- Kernel gaps: the caller's stdio on outside files, host Unix sockets, metadata of a
+  // user's own files without namespaces. Fixture parts: StartHostSockets, stderr_log_.
+
+  // Listening pathname sockets of the host's, bound before agentexec starts: in the workspace
+  // (a writable root), under /tmp (a root when /tmp is writable, as a tmux server's) and
+  // outside every root.
+  void StartHostSockets() {
+    stderr_log_ = base_ + "/outside.log";  // outside the roots (/tmp is excluded)
+    WriteText(stderr_log_, "");
+    for (const std::string& path :
+         {ws_ + "/host.sock", base_ + "/host.sock", out_ + "/host.sock"}) {
+      int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      sockaddr_un un = {};
+      un.sun_family = AF_UNIX;
+      ASSERT_LT(path.size(), sizeof un.sun_path);
+      std::strncpy(un.sun_path, path.c_str(), sizeof un.sun_path - 1);
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&un), sizeof un), 0) << std::strerror(errno);
+      ASSERT_EQ(::listen(fd, 8), 0);
+      ASSERT_EQ(::chmod(path.c_str(), 0777), 0);
+      host_sockets_.emplace_back(path, fd);
+    }
+  }
+
+  void KernelGapAttempts(std::vector<Attempt>& list) {
+    const std::string secret = out_ + "/secret";
+    const std::string metadata =
+        "outside the writable roots in this run: could not create a mount namespace";
+    for (const char* mode : {"workspace-write", "read-only"}) {
+      // The caller's stdin (`< file`) and stderr (`2>> log`) on files outside the roots.
+      for (const char* op : {"fchmod", "fchown", "futimens", "fsetxattr"}) {
+        for (int fd : {0, 2}) {
+          Attempt a{fmt::format("{} through {} on an outside file ({})", op,
+                                fd == 0 ? "stdin" : "stderr", mode),
+                    mode,
+                    {std::string("fd-") + op, std::to_string(fd)}};
+          a.channel = "caller's stdio on outside files";
+          a.inherit = fd == 0 ? secret : stderr_log_;
+          a.inherit_as = fd == 0 ? "0<" : "2>>";
+          a.control = std::string(op) != "fsetxattr";  // user xattrs depend on the file system
+          a.ns_warning = metadata;
+          list.push_back(a);
+        }
+      }
+      // (Through stderr's link it would be the pipe in the log's place: nobody's metadata.)
+      Attempt proc{fmt::format("chmod /proc/self/fd/0 on an outside file ({})", mode),
+                   mode,
+                   {"chmod", "/proc/self/fd/0"}};
+      proc.channel = "caller's stdio on outside files";
+      proc.inherit = secret;
+      proc.inherit_as = "0<";
+      proc.control = true;
+      proc.ns_warning = metadata;
+      list.push_back(proc);
+      // Host Unix sockets with the network off.
+      for (const auto& [path, listener] : host_sockets_) {
+        Attempt a{fmt::format("connect to the host Unix socket {} ({})", path, mode),
+                  mode,
+                  {"unix-connect-path", path}};
+        a.channel = "host unix sockets";
+        a.control = true;
+        a.ns_warning = "host Unix sockets (e.g. /var/run/docker.sock) are reachable in this run";
+        list.push_back(a);
+        if (path == base_ + "/host.sock" && std::string(mode) == "workspace-write") {
+          a.name = "connect to the host Unix socket under a writable /tmp";
+          a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+          list.push_back(a);
+        }
+      }
+      // Metadata of an outside file the user owns (root: any file).
+      for (const char* op : {"chmod", "utime", "setxattr"}) {
+        Attempt a{
+            fmt::format("{} an outside file of one's own ({})", op, mode), mode, {op, secret}};
+        a.channel = "metadata outside the roots";
+        a.control = true;
+        a.ns_warning = metadata;
+        list.push_back(a);
+      }
+    }
   }
 
   // Runs `argv` in the background with its output in a file, waits (bounded) for the daemon
@@ -585,7 +671,8 @@ class EscapeSuite : public ::testing::Test {
       // Without the namespaces these are documented limits: they run, and an escape must come
       // with the warning that announced it.
       const bool limit =
-          WithoutNamespaces(config) && (attempt.needs_mounts || attempt.channel == "process tree");
+          WithoutNamespaces(config) && (attempt.needs_mounts || attempt.channel == "process tree" ||
+                                        !attempt.ns_warning.empty());
       if (attempt.needs_mounts && WithoutNamespaces(config) &&
           attempt.channel != "nested and parent repos") {
         continue;
@@ -608,8 +695,9 @@ class EscapeSuite : public ::testing::Test {
       }
       std::vector<std::string> argv = UserPrefix(config);
       if (!attempt.inherit.empty()) {
-        for (const std::string& a : {std::string("sh"), std::string("-c"),
-                                     std::string("exec 7<>\"$0\"; exec \"$@\""), attempt.inherit}) {
+        for (const std::string& a :
+             {std::string("sh"), std::string("-c"),
+              "exec " + attempt.inherit_as + "\"$0\"; exec \"$@\"", attempt.inherit}) {
           argv.push_back(a);
         }
       }
@@ -629,12 +717,15 @@ class EscapeSuite : public ::testing::Test {
       argv.insert(argv.end(), attempt.args.begin(), attempt.args.end());
 
       if (config == Config::kNone) Restore();
+      if (attempt.inherit_as.rfind("2>", 0) == 0) WriteText(attempt.inherit, "");
       const std::string before = Snapshot();
       const std::string cwd = attempt.cwd.empty() ? ws_ : attempt.cwd;
       Ran ran = attempt.kill_agentexec != 0
                     ? RunAndKill(argv, cwd, env, attempt.survivor, attempt.kill_agentexec)
                 : attempt.pty ? RunInPty(argv, cwd)
                               : RunProcess(argv, cwd, env);
+      // agentexec's own warnings went where the command's stderr did.
+      if (attempt.inherit_as.rfind("2>", 0) == 0) ran.output += ReadText(attempt.inherit);
       ++ran_count;
       Tally& tally = (*table)[attempt.channel];
       ++tally.attempts;
@@ -650,13 +741,18 @@ class EscapeSuite : public ::testing::Test {
       if (!SiblingAlive()) why += " the sibling died;";
       if (Pending(tcp_)) why += " the loopback listener got a connection;";
       if (Pending(abstract_)) why += " the abstract socket got a connection;";
+      for (const auto& [path, listener] : host_sockets_) {
+        if (Pending(listener)) why += " the host Unix socket " + path + " got a connection;";
+      }
       if (ran.exit_code == 2 || ran.exit_code == 3) why += " the sandbox did not run the probe;";
       if (!why.empty()) {
         ++*escapes;
         ++tally.escapes;
         if (config == Config::kNone) {
           if (!SiblingAlive()) StartSibling();
-        } else if (limit && ran.output.find("could not create a") != std::string::npos) {
+        } else if (limit && ran.output.find(attempt.ns_warning.empty()
+                                                ? "could not create a"
+                                                : attempt.ns_warning) != std::string::npos) {
           ++tally.limits;  // degraded, and the run said so
           std::printf("[ limit    ] %s:%s\n", attempt.name.c_str(), why.c_str());
         } else {
@@ -812,8 +908,10 @@ class EscapeSuite : public ::testing::Test {
 
   // The issue 11 channels must each have run in the full configuration.
   static void ExpectChannels(const Table& table) {
-    for (const char* channel : {"process tree", "inherited descriptors", "terminal",
-                                "nested and parent repos", "set-id bits and capabilities"}) {
+    for (const char* channel :
+         {"process tree", "inherited descriptors", "terminal", "nested and parent repos",
+          "set-id bits and capabilities", "caller's stdio on outside files", "host unix sockets",
+          "metadata outside the roots"}) {
       auto it = table.find(channel);
       EXPECT_TRUE(it != table.end() && it->second.attempts >= 4) << "too few attempts: " << channel;
     }
@@ -827,6 +925,8 @@ class EscapeSuite : public ::testing::Test {
   std::string pty_slave_;
   int tcp_port_ = 0;
   std::string abstract_name_;
+  std::vector<std::pair<std::string, int>> host_sockets_;  // path, listening socket
+  std::string stderr_log_;
 };
 
 TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
@@ -1172,6 +1272,79 @@ TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
   EXPECT_NE(ran.output.find("still here"), std::string::npos) << ran.output;
   EXPECT_EQ(ran.output.find("sandbox: make read-only"), std::string::npos) << ran.output;
   EXPECT_EQ(ran.output.find("denied by the sandbox"), std::string::npos) << ran.output;
+}
+
+// ---- Kernel gaps: without the mount namespace every user is told what it can still do to
+// files outside the roots, in words true for it, and the attempt does exactly that.
+TEST_F(EscapeSuite, MetadataWarningWithoutNamespacesIsTrueForEveryUser) {
+  const std::string secret = out_ + "/secret";
+  const std::vector<std::string> sandbox = {AGENTEXEC_BIN,
+                                            "sandbox",
+                                            "--ignore-user-config",
+                                            "-s",
+                                            "workspace-write",
+                                            "-c",
+                                            "sandbox_workspace_write.exclude_slash_tmp=true",
+                                            "-c",
+                                            "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+                                            "--",
+                                            SANDBOX_PROBE,
+                                            "chmod"};
+  auto run = [&](std::vector<std::string> prefix, const std::string& path) {
+    prefix.insert(prefix.end(), sandbox.begin(), sandbox.end());
+    prefix.push_back(path);
+    return RunProcess(prefix, ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
+  };
+  const std::string cause =
+      ": could not create a mount namespace (unshare: Operation not permitted)";
+  const std::string root_warning =
+      "sandbox: running as root, commands can change the mode, owner, times and extended "
+      "attributes of any file outside the writable roots in this run" +
+      cause + "\n";
+  const std::string user_warning =
+      "sandbox: commands can change the mode, times and extended attributes of the files this "
+      "user owns outside the writable roots in this run" +
+      cause + "\n";
+  if (::geteuid() == 0) {
+    Ran ran = run({}, secret);
+    EXPECT_NE(ran.output.find(root_warning), std::string::npos) << ran.output;
+    EXPECT_EQ(ran.output.find(user_warning), std::string::npos) << ran.output;
+    EXPECT_EQ(ran.exit_code, 0) << ran.output;  // as warned
+  }
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  const std::string roots = out_ + "/roots";  // not the user's
+  WriteText(roots, "r\n");
+  ASSERT_EQ(::chmod(roots.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(secret.c_str(), 0644), 0);
+  const std::vector<std::string> nobody = UserPrefix(Config::kUnprivileged);
+  Ran ran = run(nobody, secret);
+  EXPECT_NE(ran.output.find(user_warning), std::string::npos) << ran.output;
+  EXPECT_EQ(ran.output.find(root_warning), std::string::npos) << ran.output;
+  // Its own file changes, as the warning says; another's does not.
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  struct stat st = {};
+  ASSERT_EQ(::stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+  ran = run(nobody, roots);
+  EXPECT_EQ(ran.exit_code, 1) << ran.output;
+  EXPECT_NE(ran.output.find("denied: chmod: Operation not permitted"), std::string::npos)
+      << ran.output;
+  // With the namespace (where the kernel gives an unprivileged user one) nothing is said and
+  // the file cannot change.
+  if (check.find("could not create a mount namespace") == std::string::npos) {
+    ASSERT_EQ(::chmod(secret.c_str(), 0644), 0);
+    std::vector<std::string> argv = nobody;
+    argv.insert(argv.end(), sandbox.begin(), sandbox.end());
+    argv.push_back(secret);
+    ran = RunProcess(argv, ws_);
+    EXPECT_EQ(ran.output.find("outside the writable roots in this run"), std::string::npos)
+        << ran.output;
+    EXPECT_NE(ran.output.find("denied: chmod: Read-only file system"), std::string::npos)
+        << ran.output;
+    ASSERT_EQ(::stat(secret.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0644u);
+  }
 }
 
 }  // namespace

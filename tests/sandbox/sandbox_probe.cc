@@ -133,6 +133,60 @@ int UnixConnect(const char* where) {
   return Report(::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0, "connect");
 }
 
+// Host Unix sockets: connect to a pathname socket and send a byte.
+int UnixConnectPath(const char* path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return Report(false, "socket(AF_UNIX)");
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Report(false, "connect");
+  }
+  char c = 'x';
+  return Report(::send(fd, &c, 1, MSG_NOSIGNAL) == 1, "send");
+}
+
+// A server of the command's own: listens on `path` (replacing what is there), prints
+// "listening", serves one connection (one byte) and exits.
+int UnixListen(const char* path) {
+  int server = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (server < 0) return Report(false, "socket(AF_UNIX)");
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+  ::unlink(path);
+  if (::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Report(false, "bind");
+  }
+  if (::listen(server, 1) != 0) return Report(false, "listen");
+  std::printf("listening\n");
+  std::fflush(stdout);
+  int conn = ::accept(server, nullptr, nullptr);
+  char c = 0;
+  if (conn < 0 || ::recv(conn, &c, 1, 0) != 1) return Report(false, "accept");
+  return Report(true, "serve");
+}
+
+// A server process and a client process of the command's own, on `path`.
+int UnixServeAndConnect(const char* path) {
+  int ready[2];
+  if (::pipe(ready) != 0) return Report(false, "pipe");
+  pid_t server = ::fork();
+  if (server == 0) {
+    ::dup2(ready[1], 1);
+    ::_exit(UnixListen(path));
+  }
+  ::close(ready[1]);
+  char buf[16];
+  if (::read(ready[0], buf, sizeof buf) <= 0) return Report(false, "server start");
+  int client = UnixConnectPath(path);
+  int status = 0;
+  ::waitpid(server, &status, 0);
+  errno = ECONNREFUSED;
+  return client == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : Report(false, "serve");
+}
+
 int WriteFile(const char* path, int flags) {
   int fd = ::open(path, O_WRONLY | flags, 0644);
   if (fd < 0) return Report(false, "open");
@@ -315,6 +369,11 @@ int Daemon(const std::string& mode, const char* marker, bool wait) {
 int FdOp(const std::string& op, int fd) {
   struct stat st = {};
   if (::fstat(fd, &st) != 0) return Report(false, "fstat");
+  // A pipe the sandbox put in the file's place: its metadata is nobody's.
+  if (S_ISFIFO(st.st_mode)) {
+    errno = EBADF;
+    return Report(false, "fstat (not the file it was opened on)");
+  }
   if (op == "fchmod") return Report(::fchmod(fd, st.st_mode & 07777) == 0, "fchmod");
   if (op == "fchown") return Report(::fchown(fd, st.st_uid, st.st_gid) == 0, "fchown");
   if (op == "futimens") return Report(::futimens(fd, nullptr) == 0, "futimens");
@@ -424,6 +483,9 @@ int main(int argc, char** argv) {
   if (cmd == "connect-tcp") return ConnectTcp(a);
   if (cmd == "unix-echo") return UnixEcho(a);
   if (cmd == "unix-connect") return UnixConnect(a);
+  if (cmd == "unix-connect-path") return UnixConnectPath(a);
+  if (cmd == "unix-listen") return UnixListen(a);
+  if (cmd == "unix-serve-connect") return UnixServeAndConnect(a);
   if (cmd == "ptrace") return Ptrace(a);
   if (cmd == "ptrace-child") return PtraceChild();
   if (cmd == "vm-read") return VmRead(a);
