@@ -134,10 +134,15 @@ std::vector<Placed> Place(const ReviewItem& review, const std::string& repo_root
     int64_t end = std::clamp<int64_t>(f.line_end, start, kMaxLine);
     if (start != f.line_start || end != f.line_end) {
       notes.push_back(
-          fmt::format("{}: line range {}-{} is not a valid 1-based range; shown as {}-{}", which,
+          fmt::format("{}: lines {} to {} are not a valid 1-based range; shown as {} to {}", which,
                       f.line_start, f.line_end, start, end));
     }
-    placed.push_back({&f, rel_text, start, end, &RuleOf(f.priority)});
+    const PriorityRule& rule = RuleOf(f.priority);
+    if (f.priority != static_cast<int>(&rule - kRules)) {
+      notes.push_back(fmt::format("{}: priority {} is not 0 to 3; shown as P{}", which, f.priority,
+                                  &rule - kRules));
+    }
+    placed.push_back({&f, rel_text, start, end, &rule});
   }
   return placed;
 }
@@ -296,7 +301,7 @@ CiReport ReviewSarif(const ReviewItem& review, const std::string& repo_root,
     w.Key("properties");
     w.StartObject();
     w.Key("confidence"), w.Double(f.confidence_score);
-    w.Key("priority"), w.Int(f.priority);
+    w.Key("priority"), w.Int(static_cast<int>(p.rule - kRules));
     w.EndObject();
     w.EndObject();
   }
@@ -345,7 +350,7 @@ CiReport ReviewCodeQuality(const ReviewItem& review, const std::string& repo_roo
     const ReviewFinding& f = *p.finding;
     const int copy = seen[{p.path, f.title}]++;
     w.StartObject();
-    w.Key("description"), w.String(f.title.empty() ? "(untitled finding)" : OneLine(f.title));
+    w.Key("description"), w.String(f.title.empty() ? "(untitled finding)" : Printable(f.title));
     w.Key("check_name"), w.String(p.rule->id);
     w.Key("fingerprint"), w.String(Fingerprint({p.path, f.title, std::to_string(copy)}));
     w.Key("severity"), w.String(p.rule->codequality_severity);
