@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <stdlib.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -207,6 +209,130 @@ TEST(ReviewCiFormats, HostileFindingsStillGiveAValidCodeQualityReport) {
       R"({"description":"End before start","check_name":"agentexec/review/p0","fingerprint":"df36880b4a35a53b","severity":"blocker","location":{"path":"a.c","lines":{"begin":9,"end":9}}},)"
       R"({"description":"Huge","check_name":"agentexec/review/p1","fingerprint":"ad3c4f9d013fff0e","severity":"critical","location":{"path":"a.c","lines":{"begin":100000000,"end":100000000}}},)"
       R"j({"description":"(untitled finding)","check_name":"agentexec/review/p3","fingerprint":"e867bdc191e29866","severity":"minor","location":{"path":"b.c","lines":{"begin":1,"end":1}}}])j");
+}
+
+// The published SARIF 2.1.0 JSON Schema (OASIS) comes from outside, so it is not committed: the
+// test takes it from an npm package that ships it unchanged, once per build tree. Empty, with
+// `why` set, when npm or the registry is not there.
+constexpr const char* kSchemaPackage = "@datadog/datadog-ci@2.48.0";
+constexpr const char* kSchemaTarball = "datadog-datadog-ci-2.48.0.tgz";
+constexpr const char* kSchemaInPackage =
+    "package/dist/commands/sarif/json-schema/sarif-schema-2.1.0.json";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string SarifSchema(std::string* why) {
+  const std::string dir = AE_SARIF_SCHEMA_DIR;
+  const std::string schema = dir + "/sarif-schema-2.1.0.json";
+  if (!std::filesystem::exists(schema)) {
+    if (std::system("command -v npm >/dev/null 2>&1") != 0) {
+      *why = "npm is not installed (scripts/install-deps.sh test installs it)";
+      return "";
+    }
+    std::filesystem::create_directories(dir);
+    // A private directory beside the schema, then one rename: tests running in parallel never
+    // see half a file, and the rename stays on one filesystem.
+    std::string work = dir + "/fetch-XXXXXX";
+    if (::mkdtemp(work.data()) == nullptr) {
+      ADD_FAILURE() << "mkdtemp " << work;
+      return "";
+    }
+    const std::string cmd = "cd '" + work + "' && timeout 180 npm pack --fetch-retries=1 " +
+                            kSchemaPackage + " >pack.log 2>&1 && tar -xzf " + kSchemaTarball + " " +
+                            kSchemaInPackage + " >>pack.log 2>&1";
+    const bool fetched = std::system(cmd.c_str()) == 0;
+    std::error_code ec;
+    if (fetched) std::filesystem::rename(work + "/" + kSchemaInPackage, schema, ec);
+    std::string log = Slurp(work + "/pack.log");
+    // npm's first error line names the cause (ECONNREFUSED, ENOTFOUND, E404); the rest is a trace.
+    if (size_t at = log.find("npm error"); at != std::string::npos) {
+      log = log.substr(at, log.find('\n', at) - at);
+    }
+    std::filesystem::remove_all(work, ec);
+    if (!fetched) {
+      *why = "cannot get the SARIF schema from the npm registry (" + std::string(kSchemaPackage) +
+             "): " + log;
+      return "";
+    }
+  }
+  Result<rapidjson::Document> doc = ParseJson(Slurp(schema), "the SARIF schema");
+  EXPECT_TRUE(doc.ok()) << doc.message();
+  if (!doc.ok()) return "";
+  EXPECT_EQ(StringMember(*doc, "$id"),
+            "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/master/Schemata/"
+            "sarif-schema-2.1.0.json");
+  return schema;
+}
+
+// A python3 with jsonschema (Debian: python3-jsonschema), or empty.
+std::string JsonSchemaPython() {
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    const std::string cmd = std::string(python) + " -c 'import jsonschema' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return python;
+  }
+  return "";
+}
+
+// The validator's verdict on `log`: "" when valid, else one line per error (where: what).
+std::string ValidateSarif(const std::string& python, const std::string& schema,
+                          const std::string& log, const test::ScratchDir& dir) {
+  const std::string file = dir.path() + "/log.sarif";
+  std::ofstream(file, std::ios::binary) << log;
+  const std::string script =
+      "import json, sys, jsonschema\n"
+      "schema = json.load(open(sys.argv[1]))\n"
+      "log = json.load(open(sys.argv[2]))\n"
+      "validator = jsonschema.Draft7Validator(schema)\n"
+      "errors = sorted(validator.iter_errors(log), key=lambda e: list(map(str, e.absolute_path)))\n"
+      "for e in errors:\n"
+      "    print('/'.join(map(str, e.absolute_path)) + ': ' + e.message)\n"
+      "sys.exit(1 if errors else 0)\n";
+  const std::string script_file = dir.path() + "/validate.py";
+  std::ofstream(script_file) << script;
+  const std::string out = dir.path() + "/verdict.txt";
+  const std::string cmd =
+      python + " '" + script_file + "' '" + schema + "' '" + file + "' >'" + out + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::string verdict = Slurp(out);
+  if (rc == 0 && !verdict.empty()) return "validator printed output but passed: " + verdict;
+  if (rc != 0 && verdict.empty()) return "validator failed without output";
+  return verdict;
+}
+
+TEST(ReviewCiFormats, SarifValidatesAgainstThePublishedSchema) {
+  const std::string python = JsonSchemaPython();
+  ASSERT_FALSE(python.empty())
+      << "python3 has no jsonschema module (scripts/install-deps.sh test installs "
+         "python3-jsonschema)";
+  std::string why;
+  const std::string schema = SarifSchema(&why);
+  if (schema.empty()) GTEST_SKIP() << why;
+  test::ScratchDir dir("ae-sarif");
+
+  const std::string good = ReviewSarif(SeveralFindings(), "/work/repo", "9.9.9").text;
+  EXPECT_EQ(ValidateSarif(python, schema, good, dir), "");
+  EXPECT_EQ(ValidateSarif(python, schema,
+                          ReviewSarif(HostileFindings(), "/work/repo", "9.9.9").text, dir),
+            "");
+  ReviewItem none = SeveralFindings();
+  none.findings.clear();
+  EXPECT_EQ(ValidateSarif(python, schema, ReviewSarif(none, "/work/repo", "9.9.9").text, dir), "");
+
+  // The validator is shown to reject: a level SARIF does not have, a line 0, no message.
+  std::string fatal = good;
+  fatal.replace(fatal.find(R"("level":"error","message")"), 15, R"("level":"fatal")");
+  EXPECT_EQ(ValidateSarif(python, schema, fatal, dir),
+            "runs/0/results/0/level: 'fatal' is not one of ['none', 'note', 'warning', 'error']\n");
+  std::string line0 = good;
+  line0.replace(line0.find(R"("startLine":7)"), 13, R"("startLine":0)");
+  EXPECT_EQ(ValidateSarif(python, schema, line0, dir),
+            "runs/0/results/0/locations/0/physicalLocation/region/startLine: 0 is less than the "
+            "minimum of 1\n");
 }
 
 }  // namespace
