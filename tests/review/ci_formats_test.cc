@@ -13,6 +13,7 @@
 
 #include "base/json.h"
 #include "outputs/review_render.h"
+#include "tests/review/sarif_golden.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae {
@@ -69,41 +70,12 @@ ReviewItem HostileFindings() {
   return r;
 }
 
-// One SARIF rule object, as every log carries it.
-std::string Rule(int p, const std::string& text, const std::string& level) {
-  return R"({"id":"agentexec/review/p)" + std::to_string(p) + R"(","name":"ReviewP)" +
-         std::to_string(p) + R"(","shortDescription":{"text":")" + text +
-         R"("},"defaultConfiguration":{"level":")" + level + R"("}})";
-}
-
-std::string SarifResult(int p, const std::string& level, const std::string& text,
-                        const std::string& uri, int64_t start, int64_t end,
-                        const std::string& fingerprint, const std::string& confidence) {
-  return R"({"ruleId":"agentexec/review/p)" + std::to_string(p) + R"(","ruleIndex":)" +
-         std::to_string(p) + R"(,"level":")" + level + R"(","message":{"text":")" + text +
-         R"("},"locations":[{"physicalLocation":{"artifactLocation":{"uri":")" + uri +
-         R"(","uriBaseId":"%SRCROOT%"},"region":{"startLine":)" + std::to_string(start) +
-         R"(,"endLine":)" + std::to_string(end) +
-         R"(}}}],"partialFingerprints":{"agentexecFinding/v1":")" + fingerprint +
-         R"("},"properties":{"confidence":)" + confidence + R"(,"priority":)" + std::to_string(p) +
-         "}}";
-}
-
-const std::string kSarifHead =
-    R"({"$schema":"https://json.schemastore.org/sarif-2.1.0.json","version":"2.1.0","runs":[{"tool":{"driver":{"name":"agentexec","version":"9.9.9","rules":[)" +
-    Rule(0, "P0: must fix before merging (breaks the build, common inputs, security or data)",
-         "error") +
-    "," + Rule(1, "P1: should fix soon (a real bug on a plausible path)", "error") + "," +
-    Rule(2, "P2: fix eventually (an edge case, a minor leak)", "warning") + "," +
-    Rule(3, "P3: low (a small improvement the author would still take)", "note") +
-    R"(]}},"results":[)";
-
 TEST(ReviewCiFormats, ExactSarif) {
   CiReport sarif = ReviewSarif(SeveralFindings(), "/work/repo", "9.9.9");
   EXPECT_TRUE(sarif.notes.empty());
   EXPECT_EQ(
       sarif.text,
-      kSarifHead +
+      SarifHead("9.9.9") +
           SarifResult(1, "error",
                       "Division by zero on an empty list\\n\\n`mean([])` divides by "
                       "0.\\nGuard it.",
