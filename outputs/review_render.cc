@@ -123,8 +123,9 @@ std::vector<Placed> Place(const ReviewItem& review, const std::string& repo_root
     fs::path rel =
         root.is_absolute() ? path.lexically_normal().lexically_relative(root) : fs::path();
     const std::string rel_text = rel.string();
+    // No file name holds a NUL byte; one in the path would name another file to the reader.
     if (rel.empty() || rel_text == "." || rel_text == ".." || rel_text.starts_with("../") ||
-        (!rel.empty() && rel.filename().empty())) {
+        rel.filename().empty() || rel_text.find('\0') != std::string::npos) {
       notes.push_back(
           fmt::format("{}: its path {} is not a file inside the repository {}; left out", which,
                       Printable(f.absolute_file_path), Printable(root_text)));

@@ -63,6 +63,8 @@ ReviewItem HostileFindings() {
       Finding("End before start", "b", 0.5, 0, "/work/repo/a.c", 9, 2),
       Finding("Huge", "b", 0.5, 1, "/work/repo/a.c", INT64_MAX, INT64_MAX),
       Finding("", "", 2.0, 7, "/work/repo/b.c", 1, 1),
+      Finding("NUL in path", "b", 0.5, 2, std::string("/work/repo/a\0b.c", 16), 1, 1),
+      Finding("Unicode path", "b", 0.5, 2, "/work/repo/caf\xC3\xA9/x.c", 2, 2),
   };
   r.overall_correctness = "patch is incorrect";
   r.overall_explanation = "";
@@ -136,6 +138,7 @@ const std::vector<std::string> kHostileNotes = {
     R"(finding 9 ("End before start"): lines 9 to 2 are not a valid 1-based range; shown as 9 to 9)",
     R"(finding 10 ("Huge"): lines 9223372036854775807 to 9223372036854775807 are not a valid 1-based range; shown as 100000000 to 100000000)",
     R"(finding 11 (""): priority 7 is not 0 to 3; shown as P3)",
+    R"(finding 12 ("NUL in path"): its path /work/repo/a b.c is not a file inside the repository /work/repo; left out)",
 };
 
 TEST(ReviewCiFormats, HostileFindingsStillGiveAValidSarifLog) {
@@ -152,9 +155,9 @@ TEST(ReviewCiFormats, HostileFindingsStillGiveAValidSarifLog) {
                     std::to_string(loc["region"]["endLine"].GetInt64()));
   }
   EXPECT_EQ(uris, (std::vector<std::string>{"dir%20with%20space/50%25%23%3F.c", "a.c", "a.c", "a.c",
-                                            "a.c", "b.c"}));
-  EXPECT_EQ(lines,
-            (std::vector<std::string>{"5-6", "1-1", "1-1", "9-9", "100000000-100000000", "1-1"}));
+                                            "a.c", "b.c", "caf%C3%A9/x.c"}));
+  EXPECT_EQ(lines, (std::vector<std::string>{"5-6", "1-1", "1-1", "9-9", "100000000-100000000",
+                                             "1-1", "2-2"}));
   // Control characters escaped, bad bytes replaced, the NUL kept as \u0000: one JSON string.
   const rapidjson::Value& text = run["results"][1]["message"]["text"];
   EXPECT_EQ(std::string(text.GetString(), text.GetStringLength()),
@@ -180,7 +183,10 @@ TEST(ReviewCiFormats, HostileFindingsStillGiveAValidCodeQualityReport) {
       R"({"description":"Negative","check_name":"agentexec/review/p3","fingerprint":"631b26ab0cd83026","severity":"minor","location":{"path":"a.c","lines":{"begin":1,"end":1}}},)"
       R"({"description":"End before start","check_name":"agentexec/review/p0","fingerprint":"df36880b4a35a53b","severity":"blocker","location":{"path":"a.c","lines":{"begin":9,"end":9}}},)"
       R"({"description":"Huge","check_name":"agentexec/review/p1","fingerprint":"ad3c4f9d013fff0e","severity":"critical","location":{"path":"a.c","lines":{"begin":100000000,"end":100000000}}},)"
-      R"j({"description":"(untitled finding)","check_name":"agentexec/review/p3","fingerprint":"e867bdc191e29866","severity":"minor","location":{"path":"b.c","lines":{"begin":1,"end":1}}}])j");
+      R"j({"description":"(untitled finding)","check_name":"agentexec/review/p3","fingerprint":"e867bdc191e29866","severity":"minor","location":{"path":"b.c","lines":{"begin":1,"end":1}}},)j"
+      "{\"description\":\"Unicode path\",\"check_name\":\"agentexec/review/p2\",\"fingerprint\":"
+      "\"1505ab2f9d91a893\",\"severity\":\"major\",\"location\":{\"path\":\"caf\xC3\xA9/x.c\","
+      "\"lines\":{\"begin\":2,\"end\":2}}}]");
 }
 
 // The published SARIF 2.1.0 JSON Schema (OASIS) comes from outside, so it is not committed: the
