@@ -442,6 +442,12 @@ TEST(ReviewCli, TargetsTitleFormatAndCommonOptions) {
   ASSERT_TRUE(bare->review.has_value());
   EXPECT_FALSE(bare->review->uncommitted);  // no target: the uncommitted changes
   EXPECT_EQ(bare->review->format, ReviewFormat::kJson);
+  for (const auto& [word, format] : {std::pair{"sarif", ReviewFormat::kSarif},
+                                     std::pair{"codequality", ReviewFormat::kCodeQuality}}) {
+    Result<CliArgs> ci = Parse({"review", "--format", word});
+    ASSERT_TRUE(ci.ok()) << ci.message();
+    EXPECT_EQ(ci->review->format, format) << word;
+  }
   EXPECT_FALSE(bare->prompt.has_value());
 
   // After "--" the word is a prompt, not the keyword.
