@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
 
 #include "base/utf8.h"
 
@@ -29,6 +32,120 @@ std::string OneLine(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   std::replace(text.begin(), text.end(), '\r', ' ');
   return text;
+}
+
+// Line numbers beyond this are not a file's (the review schema's own bound).
+constexpr int64_t kMaxLine = 100000000;
+
+// What each priority means (the review guidelines' words) and how CI systems weigh it.
+struct PriorityRule {
+  const char* id;
+  const char* name;
+  const char* text;
+  const char* sarif_level;
+  const char* codequality_severity;
+};
+constexpr PriorityRule kRules[] = {
+    {"agentexec/review/p0", "ReviewP0",
+     "P0: must fix before merging (breaks the build, common inputs, security or data)", "error",
+     "blocker"},
+    {"agentexec/review/p1", "ReviewP1", "P1: should fix soon (a real bug on a plausible path)",
+     "error", "critical"},
+    {"agentexec/review/p2", "ReviewP2", "P2: fix eventually (an edge case, a minor leak)",
+     "warning", "major"},
+    {"agentexec/review/p3", "ReviewP3", "P3: low (a small improvement the author would still take)",
+     "note", "minor"},
+};
+
+// The schema bounds priority to 0..3; a result built elsewhere is held to the same rules.
+const PriorityRule& RuleOf(int priority) {
+  return kRules[std::clamp(priority, 0, 3)];
+}
+
+// FNV-1a (64 bit): a fixed function, so a fingerprint is the same on every machine, compiler
+// and run (std::hash promises none of that). Parts are NUL-separated so ("a","bc") and ("ab","c")
+// differ.
+std::string Fingerprint(std::initializer_list<std::string_view> parts) {
+  uint64_t h = 14695981039346656037ULL;
+  for (std::string_view part : parts) {
+    for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0U) * 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+// A note quotes model text: one line, valid UTF-8, no control characters.
+std::string Printable(std::string_view text) {
+  std::string out = SanitizeUtf8(text);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+// A path relative to the repository as a URI reference: every byte but the unreserved ones and
+// '/' percent-encoded, so spaces, '%', '#', '?' and non-UTF-8 bytes cannot change its meaning.
+std::string UriPath(std::string_view path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// A finding placed in the repository: its path relative to the root, a valid 1-based range.
+struct Placed {
+  const ReviewFinding* finding;
+  std::string path;
+  int64_t start;
+  int64_t end;
+  const PriorityRule* rule;
+};
+
+// The findings a CI system can show; the others, and every repair, become notes.
+std::vector<Placed> Place(const ReviewItem& review, const std::string& repo_root,
+                          std::vector<std::string>& notes) {
+  namespace fs = std::filesystem;
+  std::string root_text = fs::path(repo_root).lexically_normal().string();
+  while (root_text.size() > 1 && root_text.back() == '/') root_text.pop_back();
+  const fs::path root(root_text);
+  std::vector<Placed> placed;
+  for (size_t i = 0; i < review.findings.size(); ++i) {
+    const ReviewFinding& f = review.findings[i];
+    const std::string which = fmt::format("finding {} (\"{}\")", i + 1, Printable(f.title));
+    fs::path path(f.absolute_file_path);
+    if (path.is_relative()) path = root / path;
+    fs::path rel =
+        root.is_absolute() ? path.lexically_normal().lexically_relative(root) : fs::path();
+    const std::string rel_text = rel.string();
+    // No file name holds a NUL byte; one in the path would name another file to the reader.
+    if (rel.empty() || rel_text == "." || rel_text == ".." || rel_text.starts_with("../") ||
+        rel.filename().empty() || rel_text.find('\0') != std::string::npos) {
+      notes.push_back(
+          fmt::format("{}: its path {} is not a file inside the repository {}; left out", which,
+                      Printable(f.absolute_file_path), Printable(root_text)));
+      continue;
+    }
+    int64_t start = std::clamp<int64_t>(f.line_start, 1, kMaxLine);
+    int64_t end = std::clamp<int64_t>(f.line_end, start, kMaxLine);
+    if (start != f.line_start || end != f.line_end) {
+      notes.push_back(
+          fmt::format("{}: lines {} to {} are not a valid 1-based range; shown as {} to {}", which,
+                      f.line_start, f.line_end, start, end));
+    }
+    const PriorityRule& rule = RuleOf(f.priority);
+    if (f.priority != static_cast<int>(&rule - kRules)) {
+      notes.push_back(fmt::format("{}: priority {} is not 0 to 3; shown as P{}", which, f.priority,
+                                  &rule - kRules));
+    }
+    placed.push_back({&f, rel_text, start, end, &rule});
+  }
+  return placed;
 }
 
 }  // namespace
@@ -106,6 +223,152 @@ std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_roo
     }
   }
   return SanitizeUtf8(md);
+}
+
+CiReport ReviewSarif(const ReviewItem& review, const std::string& repo_root,
+                     std::string_view version) {
+  CiReport report;
+  std::vector<Placed> placed = Place(review, repo_root, report.notes);
+  JsonWriter w;
+  w.StartObject();
+  w.Key("$schema"), w.String("https://json.schemastore.org/sarif-2.1.0.json");
+  w.Key("version"), w.String("2.1.0");
+  w.Key("runs");
+  w.StartArray();
+  w.StartObject();
+  w.Key("tool");
+  w.StartObject();
+  w.Key("driver");
+  w.StartObject();
+  w.Key("name"), w.String("agentexec");
+  w.Key("version"), w.String(version);
+  // Every priority's rule, always in the same order, so ruleIndex means the same in every log.
+  w.Key("rules");
+  w.StartArray();
+  for (const PriorityRule& rule : kRules) {
+    w.StartObject();
+    w.Key("id"), w.String(rule.id);
+    w.Key("name"), w.String(rule.name);
+    w.Key("shortDescription");
+    w.StartObject();
+    w.Key("text"), w.String(rule.text);
+    w.EndObject();
+    w.Key("defaultConfiguration");
+    w.StartObject();
+    w.Key("level"), w.String(rule.sarif_level);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  w.Key("results");
+  w.StartArray();
+  for (const Placed& p : placed) {
+    const ReviewFinding& f = *p.finding;
+    w.StartObject();
+    w.Key("ruleId"), w.String(p.rule->id);
+    w.Key("ruleIndex"), w.Int(static_cast<int>(p.rule - kRules));
+    w.Key("level"), w.String(p.rule->sarif_level);
+    w.Key("message");
+    w.StartObject();
+    std::string text = f.title.empty() ? std::string("(untitled finding)") : f.title;
+    if (!f.body.empty()) text += "\n\n" + f.body;
+    w.Key("text"), w.String(text);
+    w.EndObject();
+    w.Key("locations");
+    w.StartArray();
+    w.StartObject();
+    w.Key("physicalLocation");
+    w.StartObject();
+    w.Key("artifactLocation");
+    w.StartObject();
+    w.Key("uri"), w.String(UriPath(p.path));
+    w.Key("uriBaseId"), w.String("%SRCROOT%");
+    w.EndObject();
+    w.Key("region");
+    w.StartObject();
+    w.Key("startLine"), w.Int64(p.start);
+    w.Key("endLine"), w.Int64(p.end);
+    w.EndObject();
+    w.EndObject();
+    w.EndObject();
+    w.EndArray();
+    // Path and title, not lines: the same finding keeps its alert when code above it moves.
+    w.Key("partialFingerprints");
+    w.StartObject();
+    w.Key("agentexecFinding/v1"), w.String(Fingerprint({p.path, f.title}));
+    w.EndObject();
+    w.Key("properties");
+    w.StartObject();
+    w.Key("confidence"), w.Double(f.confidence_score);
+    w.Key("priority"), w.Int(static_cast<int>(p.rule - kRules));
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  if (!report.notes.empty()) {
+    w.Key("invocations");
+    w.StartArray();
+    w.StartObject();
+    w.Key("executionSuccessful"), w.Bool(true);
+    w.Key("toolExecutionNotifications");
+    w.StartArray();
+    for (const std::string& note : report.notes) {
+      w.StartObject();
+      w.Key("level"), w.String("warning");
+      w.Key("message");
+      w.StartObject();
+      w.Key("text"), w.String(note);
+      w.EndObject();
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    w.EndArray();
+  }
+  w.Key("properties");
+  w.StartObject();
+  w.Key("overall_correctness"), w.String(review.overall_correctness);
+  w.Key("overall_explanation"), w.String(review.overall_explanation);
+  w.Key("overall_confidence_score"), w.Double(review.overall_confidence_score);
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  report.text = std::string(w.view());
+  return report;
+}
+
+CiReport ReviewCodeQuality(const ReviewItem& review, const std::string& repo_root) {
+  CiReport report;
+  std::vector<Placed> placed = Place(review, repo_root, report.notes);
+  // GitLab keeps one issue per fingerprint: the same title twice in a file counts its copies.
+  std::map<std::pair<std::string, std::string>, int> seen;
+  JsonWriter w;
+  w.StartArray();
+  for (const Placed& p : placed) {
+    const ReviewFinding& f = *p.finding;
+    const int copy = seen[{p.path, f.title}]++;
+    w.StartObject();
+    w.Key("description"), w.String(f.title.empty() ? "(untitled finding)" : Printable(f.title));
+    w.Key("check_name"), w.String(p.rule->id);
+    w.Key("fingerprint"), w.String(Fingerprint({p.path, f.title, std::to_string(copy)}));
+    w.Key("severity"), w.String(p.rule->codequality_severity);
+    w.Key("location");
+    w.StartObject();
+    w.Key("path"), w.String(p.path);
+    w.Key("lines");
+    w.StartObject();
+    w.Key("begin"), w.Int64(p.start);
+    w.Key("end"), w.Int64(p.end);
+    w.EndObject();
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  report.text = std::string(w.view());
+  return report;
 }
 
 }  // namespace ae

@@ -145,10 +145,18 @@ Status CheckReviewOptions(CliArgs& args, const ReviewArgs& given,
         "own output schema)");
   }
   if (format) {
-    if (!OneOf(*format, {"json", "markdown"})) {
-      return InvalidValue(*format, "--format <FORMAT>", "possible values: json, markdown");
+    static const std::pair<const char*, ReviewFormat> kFormats[] = {
+        {"json", ReviewFormat::kJson},
+        {"markdown", ReviewFormat::kMarkdown},
+        {"sarif", ReviewFormat::kSarif},
+        {"codequality", ReviewFormat::kCodeQuality}};
+    const auto* known = std::find_if(std::begin(kFormats), std::end(kFormats),
+                                     [&](const auto& f) { return *format == f.first; });
+    if (known == std::end(kFormats)) {
+      return InvalidValue(*format, "--format <FORMAT>",
+                          "possible values: json, markdown, sarif, codequality");
     }
-    args.review->format = *format;
+    args.review->format = known->second;
   }
   return {};
 }
@@ -259,7 +267,10 @@ std::string HelpText() {
       "      --commit SHA                 Review the changes introduced by a commit\n"
       "      --title TITLE                The change's title, shown to the model and in the "
       "review\n"
-      "      --format json|markdown       What stdout and -o get (default json)\n"
+      "      --format FORMAT              What stdout and -o get: json (default), markdown (a "
+      "pull\n"
+      "                                   request comment), sarif (GitHub code scanning),\n"
+      "                                   codequality (GitLab Code Quality report)\n"
       "\n"
       "Exit codes:\n"
       "  0        the turn completed\n"

@@ -4,7 +4,7 @@
 //   agentexec [exec] [OPTIONS] [PROMPT]
 //   agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]
 //   agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [--title T]
-//                           [--format json|markdown] [OPTIONS] [PROMPT]
+//                           [--format json|markdown|sarif|codequality] [OPTIONS] [PROMPT]
 //   agentexec [exec] help | schema
 //   agentexec [exec] sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND...
 //
@@ -22,13 +22,17 @@
 
 namespace ae {
 
+// What `review` prints: the result JSON, a pull request comment, a SARIF log (GitHub code
+// scanning), a GitLab Code Quality report.
+enum class ReviewFormat { kJson, kMarkdown, kSarif, kCodeQuality };
+
 // `review`: which change (at most one target; none means --uncommitted) and how to print it.
 struct ReviewArgs {
   bool uncommitted = false;
-  std::optional<std::string> base;    // --base BRANCH
-  std::optional<std::string> commit;  // --commit SHA
-  std::optional<std::string> title;   // --title T
-  std::string format = "json";        // --format json | markdown
+  std::optional<std::string> base;            // --base BRANCH
+  std::optional<std::string> commit;          // --commit SHA
+  std::optional<std::string> title;           // --title T
+  ReviewFormat format = ReviewFormat::kJson;  // --format
 };
 
 struct CliArgs {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/write_all.h"
 #include "engine/review/review_output.h"
 #include "engine/review/review_prompt.h"
 #include "engine/review/selection.h"
@@ -94,12 +95,29 @@ std::optional<ReviewItem> ReviewSink::review() const {
   return review_;
 }
 
-std::string FormatReview(const ReviewRun& run, const ReviewItem& review) {
-  if (run.format != "markdown") return ReviewJson(review);
-  // Like every final message: no trailing newline (stdout adds one, -o writes none).
-  std::string md = ReviewMarkdown(review, run.repo_root, run.title);
-  while (!md.empty() && md.back() == '\n') md.pop_back();
-  return md;
+std::string FormatReview(const ReviewRun& run, const ReviewItem& review, int warnings_fd) {
+  CiReport report;
+  switch (run.format) {
+    case ReviewFormat::kJson:
+      return ReviewJson(review);
+    case ReviewFormat::kMarkdown: {
+      // Like every final message: no trailing newline (stdout adds one, -o writes none).
+      std::string md = ReviewMarkdown(review, run.repo_root, run.title);
+      while (!md.empty() && md.back() == '\n') md.pop_back();
+      return md;
+    }
+    case ReviewFormat::kSarif:
+      report = ReviewSarif(review, run.repo_root, AGENTEXEC_VERSION);
+      break;
+    case ReviewFormat::kCodeQuality:
+      report = ReviewCodeQuality(review, run.repo_root);
+      break;
+  }
+  std::string warnings;
+  for (const std::string& note : report.notes) warnings += "warning: " + note + "\n";
+  // Best effort: the report is what the run delivers (a SARIF log carries the notes too).
+  if (!warnings.empty()) (void)WriteAll(warnings_fd, warnings);
+  return report.text;
 }
 
 }  // namespace ae

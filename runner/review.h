@@ -1,5 +1,6 @@
 // `agentexec review` (CONTRACT §10): from the command line to a review run (the change, the
-// prompt, a confined session), and the structured result back out as JSON or Markdown.
+// prompt, a confined session), and the structured result back out as JSON, Markdown, SARIF or
+// a GitLab Code Quality report.
 #pragma once
 
 #include <mutex>
@@ -22,7 +23,7 @@ struct ReviewRun {
   std::string summary;    // what human mode echoes instead of the whole diff
   std::string repo_root;  // absolute
   std::optional<std::string> title;
-  std::string format;  // json | markdown
+  ReviewFormat format = ReviewFormat::kJson;
 };
 
 // Reads the user's review instructions (PROMPT; "-" reads stdin, absent reads nothing),
@@ -45,7 +46,9 @@ class ReviewSink : public EventSink {
   std::optional<ReviewItem> review_;
 };
 
-// The review as --format asks: compact JSON, or Markdown for a pull request comment.
-std::string FormatReview(const ReviewRun& run, const ReviewItem& review);
+// The review as --format asks: compact JSON, Markdown for a pull request comment, a SARIF log
+// or a Code Quality report. The latter two leave out what a CI system cannot place (a path
+// outside the repository) and say so on `warnings_fd` ("warning: ..."), one line each.
+std::string FormatReview(const ReviewRun& run, const ReviewItem& review, int warnings_fd = 2);
 
 }  // namespace ae

@@ -17,11 +17,12 @@ build=(
   libcli11-dev
 )
 # Tests: GoogleTest, the loopback model/MCP servers (python3), the CI-step tests (jq,
-# python3-yaml for tests/dist/gha.py and gitlab.py, procps),
+# python3-yaml for tests/dist/gha.py and gitlab.py, procps), python3-jsonschema (the SARIF log
+# checked against the published schema, tests/review),
 # and node + npm for the YAML validators (tests/dist; they skip when npm cannot reach the
 # registry). A node that is already installed (e.g. from NodeSource, which bundles npm) is
 # kept: Debian's npm package would conflict with it.
-test=(libgtest-dev libgmock-dev jq python3 python3-yaml procps
+test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps
   clang libclang-rt-14-dev)  # clang: make test-asan, make fuzz (libFuzzer)
 command -v npm >/dev/null || test+=(nodejs npm)
 bench=(libbenchmark-dev jq python3 procps time hyperfine)

@@ -17,6 +17,7 @@
 #include "engine/review/review_output.h"
 #include "engine/review/review_prompt.h"
 #include "outputs/review_render.h"
+#include "tests/review/sarif_golden.h"
 #include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
 
@@ -319,6 +320,63 @@ TEST_F(ReviewE2e, CommitReviewGetsGitShowAndMarkdownGoesToStdoutAndFile) {
   EXPECT_NE(out.err.find("review\n## Code review\n"), std::string::npos) << out.err;
 }
 
+// The review's findings plus one the model placed outside the repository (a CI system cannot
+// show it: it is left out, with a warning on stderr and, in SARIF, a notification in the log).
+std::string WithFindingOutside(const std::string& review) {
+  const std::string extra =
+      R"({"title":"Reads passwd","body":"b","confidence_score":0.5,"priority":2,"code_location":{"absolute_file_path":"../../../../../../../../etc/passwd","line_range":{"start":1,"end":1}}},)";
+  std::string out = review;
+  out.insert(out.find('[') + 1, extra);
+  return out;
+}
+
+TEST_F(ReviewE2e, SarifGoesToStdoutAndFile) {
+  Serve(WithFindingOutside(ReviewJson()));
+  RunOutput out = Run({"review", "--commit", "HEAD", "--format", "sarif", "-o",
+                       ws_.root() + "/out/review.sarif", "--ephemeral"});
+  SKIP_WITHOUT_SANDBOX(out);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const std::string note =
+      "finding 1 (\"Reads passwd\"): its path /etc/passwd is not a file "
+      "inside the repository " +
+      repo_ + "; left out";
+  const std::string sarif =
+      SarifHead(AGENTEXEC_VERSION) +
+      SarifResult(1, "error",
+                  "Division by zero on an empty list\\n\\n`mean([])` now divides by `len(xs)` == "
+                  "0; the guard was removed.",
+                  "calc.py", 8, 9, "1e6405320f625ec0", "0.9") +
+      "," +
+      SarifResult(0, "error",
+                  "Loop skips the last element\\n\\n`range(len(xs) - 1)` stops one short, so "
+                  "`total([1, 2])` is 1.",
+                  "calc.py", 3, 4, "09ebaa2d10849256", "0.95") +
+      R"(],"invocations":[{"executionSuccessful":true,"toolExecutionNotifications":[{"level":"warning","message":{"text":"finding 1 (\"Reads passwd\"): its path /etc/passwd is not a file inside the repository )" +
+      repo_ + "; left out" +
+      R"("}}]}],"properties":{"overall_correctness":"patch is incorrect","overall_explanation":"Both functions now return wrong results.","overall_confidence_score":0.85}}]})";
+  EXPECT_EQ(out.out, sarif + "\n");
+  EXPECT_EQ(ReadFile(ws_.root() + "/out/review.sarif"), sarif);
+  EXPECT_NE(out.err.find("warning: " + note + "\n"), std::string::npos) << out.err;
+}
+
+TEST_F(ReviewE2e, CodeQualityGoesToStdoutAndFile) {
+  Serve(WithFindingOutside(ReviewJson()));
+  RunOutput out = Run({"review", "--commit", "HEAD", "--format", "codequality", "-o",
+                       ws_.root() + "/out/codequality.json", "--ephemeral"});
+  SKIP_WITHOUT_SANDBOX(out);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const std::string report =
+      R"([{"description":"Division by zero on an empty list","check_name":"agentexec/review/p1","fingerprint":"e7a7f76d6ed00470","severity":"critical","location":{"path":"calc.py","lines":{"begin":8,"end":9}}},)"
+      R"({"description":"Loop skips the last element","check_name":"agentexec/review/p0","fingerprint":"6c84fbe657d7e456","severity":"blocker","location":{"path":"calc.py","lines":{"begin":3,"end":4}}}])";
+  EXPECT_EQ(out.out, report + "\n");
+  EXPECT_EQ(ReadFile(ws_.root() + "/out/codequality.json"), report);
+  EXPECT_NE(out.err.find("warning: finding 1 (\"Reads passwd\"): its path /etc/passwd is not a "
+                         "file inside the repository " +
+                         repo_ + "; left out\n"),
+            std::string::npos)
+      << out.err;
+}
+
 TEST_F(ReviewE2e, UncommittedIsTheDefaultWithStdinInstructions) {
   Serve(ReviewJson());
   ws_.WriteFile("repo/calc.py", kFeatureCalc + "\n\ndef half(x):\n    return x / 2\n");
@@ -403,6 +461,13 @@ TEST_F(ReviewE2e, UsageErrors) {
        "untracked); pass --base BRANCH to review a branch or --commit SHA to review a commit\n"},
       {{"review", "--json", "--base", "main", "--commit", "HEAD"},
        "error: the argument '--base <BRANCH>' cannot be used with '--commit <SHA>'\n\n"
+       "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
+       "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+       "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
+       "[PROMPT]\n\nFor more information, try '--help'.\n"},
+      {{"review", "--json", "--format", "SARIF"},
+       "error: invalid value 'SARIF' for '--format <FORMAT>'\n"
+       "  [possible values: json, markdown, sarif, codequality]\n\n"
        "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "

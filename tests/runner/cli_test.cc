@@ -431,7 +431,7 @@ TEST(ReviewCli, TargetsTitleFormatAndCommonOptions) {
   EXPECT_EQ(args->review->base, "main");
   EXPECT_FALSE(args->review->commit.has_value());
   EXPECT_EQ(args->review->title, "Faster totals");
-  EXPECT_EQ(args->review->format, "markdown");
+  EXPECT_EQ(args->review->format, ReviewFormat::kMarkdown);
   EXPECT_EQ(args->prompt, "Focus on errors");
   EXPECT_TRUE(args->json);
   EXPECT_EQ(args->model, "gpt-x");
@@ -441,7 +441,13 @@ TEST(ReviewCli, TargetsTitleFormatAndCommonOptions) {
   ASSERT_TRUE(bare.ok()) << bare.message();
   ASSERT_TRUE(bare->review.has_value());
   EXPECT_FALSE(bare->review->uncommitted);  // no target: the uncommitted changes
-  EXPECT_EQ(bare->review->format, "json");
+  EXPECT_EQ(bare->review->format, ReviewFormat::kJson);
+  for (const auto& [word, format] : {std::pair{"sarif", ReviewFormat::kSarif},
+                                     std::pair{"codequality", ReviewFormat::kCodeQuality}}) {
+    Result<CliArgs> ci = Parse({"review", "--format", word});
+    ASSERT_TRUE(ci.ok()) << ci.message();
+    EXPECT_EQ(ci->review->format, format) << word;
+  }
   EXPECT_FALSE(bare->prompt.has_value());
 
   // After "--" the word is a prompt, not the keyword.
@@ -465,7 +471,7 @@ TEST(ReviewCli, UsageErrors) {
       {{"--title", "T", "fix it"}, "error: '--title <TITLE>' is only valid after 'review'"},
       {{"review", "--format", "html"},
        "error: invalid value 'html' for '--format <FORMAT>'\n  [possible values: json, "
-       "markdown]"},
+       "markdown, sarif, codequality]"},
       {{"review", "--output-schema", "s.json"},
        "error: the argument '--output-schema <FILE>' cannot be used with 'review' (a review has "
        "its own output schema)"},
