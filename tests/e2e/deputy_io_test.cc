@@ -79,7 +79,9 @@ TEST_F(DeputyIoTest, PlantedTempSymlinksBesideTheOutputFileAreNotFollowed) {
   RunOutput out =
       RunCommand("perl -e 'symlink($ARGV[0], \\\"out/last.txt.tmp-$_\\\") or die for 1..32768' " +
                      victim + " && echo planted; echo pwned > " + victim,
-                 {"-o", out_file, "go"});
+                 // 32768 watched symlink calls take seconds on a loaded machine: not the
+                 // default 10 s command timeout.
+                 {"-c", "command_timeout_ms=300000", "-o", out_file, "go"});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_NE(out.out.find(R"("aggregated_output":"planted\n)"), std::string::npos) << out.out;
   EXPECT_EQ(Slurp(victim), "precious");
