@@ -42,7 +42,9 @@ class Bench:
         self.args = args
         self.ae = os.path.abspath(args.agentexec)
         self.codex = os.path.abspath(args.codex) if args.codex else None
-        self.codex_skip = args.codex_skip or ("" if self.codex else "codex not installed")
+        self.codex_skip_reason = args.codex_skip or ("" if self.codex else "codex not installed")
+        # The reason is printed once under the table; the cells only say "skipped".
+        self.codex_skip = "" if self.codex else "skipped"
         # codex refuses a CODEX_HOME under /tmp; /var/tmp is the same disk here.
         self.work = tempfile.mkdtemp(prefix="ae-compare-", dir="/var/tmp")
         # The write-heavy row needs a tmpfs workspace.
@@ -214,7 +216,7 @@ wire_api = "responses"
                  fmt_s(aw, per), fmt_s(cw, per) if cw else cnote,
                  ratio(cw, aw), f"codex/agentexec, median of {len(a['wall'])}")
         if rss:
-            self.add(row, what + ": peak RSS", fmt_kib(ar), fmt_kib(cr) if cr else cnote,
+            self.add(row, what + ": peak RSS" + (" (whole run)" if per > 1 else ""), fmt_kib(ar), fmt_kib(cr) if cr else cnote,
                      ratio(cr, ar), "codex/agentexec")
         return {"agentexec": {"wall_s": aw, "rss_kib": ar, "runs": a["wall"]},
                 "codex": {"wall_s": cw, "rss_kib": cr, "runs": c["wall"] if c else []}}
@@ -355,7 +357,10 @@ wire_api = "responses"
             return self.run_agent(w, turns, repo, sandbox, "Fifty steps done.")
 
         res = self.series(self.runners(), once, max(1, min(self.args.runs, 3)))
-        self.pair_rows(5, "long thread: 50 commands + answer (51 requests)", res, per=51)
+        label = "long thread: 50 commands + answer (51 requests)"
+        if self.codex_sandbox != "workspace-write":
+            label += "; codex UNSANDBOXED (danger-full-access)"
+        self.pair_rows(5, label, res, per=51)
 
     def row6_batch(self):
         try:
@@ -431,8 +436,12 @@ def main():
     machine = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "nproc": os.cpu_count(), "cpu": model, "kernel": os.uname().release,
                "loadavg_at_start": load_start, "loadavg_at_end": load, "runs": args.runs,
-               "codex": args.codex_version or b.codex_skip,
+               "codex": args.codex_version or b.codex_skip_reason,
                "codex_sandbox": b.codex_sandbox}
+    if b.codex_skip_reason:
+        print(f"\ncodex: {b.codex_skip_reason}")
+    else:
+        print(f"\ncodex: {args.codex_version} (sandbox {b.codex_sandbox}; plugin sync off)")
     print(f"\nmachine: {machine['nproc']} CPUs, {model}, kernel {machine['kernel']}, "
           f"load average {load_start} at the start, {load} at the end, {machine['date']}")
     os.makedirs(args.out, exist_ok=True)
