@@ -25,7 +25,7 @@ peer="$root/$build/peer"
 codex=${CODEX_BIN:-}
 codex_skip=""
 native() {
-  find "$peer/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f 2>/dev/null | head -1
+  find "$peer/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f 2>/dev/null | head -1 || true
 }
 if [ -z "$codex" ]; then
   if [ -z "$(native)" ] || ! grep -q "\"version\": \"$codex_version\"" \
