@@ -38,6 +38,10 @@ test-release: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
+# make bench: the micro-benchmarks, then one table of whole-process ratios against codex exec
+# (bench/compare.py; $(BUILD)/bench-results/compare.json). BENCH_RUNS=N runs per figure (5);
+# CODEX_BIN=PATH measures that codex instead of the copy npm installs under $(BUILD)/peer.
+# Nothing is asserted: a benchmark never fails the build.
 bench: configure
 	@./$(DEPS) bench
 	@grep -q '^AGENTEXEC_BENCH:BOOL=ON' $(BUILD)/CMakeCache.txt || $(CMAKE) -DAGENTEXEC_BENCH=ON $(BUILD) >/dev/null

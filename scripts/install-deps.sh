@@ -25,7 +25,7 @@ build=(
 test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps
   clang libclang-rt-14-dev)  # clang: make test-asan, make fuzz (libFuzzer)
 command -v npm >/dev/null || test+=(nodejs npm)
-bench=(libbenchmark-dev jq python3 procps time hyperfine)
+bench=(libbenchmark-dev jq python3 procps)
 # make dist: static OpenSSL/zlib/c-ares archives and dpkg-dev (dpkg-source, to unpack
 # Debian's curl source for scripts/build-static-curl.sh), ca-certificates for the fetch.
 dist=(libssl-dev zlib1g-dev libc-ares-dev dpkg-dev ca-certificates)
