@@ -173,6 +173,8 @@ std::string HelpText() {
       "{}"
       "       agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
       "[ARGS]...\n"
+      "       agentexec batch run|report|plan ...   One task over many repositories "
+      "(agentexec batch --help)\n"
       "       agentexec help     Print this help ('agentexec -- help' sends \"help\" as the "
       "prompt)\n"
       "       agentexec schema   Print the JSON Schema of the --json events\n"
