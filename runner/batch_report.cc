@@ -233,10 +233,15 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
   for (const std::string& dir : options.dirs) {
     Result<std::vector<BatchRecord>> records = ReadResults(dir + "/results.jsonl", false);
     if (!records.ok()) return records.error();
+    // The last record of each id, in the order the ids first appear (so errors are stable).
     std::unordered_map<std::string, BatchRecord> last;
-    for (BatchRecord& r : *records) last[r.id] = std::move(r);
-    for (auto& [id, record] : last) {
-      auto [it, inserted] = by_id.emplace(id, Located{std::move(record), dir});
+    std::vector<std::string> order;
+    for (BatchRecord& r : *records) {
+      if (last.count(r.id) == 0) order.push_back(r.id);
+      last[r.id] = std::move(r);
+    }
+    for (const std::string& id : order) {
+      auto [it, inserted] = by_id.emplace(id, Located{std::move(last[id]), dir});
       if (!inserted) {
         return MakeError(
             fmt::format("task '{}' is recorded in both {} and {}: a task belongs to "

@@ -451,6 +451,7 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   };
   auto fail = [&](const std::string& message) {
+    if (rec.status == "succeeded") rec.status = "failed";  // the run went well, what followed not
     rec.error = message;
     rec.duration_ms = elapsed();
     return rec;
