@@ -643,6 +643,7 @@ void Batch::Worker() {
       std::lock_guard<std::mutex> lock(mu_);
       ++skipped_;
       if (stop != StopReason::kSignal && limit_ == StopReason::kNone) limit_ = stop;
+      Progress();
       continue;
     }
     Fd task_dir;

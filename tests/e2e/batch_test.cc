@@ -328,6 +328,88 @@ TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
       << flag.err;
 }
 
+TEST_F(BatchTest, MaxTotalTokensStartsNoTaskOnceSpent) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-total-tokens", "100"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  EXPECT_NE(out.err.find("batch: 1/3 done, 0 running, 0 failed, 2 skipped, 120 tokens\n"),
+            std::string::npos)
+      << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_NE(results.find(R"({"id":"alpha","status":"succeeded")"), std::string::npos);
+  for (const char* id : {"beta", "gamma"}) {
+    EXPECT_NE(RecordOf(results, id).find(R"("status":"skipped")"), std::string::npos) << results;
+    EXPECT_NE(RecordOf(results, id).find(R"("reason":"max-total-tokens"})"), std::string::npos);
+  }
+}
+
+TEST_F(BatchTest, MaxTotalTimeStopsTheRunningTaskAndSkipsTheRest) {
+  MakeRepo("alpha", {"slow.txt"});
+  MakeRepo("beta");
+  const std::string manifest = ws_.WriteFile("m.jsonl",
+                                             R"({"id":"alpha","repo":"alpha","prompt":"p"}
+{"id":"beta","repo":"beta","prompt":"p"}
+)");
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-total-time", "3s"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  EXPECT_NE(out.err.find("batch: stopped by --max-total-time\n"), std::string::npos) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_EQ(RecordOf(results, "alpha"),
+            R"({"id":"alpha","status":"interrupted","exit_code":143,"error_code":"terminated",)"
+            R"("error":"terminated by SIGTERM","tokens":0,"duration_ms":<ms>,"files_changed":0,)"
+            R"("branch":"agentexec/alpha","answer":"","reason":"max-total-time"})");
+  EXPECT_EQ(RecordOf(results, "beta"),
+            R"({"id":"beta","status":"skipped","exit_code":null,"error_code":null,"error":null,)"
+            R"("tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,"answer":"",)"
+            R"("reason":"max-total-time"})");
+}
+
+TEST_F(BatchTest, TheShardComesFromKubernetesOrSlurmVariables) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOptions k8s;
+  k8s.env = ws_.Env({{"JOB_COMPLETION_INDEX", "1"}, {"AGENTEXEC_SHARD_TOTAL", "2"}});
+  RunOutput out = Batch({"run", manifest, "--out", Out("k")}, k8s);
+  EXPECT_EQ(out.exit_code, 1) << out.err;  // beta, which fails
+  EXPECT_NE(out.err.find("batch: shard 1/2 (Kubernetes)\n"), std::string::npos) << out.err;
+  EXPECT_EQ(Lines(Slurp(Out("k") + "/results.jsonl")).size(), 1u);
+
+  // --array=1-5:2 is ids 1, 3, 5: id 5 is the third shard of three.
+  RunOptions slurm;
+  slurm.env = ws_.Env({{"SLURM_ARRAY_TASK_ID", "5"},
+                       {"SLURM_ARRAY_TASK_MIN", "1"},
+                       {"SLURM_ARRAY_TASK_MAX", "5"},
+                       {"SLURM_ARRAY_TASK_COUNT", "3"},
+                       {"SLURM_ARRAY_TASK_STEP", "2"}});
+  out = Batch({"run", manifest, "--out", Out("s")}, slurm);
+  EXPECT_EQ(out.exit_code, 0) << out.err;  // gamma
+  EXPECT_NE(out.err.find("batch: shard 2/3 (Slurm)\n"), std::string::npos) << out.err;
+  EXPECT_NE(Slurp(Out("s") + "/results.jsonl").find(R"({"id":"gamma","status":"succeeded")"),
+            std::string::npos);
+
+  slurm.env = ws_.Env({{"SLURM_ARRAY_TASK_ID", "7"},
+                       {"SLURM_ARRAY_TASK_MIN", "1"},
+                       {"SLURM_ARRAY_TASK_MAX", "7"},
+                       {"SLURM_ARRAY_TASK_COUNT", "3"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, slurm);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err,
+            "error: Slurm: the array (ids 1..7, 3 tasks, step 1) is not a range such as "
+            "--array=0-7; pass --shard I/N\n");
+  k8s.env = ws_.Env({{"JOB_COMPLETION_INDEX", "0"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, k8s);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err,
+            "error: Kubernetes: JOB_COMPLETION_INDEX is set, but not the number of shards: pass "
+            "--shard-total N or set AGENTEXEC_SHARD_TOTAL (the Job's completions)\n");
+  RunOptions gitlab;
+  gitlab.env = ws_.Env({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "2"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, gitlab);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err, "error: GitLab: shard 2 of 2 does not exist (CI_NODE_INDEX counts from 1)\n");
+}
+
 // A confined command plants a link where batch will write the task's patch: batch refuses to
 // write through it (and says so in the record) instead of writing to the link's target.
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
