@@ -521,7 +521,10 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
     Status w = WriteAll(events->get(), std::string_view(d, n));
     if (!w.ok() && write_error.empty()) write_error = "events.jsonl: " + w.message();
   };
+  std::string err_tail;  // the end of stderr: the error of a child that failed before its turn
   auto on_err = [&](const char* d, size_t n) {
+    err_tail.append(d, n);
+    if (err_tail.size() > 4096) err_tail.erase(0, err_tail.size() - 4096);
     Status w = WriteAll(errlog->get(), std::string_view(d, n));
     if (!w.ok() && write_error.empty()) write_error = "stderr.log: " + w.message();
   };
@@ -532,6 +535,14 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   rec.tokens = scanner.tokens;
   if (!scanner.error_code.empty()) rec.error_code = scanner.error_code;
   if (!scanner.error_message.empty()) rec.error = scanner.error_message;
+  if (!rec.error && child->exit_code != 0) {
+    while (!err_tail.empty() && (err_tail.back() == '\n' || err_tail.back() == '\r')) {
+      err_tail.pop_back();
+    }
+    std::string last =
+        err_tail.substr(err_tail.rfind('\n') == std::string::npos ? 0 : err_tail.rfind('\n') + 1);
+    if (!last.empty()) rec.error = FirstLine(last);
+  }
   if (child->exit_code == 0) {
     rec.status = "succeeded";
   } else if (child->terminated_by_us) {

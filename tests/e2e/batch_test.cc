@@ -410,6 +410,53 @@ TEST_F(BatchTest, TheShardComesFromKubernetesOrSlurmVariables) {
   EXPECT_EQ(out.err, "error: GitLab: shard 2 of 2 does not exist (CI_NODE_INDEX counts from 1)\n");
 }
 
+// `ref` is checked out and `dir` is the task's cwd; a missing ref, or a `dir` the checkout
+// turns into a link out of the clone, fails that task alone with a clear error.
+TEST_F(BatchTest, RefAndDirAreHonouredAndALinkOutOfTheCloneIsRefused) {
+  MakeRepo("alpha");
+  const std::string repo = ws_.root() + "/alpha";
+  const std::string cmd = "cd '" + repo +
+                          "' && git checkout -qb feature && mkdir sub && echo s > sub/s.txt && "
+                          "ln -s /etc escape && git add . && "
+                          "git -c user.name=t -c user.email=t@example.com commit -qm feature && "
+                          "git checkout -q -";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl",
+                    R"({"id":"sub","repo":"alpha","ref":"feature","dir":"sub","prompt":"p"}
+{"id":"noref","repo":"alpha","ref":"nope","prompt":"p"}
+{"id":"escape","repo":"alpha","ref":"feature","dir":"escape","prompt":"p"}
+{"id":"schema","repo":"alpha","prompt":"p","output_schema":"schema.json"}
+)");
+  ws_.WriteFile("schema.json", "{");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_NE(RecordOf(results, "sub").find(R"("status":"succeeded")"), std::string::npos) << results;
+  // The task ran in sub/ of the feature branch: its new file is there.
+  EXPECT_EQ(Slurp(Out() + "/work/sub/repo/sub/new.txt"), "hello\n");
+  EXPECT_NE(Slurp(Out() + "/tasks/sub/changes.patch").find("+++ b/sub/new.txt"), std::string::npos);
+  EXPECT_EQ(RecordOf(results, "noref"),
+            R"({"id":"noref","status":"failed","exit_code":null,"error_code":null,)"
+            R"("error":"ref 'nope' not found in )" +
+                repo +
+                R"(","tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,)"
+                R"("answer":"","reason":null})");
+  EXPECT_EQ(RecordOf(results, "escape"),
+            R"({"id":"escape","status":"failed","exit_code":null,"error_code":null,)"
+            R"("error":"dir 'escape' is not a directory inside the repository","tokens":0,)"
+            R"("duration_ms":<ms>,"files_changed":0,"branch":"agentexec/escape","answer":"",)"
+            R"("reason":null})");
+  // A child that fails before its turn (exit 2) has no turn.failed: its stderr says why.
+  EXPECT_EQ(RecordOf(results, "schema"),
+            R"({"id":"schema","status":"failed","exit_code":2,"error_code":null,)"
+            R"("error":"error: --output-schema )" +
+                ws_.root() +
+                R"j(/schema.json: not a JSON object (Missing a name for object member. at byte )j"
+                R"j(offset 1)","tokens":0,"duration_ms":<ms>,"files_changed":0,)j"
+                R"("branch":"agentexec/schema","answer":"","reason":null})");
+}
+
 // A confined command plants a link where batch will write the task's patch: batch refuses to
 // write through it (and says so in the record) instead of writing to the link's target.
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
