@@ -185,6 +185,28 @@ Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
   return result;
 }
 
+// What git reads of the clone's own configuration, as batch left it after the checkout. A
+// command that can write .git (danger-full-access, or a sandbox without a mount namespace)
+// could otherwise name programs there (a clean filter, a diff driver) that batch's unconfined
+// `git add` and `git diff` would run. Returns the state to compare with later.
+Result<std::string> GitConfigState(const std::string& clone) {
+  struct stat st {};
+  if (::lstat((clone + "/.git").c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(".git is no longer a directory");
+  }
+  for (const char* redirect : {"/.git/commondir", "/.git/config.worktree"}) {
+    if (::lstat((clone + redirect).c_str(), &st) == 0) {
+      return MakeError(fmt::format("{} appeared", redirect + 1));
+    }
+  }
+  if (::lstat((clone + "/.git/config").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return MakeError(".git/config is not a regular file");
+  }
+  Result<std::string> config = ReadRegularFile(clone + "/.git/config", size_t{1} << 20);
+  if (!config.ok()) return MakeError(".git/config: " + config.message());
+  return *config;
+}
+
 // A git call whose output is returned (bounded) and whose failure is an Error.
 Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& args,
                         const std::vector<std::string>& env) {
@@ -470,6 +492,8 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   const std::string clone = work + "/repo";
   if (Status ok = SetUpClone(task, clone); !ok.ok()) return fail(ok.message());
   rec.branch = "agentexec/" + task.id;
+  Result<std::string> git_config = GitConfigState(clone);
+  if (!git_config.ok()) return fail(git_config.message());
 
   std::string cwd = clone;
   if (task.dir) {
@@ -567,7 +591,14 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   }
   rec.answer = FirstLine(answer);
 
-  // The clone's changes: the patch (binary-safe, new files included) and a commit.
+  // The clone's changes: the patch (binary-safe, new files included) and a commit; only while
+  // git's view of the repository is still the one batch set up.
+  Result<std::string> config_after = GitConfigState(clone);
+  if (!config_after.ok() || *config_after != *git_config) {
+    return fail(fmt::format(
+        "the task changed the clone's git configuration ({}); batch runs no git command on it",
+        config_after.ok() ? ".git/config" : config_after.message()));
+  }
   Result<std::string> added = Git(clone, {"add", "-A", "--", "."}, env_);
   if (!added.ok()) return fail(added.message());
   Result<Fd> patch = CreateBeneath(task_fd, "changes.patch");

@@ -457,6 +457,28 @@ TEST_F(BatchTest, RefAndDirAreHonouredAndALinkOutOfTheCloneIsRefused) {
                 R"("branch":"agentexec/schema","answer":"","reason":null})");
 }
 
+// A command that can write .git (here: no sandbox) sets a clean filter; batch's own git add
+// would run it unconfined. Batch sees the changed configuration and runs no git on the clone.
+TEST_F(BatchTest, AGitConfigChangedByTheTaskIsNotUsed) {
+  MakeRepo("alpha");
+  const std::string pwned = ws_.root() + "/pwned";
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+  script_ = ws_.WriteFile(
+      "filter.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"git config filter.x.clean 'touch )" +
+          pwned + R"(; cat' && echo '* filter=x' > .gitattributes"}}]},
+        {"items":[{"type":"message","text":"configured"}]}]})");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_NE(Slurp(Out() + "/results.jsonl")
+                .find(R"("error":"the task changed the clone's git configuration (.git/config); )"
+                      R"(batch runs no git command on it")"),
+            std::string::npos)
+      << Slurp(Out() + "/results.jsonl");
+}
+
 // A confined command plants a link where batch will write the task's patch: batch refuses to
 // write through it (and says so in the record) instead of writing to the link's target.
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
