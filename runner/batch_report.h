@@ -14,7 +14,8 @@ namespace ae {
 
 // status: "succeeded" (exit 0), "failed" (any other end, or the task could not be set up),
 // "interrupted" (stopped by SIGINT/SIGTERM or --max-total-time: --resume runs it again),
-// "skipped" (never started: a batch-wide limit, or the batch was interrupted first).
+// "skipped" (never started: a batch-wide limit was reached; tasks not started when SIGINT or
+// SIGTERM arrived get no record).
 struct BatchRecord {
   std::string id;
   std::string status;

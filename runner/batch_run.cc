@@ -676,6 +676,9 @@ void Batch::Worker() {
         Progress();
       }
     }
+    // Interrupted: the tasks not started get no record (--resume runs them), so stopping
+    // takes no longer for a long manifest than for a short one.
+    if (stop == StopReason::kSignal) continue;
     if (stop != StopReason::kNone) {
       BatchRecord rec;
       rec.id = task.id;
@@ -684,7 +687,7 @@ void Batch::Worker() {
       Finish(rec, -1);
       std::lock_guard<std::mutex> lock(mu_);
       ++skipped_;
-      if (stop != StopReason::kSignal && limit_ == StopReason::kNone) limit_ = stop;
+      if (limit_ == StopReason::kNone) limit_ = stop;
       Progress();
       continue;
     }
@@ -721,7 +724,7 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
   for (;;) {
     Result<std::optional<BatchTask>> next = reader.Next();
     if (!next.ok()) continue;  // checked before anything ran; cannot happen unless it changed
-    if (!*next) break;
+    if (!*next || cancel_.cancelled()) break;
     BatchTask& task = **next;
     if (!shard.Takes(task.index) || completed.count(task.id) != 0) continue;
     std::unique_lock<std::mutex> lock(mu_);
