@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -270,6 +271,14 @@ Status MoveAside(int dirfd, const std::string& name) {
   return MakeError(fmt::format("cannot move {} aside: too many earlier attempts", name));
 }
 
+// mkdir -p, before any task ran.
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return MakeError(ec.message());
+  return {};
+}
+
 // `path`'s canonical form, or `path` itself when it does not exist yet.
 std::string Canonical(const std::string& path) {
   char buf[PATH_MAX];
@@ -424,8 +433,8 @@ Status Batch::Prepare(size_t total, const std::unordered_set<std::string>& compl
   if (!tasks.ok()) return MakeError(fmt::format("--out {}: {}", options_.out, tasks.message()));
   tasks_fd_ = std::move(*tasks);
   work_path_ = options_.work_dir ? *options_.work_dir : options_.out + "/work";
-  if (::mkdir(work_path_.c_str(), 0755) != 0 && errno != EEXIST) {
-    return MakeError(fmt::format("--work-dir {}: {}", work_path_, std::strerror(errno)));
+  if (Status made = MakeDirs(work_path_); !made.ok()) {
+    return MakeError(fmt::format("--work-dir {}: {}", work_path_, made.message()));
   }
   work_path_ = Canonical(work_path_);
   fd = ::open(work_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -786,13 +795,18 @@ int RunBatch(const BatchRunOptions& options) {
   if (::stat(options.out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
     return FailWith(ExitCode::kUsage, fmt::format("--out {}: not a directory", options.out));
   }
-  if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST) {
-    return FailWith(ExitCode::kUsage,
-                    fmt::format("--out {}: {}", options.out, std::strerror(errno)));
+  if (Status made = MakeDirs(options.out); !made.ok()) {
+    return FailWith(ExitCode::kUsage, fmt::format("--out {}: {}", options.out, made.message()));
   }
   const std::string out_real = Canonical(options.out);
   const std::string work_real =
       Canonical(options.work_dir ? *options.work_dir : options.out + "/work");
+  if (Inside(out_real, work_real)) {
+    return FailWith(ExitCode::kUsage,
+                    fmt::format("--out {} is inside --work-dir {}, where the tasks' clones are: "
+                                "choose a directory outside it",
+                                options.out, work_real));
+  }
   const bool has_results = ::stat((options.out + "/results.jsonl").c_str(), &st) == 0;
   if (!options.resume && has_results) {
     return FailWith(ExitCode::kUsage,

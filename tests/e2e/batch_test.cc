@@ -324,6 +324,10 @@ TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
                          ws_.root() +
                          "/alpha): a command the task runs could reach it; choose a directory "
                          "outside it\n");
+  RunOutput work = Batch({"run", manifest, "--out", Out() + "/w/out", "--work-dir", Out() + "/w"});
+  EXPECT_EQ(work.exit_code, 2);
+  EXPECT_EQ(work.err, "error: --out " + Out() + "/w/out is inside --work-dir " + Out() +
+                          "/w, where the tasks' clones are: choose a directory outside it\n");
   RunOutput flag = Batch({"run", manifest, "--out", Out(), "-o", "x"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_NE(flag.err.find("error: '-o' cannot be used with 'batch run'"), std::string::npos)
