@@ -82,7 +82,7 @@ Result<ManifestReader> ManifestReader::Open(const std::string& path) {
   return ManifestReader(path, DirName(abs), std::move(*fd));
 }
 
-Result<std::optional<std::string>> ManifestReader::ReadLine() {
+Result<std::optional<std::string>> LineReader::Next() {
   for (;;) {
     size_t nl = buf_.find('\n', pos_);
     if (nl != std::string::npos) {
@@ -144,7 +144,7 @@ Result<std::optional<std::string>> ManifestReader::ReadLine() {
 Result<std::optional<BatchTask>> ManifestReader::Next() {
   std::optional<std::string> line;
   for (;;) {
-    Result<std::optional<std::string>> read = ReadLine();
+    Result<std::optional<std::string>> read = lines_.Next();
     if (!read.ok()) return read.error();
     if (!*read) return std::optional<BatchTask>();
     if (!IsWhitespace(**read)) {
@@ -153,9 +153,9 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
     }
   }
   BatchTask task;
-  task.line = line_;
+  task.line = lines_.line();
   task.index = index_++;
-  const std::string at = fmt::format("{}:{}", path_, line_);
+  const std::string at = fmt::format("{}:{}", path_, task.line);
   auto field_error = [&](std::string_view field, const std::string& what) {
     return MakeError(fmt::format("{}: field '{}': {}", at, field, what));
   };

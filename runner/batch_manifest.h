@@ -41,6 +41,25 @@ struct BatchTask {
   std::optional<std::string> output_schema;  // resolved against the manifest's directory
 };
 
+// Reads a file one line at a time with a bounded buffer: the manifest, and results.jsonl.
+class LineReader {
+ public:
+  LineReader(std::string path, Fd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  // The next line without its newline; nullopt at the end. A line longer than
+  // kMaxManifestLineBytes is an error "PATH:LINE: ..." (reading goes on after it); a read error
+  // ends the file.
+  Result<std::optional<std::string>> Next();
+  size_t line() const { return line_; }
+
+ private:
+  std::string path_;
+  Fd fd_;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  size_t line_ = 0;
+};
+
 // Reads a manifest one line at a time. Each Next() parses and checks one task; errors read
 // "MANIFEST:LINE: field 'x': what is wrong" (or "MANIFEST:LINE: what" for a line that is not
 // a JSON object). Duplicate ids are found only by CheckManifest, which sees every line.
@@ -55,16 +74,10 @@ class ManifestReader {
 
  private:
   ManifestReader(std::string path, std::string base_dir, Fd fd)
-      : path_(std::move(path)), base_dir_(std::move(base_dir)), fd_(std::move(fd)) {}
-  // The next raw line without its newline; nullopt at the end.
-  Result<std::optional<std::string>> ReadLine();
+      : path_(path), base_dir_(std::move(base_dir)), lines_(std::move(path), std::move(fd)) {}
 
   std::string path_, base_dir_;
-  Fd fd_;
-  std::string buf_;
-  size_t pos_ = 0;
-  bool eof_ = false;
-  size_t line_ = 0;
+  LineReader lines_;
   size_t index_ = 0;
 };
 

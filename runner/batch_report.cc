@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -204,42 +205,36 @@ std::string RecordJson(const BatchRecord& r) {
   return std::string(w.view());
 }
 
-Result<std::vector<BatchRecord>> ReadResults(const std::string& path, bool missing_ok) {
-  Result<std::string> text = ReadRegularFile(path);
-  if (!text.ok()) {
-    if (missing_ok && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
-      return std::vector<BatchRecord>();
-    }
-    return MakeError(fmt::format("cannot read {}: {}", path, text.message()));
+Status ForEachResult(const std::string& path, bool missing_ok,
+                     const std::function<void(BatchRecord)>& each) {
+  Result<Fd> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
+    if (missing_ok && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
+    return MakeError(fmt::format("cannot read {}: {}", path, fd.message()));
   }
-  std::vector<BatchRecord> records;
-  size_t start = 0, line = 0;
-  while (start < text->size()) {
-    size_t nl = text->find('\n', start);
-    if (nl == std::string::npos) nl = text->size();
-    ++line;
-    std::string_view l(text->data() + start, nl - start);
-    start = nl + 1;
-    if (l.empty()) continue;
-    Result<BatchRecord> r = ParseRecord(l);
-    if (!r.ok()) return MakeError(fmt::format("{}:{}: {}", path, line, r.message()));
-    records.push_back(std::move(*r));
+  LineReader lines(path, std::move(*fd));
+  for (;;) {
+    Result<std::optional<std::string>> line = lines.Next();
+    if (!line.ok()) return line.error();
+    if (!*line) return {};
+    if ((*line)->empty()) continue;
+    Result<BatchRecord> r = ParseRecord(**line);
+    if (!r.ok()) return MakeError(fmt::format("{}:{}: {}", path, lines.line(), r.message()));
+    each(std::move(*r));
   }
-  return records;
 }
 
 Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
   std::unordered_map<std::string, Located> by_id;
   for (const std::string& dir : options.dirs) {
-    Result<std::vector<BatchRecord>> records = ReadResults(dir + "/results.jsonl", false);
-    if (!records.ok()) return records.error();
     // The last record of each id, in the order the ids first appear (so errors are stable).
     std::unordered_map<std::string, BatchRecord> last;
     std::vector<std::string> order;
-    for (BatchRecord& r : *records) {
+    Status read = ForEachResult(dir + "/results.jsonl", false, [&](BatchRecord r) {
       if (last.count(r.id) == 0) order.push_back(r.id);
       last[r.id] = std::move(r);
-    }
+    });
+    if (!read.ok()) return read.error();
     for (const std::string& id : order) {
       auto [it, inserted] = by_id.emplace(id, Located{std::move(last[id]), dir});
       if (!inserted) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,9 +34,10 @@ struct BatchRecord {
 // One line of JSON, every key present (null when it does not apply), in a fixed order.
 std::string RecordJson(const BatchRecord& record);
 
-// The records of a results.jsonl in file order. A missing file is an error unless
-// `missing_ok`; a bad line is "PATH:LINE: what".
-Result<std::vector<BatchRecord>> ReadResults(const std::string& path, bool missing_ok);
+// Calls `each` with the records of a results.jsonl in file order, read one line at a time. A
+// missing file is an error unless `missing_ok`; a bad line is "PATH:LINE: what".
+Status ForEachResult(const std::string& path, bool missing_ok,
+                     const std::function<void(BatchRecord)>& each);
 
 struct BatchReportOptions {
   std::vector<std::string> dirs;

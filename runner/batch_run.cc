@@ -767,14 +767,14 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
 // of an id wins, so a task that was interrupted and then ran is completed.
 Result<std::unordered_set<std::string>> CompletedIds(const std::string& out) {
   std::unordered_set<std::string> done;
-  Result<std::vector<BatchRecord>> records = ReadResults(out + "/results.jsonl", true);
-  if (!records.ok()) return records.error();
-  std::unordered_map<std::string, bool> last;
-  for (const BatchRecord& r : *records)
-    last[r.id] = r.status == "succeeded" || r.status == "failed";
-  for (auto& [id, completed] : last) {
-    if (completed) done.insert(id);
-  }
+  Status read = ForEachResult(out + "/results.jsonl", true, [&](BatchRecord r) {
+    if (r.status == "succeeded" || r.status == "failed") {
+      done.insert(std::move(r.id));
+    } else {
+      done.erase(r.id);
+    }
+  });
+  if (!read.ok()) return read.error();
   return done;
 }
 
