@@ -86,17 +86,25 @@ Result<std::optional<std::string>> LineReader::Next() {
   for (;;) {
     size_t nl = buf_.find('\n', pos_);
     if (nl != std::string::npos) {
-      std::string line = buf_.substr(pos_, nl - pos_);
+      const size_t start = pos_;
       pos_ = nl + 1;
       ++line_;
-      return std::optional<std::string>(std::move(line));
+      if (nl - start > kMaxManifestLineBytes) {
+        return MakeError(fmt::format("{}:{}: the line is longer than {} bytes", path_, line_,
+                                     kMaxManifestLineBytes));
+      }
+      return std::optional<std::string>(buf_.substr(start, nl - start));
     }
     if (eof_) {
       if (pos_ >= buf_.size()) return std::optional<std::string>();
-      std::string line = buf_.substr(pos_);
+      const size_t start = pos_;
       pos_ = buf_.size();
       ++line_;
-      return std::optional<std::string>(std::move(line));
+      if (buf_.size() - start > kMaxManifestLineBytes) {
+        return MakeError(fmt::format("{}:{}: the line is longer than {} bytes", path_, line_,
+                                     kMaxManifestLineBytes));
+      }
+      return std::optional<std::string>(buf_.substr(start));
     }
     if (buf_.size() - pos_ > kMaxManifestLineBytes) {
       // Skip the rest of the over-long line so reading can go on after the error.

@@ -312,6 +312,28 @@ not json
   EXPECT_FALSE(fs::exists(Out()));
 }
 
+TEST_F(BatchTest, AnOverlongManifestLineIsAnErrorAndTheNextLinesAreStillChecked) {
+  MakeRepo("alpha");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"big","repo":"alpha","prompt":")" + std::string(1100000, 'x') + "\"}\n" +
+                     std::string(3000000, ' ') + "\n" +
+                     R"({"id":"next","repo":"alpha","prompt":"p","x":1})" + "\n");
+  RunOutput out = Batch({"plan", manifest, "--shards", "2"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err, "error: " + manifest + ":1: the line is longer than 1048576 bytes\n" +
+                         "error: " + manifest + ":2: the line is longer than 1048576 bytes\n" +
+                         "error: " + manifest +
+                         ":3: field 'x': unknown field (known: id, repo, ref, dir, prompt, "
+                         "prompt_file, model, sandbox, max_turns, timeout, max_tokens, "
+                         "output_schema)\n");
+  RunOutput help = Batch({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(
+      help.out.starts_with("agentexec batch - one task over many repositories, with one "
+                           "report.\n\nUsage: agentexec batch run MANIFEST --out DIR"))
+      << help.out;
+}
+
 TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
   MakeRepo("alpha");
   const std::string manifest =
