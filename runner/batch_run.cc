@@ -209,8 +209,10 @@ Result<std::string> GitConfigState(const std::string& clone) {
 }
 
 // A git call whose output is returned (bounded) and whose failure is an Error.
+// `stop_fds` and `timeout_ms` as for RunChild.
 Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& args,
-                        const std::vector<std::string>& env) {
+                        const std::vector<std::string>& env, const std::vector<int>& stop_fds = {},
+                        int64_t timeout_ms = kGitTimeoutMs) {
   std::string out, err;
   auto keep = [](std::string& s) {
     return [&s](const char* d, size_t n) {
@@ -218,7 +220,7 @@ Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& 
     };
   };
   Result<ChildResult> r =
-      RunChild(GitSpec(cwd, args, env), "", keep(out), keep(err), {}, kGitTimeoutMs);
+      RunChild(GitSpec(cwd, args, env), "", keep(out), keep(err), stop_fds, timeout_ms);
   if (!r.ok()) return MakeError(fmt::format("git {}: {}", args.front(), r.message()));
   if (r->exit_code != 0) {
     while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
@@ -452,7 +454,8 @@ Status Batch::Prepare(size_t total, const std::unordered_set<std::string>& compl
 Status Batch::SetUpClone(const BatchTask& task, const std::string& clone) {
   const std::string parent = clone.substr(0, clone.rfind('/'));
   Result<std::string> cloned =
-      Git(parent, {"clone", "--no-hardlinks", "-q", "--", task.repo, "repo"}, env_);
+      Git(parent, {"clone", "--no-hardlinks", "-q", "--", task.repo, "repo"}, env_,
+          {cancel_.wake_fd(), time_up_.wake_fd()}, 0);  // a large clone takes what it takes
   if (!cloned.ok()) return cloned.error();
   std::string target = "HEAD";
   if (task.ref) {
@@ -499,7 +502,16 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   if (!work_dir.ok()) return fail(work_dir.message());
   const std::string work = work_path_ + "/" + task.id;
   const std::string clone = work + "/repo";
-  if (Status ok = SetUpClone(task, clone); !ok.ok()) return fail(ok.message());
+  // Stopped while the clone was made: the task did not run; --resume runs it.
+  auto stopped = [&] {
+    if (!cancel_.cancelled() && !time_up_.cancelled()) return false;
+    rec.status = "interrupted";
+    return true;
+  };
+  if (Status ok = SetUpClone(task, clone); !ok.ok()) {
+    stopped();
+    return fail(ok.message());
+  }
   rec.branch = "agentexec/" + task.id;
   Result<std::string> git_config = GitConfigState(clone);
   if (!git_config.ok()) return fail(git_config.message());
@@ -561,6 +573,7 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
     Status w = WriteAll(errlog->get(), std::string_view(d, n));
     if (!w.ok() && write_error.empty()) write_error = "stderr.log: " + w.message();
   };
+  if (stopped()) return fail("stopped before the task started");
   Result<ChildResult> child =
       RunChild(spec, prompt, on_out, on_err, {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
   if (!child.ok()) return fail("cannot start agentexec exec: " + child.message());
