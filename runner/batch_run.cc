@@ -70,19 +70,12 @@ std::vector<std::string> ProcessEnv() {
 sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string>& args,
                            const std::vector<std::string>& base_env) {
   sandbox::SpawnSpec spec;
-  spec.argv = {"git",
-               "-c",
-               "core.fsmonitor=",
-               "-c",
-               "core.hooksPath=/dev/null",
-               "-c",
-               "core.pager=cat",
-               "-c",
-               "diff.external=",
-               "-c",
-               "protocol.ext.allow=never",
-               "-c",
-               "commit.gpgSign=false"};
+  spec.argv = {"git"};
+  for (const char* setting :
+       {"core.fsmonitor=", "core.hooksPath=/dev/null", "core.pager=cat",
+        "diff.external=", "protocol.ext.allow=never", "commit.gpgSign=false"}) {
+    spec.argv.insert(spec.argv.end(), {"-c", setting});
+  }
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.cwd = cwd;
   for (const std::string& kv : base_env) {
@@ -103,7 +96,6 @@ sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string
 struct ChildResult {
   int exit_code = -1;
   bool terminated_by_us = false;  // got SIGTERM from batch (signal or time limit)
-  std::string err_tail;           // the last of stderr when not streamed elsewhere
 };
 
 void SetNonBlocking(int fd) {
@@ -368,13 +360,10 @@ const char* StopName(StopReason r) {
 
 class Batch {
  public:
-  Batch(const BatchRunOptions& options, std::string self, std::string manifest_path)
-      : options_(options),
-        self_(std::move(self)),
-        manifest_path_(std::move(manifest_path)),
-        env_(ProcessEnv()) {}
+  Batch(const BatchRunOptions& options, std::string self)
+      : options_(options), self_(std::move(self)), env_(ProcessEnv()) {}
 
-  Status Prepare(size_t total, const std::unordered_set<std::string>& completed);
+  Status Prepare(size_t total);
   int Run(ManifestReader& reader, const Shard& shard,
           const std::unordered_set<std::string>& completed);
 
@@ -387,7 +376,7 @@ class Batch {
   void Progress();
 
   const BatchRunOptions& options_;
-  std::string self_, manifest_path_;
+  std::string self_;  // this binary, for the tasks' `agentexec exec`
   std::vector<std::string> env_;
   Fd out_fd_, tasks_fd_, work_fd_, results_fd_;
   std::string work_path_;
@@ -424,10 +413,9 @@ void Batch::Progress() {
   (void)WriteAll(STDERR_FILENO, line);
 }
 
-Status Batch::Prepare(size_t total, const std::unordered_set<std::string>& completed) {
+Status Batch::Prepare(size_t total) {
   total_ = total;
   terminal_ = ::isatty(STDERR_FILENO) != 0;
-  (void)completed;
   int fd = ::open(options_.out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return MakeError(fmt::format("--out {}: {}", options_.out, std::strerror(errno)));
   out_fd_ = Fd(fd);
@@ -865,8 +853,8 @@ int RunBatch(const BatchRunOptions& options) {
   if (n <= 0) return FailWith(ExitCode::kUsage, Errno("/proc/self/exe"));
   self[n] = '\0';
 
-  Batch batch(options, self, options.manifest);
-  if (Status ok = batch.Prepare(total, completed); !ok.ok()) {
+  Batch batch(options, self);
+  if (Status ok = batch.Prepare(total); !ok.ok()) {
     return FailWith(ExitCode::kUsage, ok.message());
   }
   if (!shard->source.empty()) {
