@@ -50,7 +50,7 @@ std::string NoDurations(const std::string& text) {
 std::string Turns(const std::string& root) {
   return R"({"turns":[
     {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"test -e slow.txt && ! test -e )" +
-         root + R"(/go && sleep 30; true","yield_time_ms":30000}}]},
+         root + R"(/go && sleep 30; true","yield_time_ms":30000,"login":false}}]},
     {"items":[{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch"}]},
     {"items":[{"type":"message","text":"Added new.txt.\nSecond line."}],
      "usage":{"input_tokens":100,"output_tokens":20}}]})";
