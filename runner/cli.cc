@@ -212,6 +212,7 @@ std::string HelpText() {
       "{}"
       "       agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
       "[ARGS]...\n"
+      "       agentexec batch run|report|plan ...  One task, many repositories (batch --help)\n"
       "       agentexec help     Print this help ('agentexec -- help' sends \"help\" as the "
       "prompt)\n"
       "       agentexec schema   Print the JSON Schema of the --json events\n"

@@ -1,8 +1,10 @@
 // agentexec: parse -> run -> exit code. Nothing else lives here.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
+#include "runner/batch_cli.h"
 #include "runner/cli.h"
 #include "runner/exit_code.h"
 #include "runner/run_exec.h"
@@ -12,6 +14,8 @@
 namespace {
 
 int Main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "batch") == 0)
+    return ae::RunBatchCommand(argc - 1, argv + 1);
   ae::Result<ae::CliArgs> args = ae::ParseCli(argc, argv);
   if (!args.ok()) {
     std::string message = args.message();

@@ -1,0 +1,320 @@
+#include "runner/batch_cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "base/duration.h"
+#include "base/write_all.h"
+#include "runner/batch_manifest.h"
+#include "runner/batch_report.h"
+#include "runner/batch_run.h"
+#include "runner/batch_shard.h"
+#include "runner/cli.h"
+#include "runner/exit_code.h"
+
+namespace ae {
+namespace {
+
+constexpr const char* kBatchUsage =
+    "Usage: agentexec batch run MANIFEST --out DIR [-j N] [--shard I/N] [--resume] [OPTIONS]\n"
+    "       agentexec batch report DIR... [--format markdown|junit|json] [--manifest MANIFEST]\n"
+    "       agentexec batch plan MANIFEST --shards N\n";
+
+int BatchUsageError(const std::string& what) {
+  std::fprintf(stderr, "error: %s\n\n%s\nFor more information, try 'agentexec batch --help'.\n",
+               what.c_str(), kBatchUsage);
+  return ToInt(ExitCode::kUsage);
+}
+
+// exec options that take a value, passed on to every task.
+bool ExecValueOption(std::string_view o) {
+  for (const char* v : {"-m", "--model", "-p", "--profile", "-c", "--config", "-s", "--sandbox",
+                        "--add-dir", "--color", "-i", "--image", "-a", "--ask-for-approval",
+                        "--max-turns", "--max-tokens", "--timeout", "--output-schema"}) {
+    if (o == v) return true;
+  }
+  return false;
+}
+
+bool ExecFlag(std::string_view o) {
+  for (const char* v :
+       {"--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--strict-config",
+        "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--oss",
+        "--progress", "--json", "--experimental-json"}) {
+    if (o == v) return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> PositiveInt(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (n <= 0) return std::nullopt;
+  return n;
+}
+
+// Splits "--name=value" into its two halves; other words come back whole with no value.
+std::pair<std::string, std::optional<std::string>> SplitOption(const std::string& arg) {
+  if (arg.starts_with("--")) {
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) return {arg.substr(0, eq), arg.substr(eq + 1)};
+  }
+  return {arg, std::nullopt};
+}
+
+int Run(const std::vector<std::string>& args) {
+  BatchRunOptions o;
+  std::optional<std::string> manifest, out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto [name_, inline_value_] = SplitOption(args[i]);
+    const std::string name = name_;
+    const std::optional<std::string> inline_value = inline_value_;
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 < args.size()) return args[++i];
+      return std::nullopt;
+    };
+    auto need = [&](std::optional<std::string> v) {
+      if (!v)
+        BatchUsageError(fmt::format("a value is required for '{}' but none was supplied", name));
+      return v;
+    };
+    auto positive = [&](std::optional<int64_t>* into, const char* what) -> bool {
+      std::optional<std::string> v = need(value());
+      if (!v) return false;
+      *into = PositiveInt(*v);
+      if (!*into) {
+        BatchUsageError(fmt::format("invalid value '{}' for '{} <{}>': expected a positive integer",
+                                    *v, name, what));
+        return false;
+      }
+      return true;
+    };
+    if (name == "--out") {
+      if (!(out = need(value()))) return ToInt(ExitCode::kUsage);
+    } else if (name == "--work-dir") {
+      if (!(o.work_dir = need(value()))) return ToInt(ExitCode::kUsage);
+    } else if (name == "-j" || name == "--jobs") {
+      std::optional<int64_t> j;
+      if (!positive(&j, "N")) return ToInt(ExitCode::kUsage);
+      if (*j > 256)
+        return BatchUsageError(fmt::format("invalid value '{}' for '-j <N>': at most 256", *j));
+      o.jobs = static_cast<int>(*j);
+    } else if (name == "--shard") {
+      if (!(o.shard = need(value()))) return ToInt(ExitCode::kUsage);
+      Result<Shard> s = ParseShard(*o.shard);
+      if (!s.ok()) return BatchUsageError(s.message());
+    } else if (name == "--shard-total") {
+      std::optional<int64_t> n;
+      if (!positive(&n, "N")) return ToInt(ExitCode::kUsage);
+      o.shard_total = static_cast<size_t>(*n);
+    } else if (name == "--resume") {
+      o.resume = true;
+    } else if (name == "--max-total-tokens") {
+      if (!positive(&o.max_total_tokens, "N")) return ToInt(ExitCode::kUsage);
+    } else if (name == "--max-failures") {
+      if (!positive(&o.max_failures, "N")) return ToInt(ExitCode::kUsage);
+    } else if (name == "--max-total-time") {
+      std::optional<std::string> v = need(value());
+      if (!v) return ToInt(ExitCode::kUsage);
+      Result<int64_t> ms = ParseDurationMs(*v);
+      if (!ms.ok()) {
+        return BatchUsageError(
+            fmt::format("invalid value '{}' for '--max-total-time <DURATION>': expected "
+                        "e.g. 90s, 10m, 1h30m",
+                        *v));
+      }
+      o.max_total_time_ms = *ms;
+    } else if (ExecValueOption(name)) {
+      std::optional<std::string> v = need(value());
+      if (!v) return ToInt(ExitCode::kUsage);
+      o.exec_args.push_back(name);
+      o.exec_args.push_back(*v);
+    } else if (ExecFlag(name)) {
+      if (name != "--json" && name != "--experimental-json") o.exec_args.push_back(name);
+    } else if (name.starts_with("-") && name.size() > 1) {
+      return BatchUsageError(fmt::format(
+          "'{}' cannot be used with 'batch run' (batch sets the output, the directory and the "
+          "prompt of each task itself)",
+          name));
+    } else if (!manifest) {
+      manifest = args[i];
+    } else {
+      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+    }
+  }
+  if (!manifest) return BatchUsageError("'batch run' needs a MANIFEST");
+  if (!out) return BatchUsageError("'batch run' needs --out DIR");
+  // The options for every task must be ones exec accepts together.
+  std::vector<const char*> argv{"agentexec"};
+  for (const std::string& a : o.exec_args) argv.push_back(a.c_str());
+  argv.push_back("--");
+  argv.push_back("prompt");
+  Result<CliArgs> parsed = ParseCli(static_cast<int>(argv.size()), argv.data());
+  if (!parsed.ok()) {
+    std::string m = parsed.message();
+    if (!m.empty() && m.back() != '\n') m.push_back('\n');
+    std::fputs(m.c_str(), stderr);
+    return ToInt(ExitCode::kUsage);
+  }
+  o.manifest = *manifest;
+  o.out = *out;
+  return RunBatch(o);
+}
+
+int Report(const std::vector<std::string>& args) {
+  BatchReportOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto [name_, inline_value_] = SplitOption(args[i]);
+    const std::string name = name_;
+    const std::optional<std::string> inline_value = inline_value_;
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 < args.size()) return args[++i];
+      return std::nullopt;
+    };
+    if (name == "--format") {
+      std::optional<std::string> v = value();
+      if (!v || (*v != "markdown" && *v != "junit" && *v != "json")) {
+        return BatchUsageError(
+            fmt::format("invalid value '{}' for '--format <FORMAT>'\n  [possible values: "
+                        "markdown, junit, json]",
+                        v.value_or("")));
+      }
+      o.format = *v;
+    } else if (name == "--manifest") {
+      o.manifest = value();
+      if (!o.manifest)
+        return BatchUsageError("a value is required for '--manifest' but none was supplied");
+    } else if (name.starts_with("-") && name.size() > 1) {
+      return BatchUsageError(fmt::format("unexpected argument '{}' found", name));
+    } else {
+      o.dirs.push_back(args[i]);
+    }
+  }
+  if (o.dirs.empty()) return BatchUsageError("'batch report' needs at least one DIR");
+  Result<std::string> report = MakeBatchReport(o);
+  if (!report.ok()) return FailWith(ExitCode::kUsage, report.message());
+  Status w = WriteAll(STDOUT_FILENO, *report);
+  if (!w.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + w.message());
+  return 0;
+}
+
+int Plan(const std::vector<std::string>& args) {
+  std::optional<std::string> manifest;
+  std::optional<int64_t> shards;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto [name_, inline_value_] = SplitOption(args[i]);
+    const std::string name = name_;
+    const std::optional<std::string> inline_value = inline_value_;
+    if (name == "--shards") {
+      std::optional<std::string> v = inline_value;
+      if (!v && i + 1 < args.size()) v = args[++i];
+      shards = v ? PositiveInt(*v) : std::nullopt;
+      if (!shards || *shards > 256) {
+        return BatchUsageError(fmt::format(
+            "invalid value '{}' for '--shards <N>': expected 1 to 256", v.value_or("")));
+      }
+    } else if (name.starts_with("-") && name.size() > 1) {
+      return BatchUsageError(fmt::format("unexpected argument '{}' found", name));
+    } else if (!manifest) {
+      manifest = args[i];
+    } else {
+      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+    }
+  }
+  if (!manifest) return BatchUsageError("'batch plan' needs a MANIFEST");
+  if (!shards) return BatchUsageError("'batch plan' needs --shards N");
+  Result<std::vector<std::string>> errors = CheckManifest(*manifest);
+  if (!errors.ok()) return FailWith(ExitCode::kUsage, errors.message());
+  for (const std::string& e : *errors) std::fprintf(stderr, "error: %s\n", e.c_str());
+  if (!errors->empty()) return ToInt(ExitCode::kUsage);
+  // No more shards than tasks: an empty shard would be a job with nothing to do.
+  size_t tasks = 0;
+  Result<ManifestReader> reader = ManifestReader::Open(*manifest);
+  if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
+  for (;;) {
+    Result<std::optional<BatchTask>> next = reader->Next();
+    if (!next.ok() || !*next) break;
+    ++tasks;
+  }
+  Status w =
+      WriteAll(STDOUT_FILENO, GithubMatrixJson(std::min(tasks, static_cast<size_t>(*shards))));
+  if (!w.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + w.message());
+  return 0;
+}
+
+}  // namespace
+
+std::string BatchHelpText() {
+  return fmt::format(
+      "agentexec batch - one task over many repositories, with one report.\n"
+      "\n"
+      "{}"
+      "\n"
+      "MANIFEST is JSONL, one task a line:\n"
+      "  {{\"id\":\"api\",\"repo\":\"../api\",\"prompt\":\"fix the lint warnings\"}}\n"
+      "  id (A-Z a-z 0-9 . _ -), repo (a local path or a git URL), prompt or prompt_file;\n"
+      "  optional: ref, dir, model, sandbox, max_turns, timeout, max_tokens, output_schema.\n"
+      "  Relative paths are relative to the manifest's directory.\n"
+      "\n"
+      "batch run:\n"
+      "      --out DIR                  Results: DIR/results.jsonl and DIR/tasks/<id>/\n"
+      "  -j, --jobs N                   Tasks at once (default 1)\n"
+      "      --work-dir DIR             Where the clones go (default DIR/work)\n"
+      "      --shard I/N                Run every N-th task starting at I (0-based); default\n"
+      "                                 from CI_NODE_INDEX/CI_NODE_TOTAL (GitLab),\n"
+      "                                 JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_*\n"
+      "      --shard-total N            With JOB_COMPLETION_INDEX: the number of shards\n"
+      "                                 (or AGENTEXEC_SHARD_TOTAL)\n"
+      "      --resume                   Run only the tasks without a completed record in\n"
+      "                                 DIR/results.jsonl\n"
+      "      --max-failures N           Start no task after N tasks failed\n"
+      "      --max-total-tokens N       Start no task once the tasks used N tokens\n"
+      "      --max-total-time DURATION  Stop (SIGTERM to running tasks) after DURATION\n"
+      "  Every exec option (-m, -s, -c, -p, --max-turns, --timeout, ...) applies to every task;\n"
+      "  a task's own fields win.\n"
+      "\n"
+      "batch report:\n"
+      "      --format markdown|junit|json  (default markdown)\n"
+      "      --manifest MANIFEST        Also fail when a task is missing from every DIR\n"
+      "\n"
+      "batch plan:\n"
+      "      --shards N                 Print the GitHub Actions matrix for N shards\n"
+      "\n"
+      "Exit codes (batch run): 0 every task succeeded, 1 a task failed or was skipped,\n"
+      "2 usage or manifest error (nothing ran), 4 a batch-wide limit stopped it,\n"
+      "130/143 interrupted by SIGINT/SIGTERM.\n",
+      kBatchUsage);
+}
+
+int RunBatchCommand(int argc, const char* const* argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return BatchUsageError("'batch' needs a subcommand: run, report or plan");
+  for (const std::string& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(BatchHelpText().c_str(), stdout);
+      return 0;
+    }
+  }
+  const std::string sub = args.front();
+  args.erase(args.begin());
+  if (sub == "help") {
+    std::fputs(BatchHelpText().c_str(), stdout);
+    return 0;
+  }
+  if (sub == "run") return Run(args);
+  if (sub == "report") return Report(args);
+  if (sub == "plan") return Plan(args);
+  return BatchUsageError(fmt::format("unknown batch subcommand '{}' (run, report or plan)", sub));
+}
+
+}  // namespace ae

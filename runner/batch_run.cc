@@ -1,0 +1,869 @@
+#include "runner/batch_run.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/cancel.h"
+#include "base/fd.h"
+#include "base/json.h"
+#include "base/read_file.h"
+#include "base/write_all.h"
+#include "runner/batch_manifest.h"
+#include "runner/batch_report.h"
+#include "runner/batch_shard.h"
+#include "runner/exit_code.h"
+#include "runner/signals.h"
+#include "sandbox/spawn.h"
+
+extern char** environ;
+
+namespace ae {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a child has after SIGTERM before its whole tree is killed.
+constexpr int64_t kTermGraceMs = 3000;
+// Git steps are local and small; one that hangs is killed.
+constexpr int64_t kGitTimeoutMs = 120000;
+// The part of a task's final message kept in its record.
+constexpr size_t kAnswerBytes = 200;
+// final-message.md is copied up to this size.
+constexpr size_t kMaxFinalMessageBytes = size_t{16} << 20;
+// Event lines longer than this are written to events.jsonl but not looked at.
+constexpr size_t kMaxEventLineBytes = size_t{4} << 20;
+
+std::string Errno(const char* what) {
+  return fmt::format("{}: {}", what, std::strerror(errno));
+}
+
+std::vector<std::string> ProcessEnv() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+// The one place batch runs git. Every call runs unconfined on a repository a confined command
+// may just have changed, so no configuration the repository holds may choose a program or
+// widen what git does: no system config, hooks, fsmonitor, pager, external diff or textconv
+// driver, ext:: transport; no repository chosen by the environment.
+sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string>& args,
+                           const std::vector<std::string>& base_env) {
+  sandbox::SpawnSpec spec;
+  spec.argv = {"git"};
+  for (const char* setting :
+       {"core.fsmonitor=", "core.hooksPath=/dev/null", "core.pager=cat",
+        "diff.external=", "protocol.ext.allow=never", "commit.gpgSign=false"}) {
+    spec.argv.insert(spec.argv.end(), {"-c", setting});
+  }
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.cwd = cwd;
+  for (const std::string& kv : base_env) {
+    if (kv.starts_with("GIT_DIR=") || kv.starts_with("GIT_WORK_TREE=") ||
+        kv.starts_with("GIT_INDEX_FILE=") || kv.starts_with("GIT_CONFIG") ||
+        kv.starts_with("GIT_EXTERNAL_DIFF=") || kv.starts_with("GIT_PAGER=") ||
+        kv.starts_with("GIT_OBJECT_DIRECTORY=") || kv.starts_with("GIT_ALTERNATE_OBJECT")) {
+      continue;
+    }
+    spec.env.push_back(kv);
+  }
+  spec.env.push_back("GIT_CONFIG_NOSYSTEM=1");
+  spec.env.push_back("GIT_TERMINAL_PROMPT=0");
+  spec.separate_stderr = true;
+  return spec;
+}
+
+struct ChildResult {
+  int exit_code = -1;
+  bool terminated_by_us = false;  // got SIGTERM from batch (signal or time limit)
+};
+
+void SetNonBlocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+// Runs `spec` to its end through sandbox/spawn: `input` on stdin, stdout and stderr to the
+// callbacks as they arrive. When any of `stop_fds` becomes readable the child gets SIGTERM,
+// and kTermGraceMs later SIGKILL for the whole tree; `timeout_ms` > 0 kills it outright.
+Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
+                             const std::function<void(const char*, size_t)>& on_out,
+                             const std::function<void(const char*, size_t)>& on_err,
+                             const std::vector<int>& stop_fds, int64_t timeout_ms) {
+  spec.stdin_pipe = true;
+  spec.separate_stderr = true;
+  Result<sandbox::Spawned> spawned = sandbox::Spawn(spec);
+  if (!spawned.ok()) return spawned.error();
+  if (!spawned->process) {
+    return MakeError(spawned->failure.setup_error.value_or("the process could not be started"));
+  }
+  sandbox::Process& proc = *spawned->process;
+  ChildResult result;
+  {
+    Fd in = proc.TakeInput();
+    CancelToken never;
+    if (!input.empty()) (void)WriteAll(in.get(), input, &never);
+  }
+  Fd out = proc.TakeOutput();
+  Fd err = proc.TakeError();
+  if (out.valid()) SetNonBlocking(out.get());
+  if (err.valid()) SetNonBlocking(err.get());
+  const Clock::time_point start = Clock::now();
+  std::optional<Clock::time_point> kill_at;
+  bool killed = false;
+  char buf[65536];
+  while (out.valid() || err.valid()) {
+    std::vector<pollfd> fds;
+    if (out.valid()) fds.push_back({out.get(), POLLIN, 0});
+    if (err.valid()) fds.push_back({err.get(), POLLIN, 0});
+    const size_t first_stop = fds.size();
+    if (!result.terminated_by_us) {
+      for (int fd : stop_fds) fds.push_back({fd, POLLIN, 0});
+    }
+    int wait_ms = 200;
+    ::poll(fds.data(), fds.size(), wait_ms);
+    for (size_t i = 0; i < first_stop; ++i) {
+      if (fds[i].revents == 0) continue;
+      Fd& which = fds[i].fd == out.get() ? out : err;
+      for (;;) {
+        ssize_t n = ::read(which.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {
+          which.reset();
+          break;
+        }
+        (&which == &out ? on_out : on_err)(buf, static_cast<size_t>(n));
+      }
+    }
+    for (size_t i = first_stop; i < fds.size(); ++i) {
+      if (fds[i].revents != 0 && !result.terminated_by_us) {
+        result.terminated_by_us = true;
+        proc.Signal(SIGTERM);
+        kill_at = Clock::now() + std::chrono::milliseconds(kTermGraceMs);
+      }
+    }
+    const Clock::time_point now = Clock::now();
+    const bool timed_out = timeout_ms > 0 && now - start > std::chrono::milliseconds(timeout_ms);
+    if (!killed && ((kill_at && now >= *kill_at) || timed_out)) {
+      proc.Kill();
+      killed = true;
+      kill_at = now + std::chrono::milliseconds(kTermGraceMs);
+    } else if (killed && kill_at && now >= *kill_at) {
+      break;  // something still holds the pipes after the kill: stop waiting for them
+    }
+  }
+  int term_signal = 0;
+  proc.Reap(&result.exit_code, &term_signal);
+  return result;
+}
+
+// What git reads of the clone's own configuration, as batch left it after the checkout. A
+// command that can write .git (danger-full-access, or a sandbox without a mount namespace)
+// could otherwise name programs there (a clean filter, a diff driver) that batch's unconfined
+// `git add` and `git diff` would run. Returns the state to compare with later.
+Result<std::string> GitConfigState(const std::string& clone) {
+  struct stat st {};
+  if (::lstat((clone + "/.git").c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(".git is no longer a directory");
+  }
+  for (const char* redirect : {"/.git/commondir", "/.git/config.worktree"}) {
+    if (::lstat((clone + redirect).c_str(), &st) == 0) {
+      return MakeError(fmt::format("{} appeared", redirect + 1));
+    }
+  }
+  if (::lstat((clone + "/.git/config").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return MakeError(".git/config is not a regular file");
+  }
+  Result<std::string> config = ReadRegularFile(clone + "/.git/config", size_t{1} << 20);
+  if (!config.ok()) return MakeError(".git/config: " + config.message());
+  return *config;
+}
+
+// A git call whose output is returned (bounded) and whose failure is an Error.
+// `stop_fds` and `timeout_ms` as for RunChild.
+Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env, const std::vector<int>& stop_fds = {},
+                        int64_t timeout_ms = kGitTimeoutMs) {
+  std::string out, err;
+  auto keep = [](std::string& s) {
+    return [&s](const char* d, size_t n) {
+      if (s.size() < (size_t{1} << 20)) s.append(d, std::min(n, (size_t{1} << 20) - s.size()));
+    };
+  };
+  Result<ChildResult> r =
+      RunChild(GitSpec(cwd, args, env), "", keep(out), keep(err), stop_fds, timeout_ms);
+  if (!r.ok()) return MakeError(fmt::format("git {}: {}", args.front(), r.message()));
+  if (r->exit_code != 0) {
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    return MakeError(fmt::format("git {} failed (exit {}): {}", args.front(), r->exit_code, err));
+  }
+  return out;
+}
+
+// Creates `name` beneath `dirfd` for writing: never an existing file, never through a link.
+Result<Fd> CreateBeneath(int dirfd, const char* name) {
+  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return MakeError(fmt::format("cannot create {}: {}", name, std::strerror(errno)));
+  return Fd(fd);
+}
+
+Status WriteBeneath(int dirfd, const char* name, std::string_view data) {
+  Result<Fd> fd = CreateBeneath(dirfd, name);
+  if (!fd.ok()) return fd.error();
+  Status w = WriteAll(fd->get(), data);
+  if (!w.ok()) return MakeError(fmt::format("cannot write {}: {}", name, w.message()));
+  return {};
+}
+
+// A directory `name` beneath `dirfd`, made by us now (or, `may_exist`, already there), opened
+// without following a link.
+Result<Fd> MakeDirBeneath(int dirfd, const std::string& name, bool may_exist) {
+  if (::mkdirat(dirfd, name.c_str(), 0755) != 0 && !(may_exist && errno == EEXIST)) {
+    return MakeError(fmt::format("cannot create the directory {}: {}", name, std::strerror(errno)));
+  }
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return MakeError(fmt::format("cannot open the directory {}: {}", name, std::strerror(errno)));
+  return Fd(fd);
+}
+
+// An earlier attempt's `name` beneath `dirfd` (an interrupted task, --resume) is moved aside
+// to ".interrupted-<name>-<k>", so the new attempt starts from nothing.
+Status MoveAside(int dirfd, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return {};
+    return MakeError(Errno(name.c_str()));
+  }
+  for (int k = 1; k < 10000; ++k) {
+    std::string aside = fmt::format(".interrupted-{}-{}", name, k);
+    if (::fstatat(dirfd, aside.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (::renameat(dirfd, name.c_str(), dirfd, aside.c_str()) == 0) return {};
+    return MakeError(fmt::format("cannot move {} aside: {}", name, std::strerror(errno)));
+  }
+  return MakeError(fmt::format("cannot move {} aside: too many earlier attempts", name));
+}
+
+// mkdir -p, before any task ran.
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return MakeError(ec.message());
+  return {};
+}
+
+// `path`'s canonical form, or `path` itself when it does not exist yet.
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) != nullptr) return buf;
+  return path;
+}
+
+bool Inside(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         (dir == "/" || path[dir.size()] == '/'));
+}
+
+// Looks at the child's event stream for the turn's end: tokens and the failure's code.
+class EventScanner {
+ public:
+  void Feed(const char* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (data[i] == '\n') {
+        if (!overflow_) Line();
+        line_.clear();
+        overflow_ = false;
+      } else if (!overflow_) {
+        line_.push_back(data[i]);
+        if (line_.size() > kMaxEventLineBytes) {
+          overflow_ = true;
+          line_.clear();
+        }
+      }
+    }
+  }
+  int64_t tokens = 0;
+  std::string error_code, error_message;
+  bool ended = false;
+
+ private:
+  void Line() {
+    if (line_.find("\"turn.") == std::string::npos) return;
+    Result<rapidjson::Document> doc = ParseJsonObject(line_, "event");
+    if (!doc.ok()) return;
+    const std::string type = StringMember(*doc, "type");
+    if (type != "turn.completed" && type != "turn.failed") return;
+    ended = true;
+    const rapidjson::Value* usage = FindJsonMember(*doc, "usage");
+    tokens = Int64Member(usage, "input_tokens") + Int64Member(usage, "output_tokens");
+    if (type == "turn.failed") {
+      const rapidjson::Value* error = FindJsonMember(*doc, "error");
+      error_code = StringMember(error, "code");
+      error_message = StringMember(error, "message");
+    }
+  }
+  std::string line_;
+  bool overflow_ = false;
+};
+
+std::string FirstLine(std::string_view text) {
+  size_t nl = text.find('\n');
+  std::string line(text.substr(0, nl));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.size() > kAnswerBytes) {
+    size_t cut = kAnswerBytes;
+    // Never cut inside a UTF-8 sequence (the JSON writer would make it U+FFFD).
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line = line.substr(0, cut) + "…";
+  }
+  return line;
+}
+
+enum class StopReason { kNone, kSignal, kMaxFailures, kMaxTokens, kMaxTime };
+
+const char* StopName(StopReason r) {
+  switch (r) {
+    case StopReason::kSignal:
+      return "interrupted";
+    case StopReason::kMaxFailures:
+      return "max-failures";
+    case StopReason::kMaxTokens:
+      return "max-total-tokens";
+    case StopReason::kMaxTime:
+      return "max-total-time";
+    case StopReason::kNone:
+      break;
+  }
+  return "";
+}
+
+class Batch {
+ public:
+  Batch(const BatchRunOptions& options, std::string self)
+      : options_(options), self_(std::move(self)), env_(ProcessEnv()) {}
+
+  Status Prepare(size_t total);
+  int Run(ManifestReader& reader, const Shard& shard,
+          const std::unordered_set<std::string>& completed);
+
+ private:
+  void Worker();
+  BatchRecord RunTask(const BatchTask& task, Fd* task_dir_out);
+  Status SetUpClone(const BatchTask& task, const std::string& clone);
+  void Finish(const BatchRecord& record, int task_dirfd);  // -1: no task directory
+  StopReason ShouldStop();
+  void Progress();
+
+  const BatchRunOptions& options_;
+  std::string self_;  // this binary, for the tasks' `agentexec exec`
+  std::vector<std::string> env_;
+  Fd out_fd_, tasks_fd_, work_fd_, results_fd_;
+  std::string work_path_;
+
+  CancelToken cancel_;   // SIGINT/SIGTERM
+  CancelToken time_up_;  // --max-total-time
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<BatchTask> queue_;  // at most `jobs` waiting: memory does not grow with the manifest
+  bool eof_ = false;
+  size_t total_ = 0, done_ = 0, running_ = 0, failed_ = 0, skipped_ = 0;
+  int64_t tokens_ = 0;
+  StopReason limit_ = StopReason::kNone;  // the first batch-wide limit reached
+  bool terminal_ = false;
+};
+
+StopReason Batch::ShouldStop() {
+  if (cancel_.cancelled()) return StopReason::kSignal;
+  if (time_up_.cancelled()) return StopReason::kMaxTime;
+  if (options_.max_failures && static_cast<int64_t>(failed_) >= *options_.max_failures) {
+    return StopReason::kMaxFailures;
+  }
+  if (options_.max_total_tokens && tokens_ >= *options_.max_total_tokens) {
+    return StopReason::kMaxTokens;
+  }
+  return StopReason::kNone;
+}
+
+void Batch::Progress() {
+  std::string line = fmt::format("batch: {}/{} done, {} running, {} failed, {} skipped, {} tokens",
+                                 done_, total_, running_, failed_, skipped_, tokens_);
+  line = terminal_ ? "\r\033[K" + line : line + "\n";
+  (void)WriteAll(STDERR_FILENO, line);
+}
+
+Status Batch::Prepare(size_t total) {
+  total_ = total;
+  terminal_ = ::isatty(STDERR_FILENO) != 0;
+  int fd = ::open(options_.out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return MakeError(fmt::format("--out {}: {}", options_.out, std::strerror(errno)));
+  out_fd_ = Fd(fd);
+  Result<Fd> tasks = MakeDirBeneath(out_fd_.get(), "tasks", true);
+  if (!tasks.ok()) return MakeError(fmt::format("--out {}: {}", options_.out, tasks.message()));
+  tasks_fd_ = std::move(*tasks);
+  work_path_ = options_.work_dir ? *options_.work_dir : options_.out + "/work";
+  if (Status made = MakeDirs(work_path_); !made.ok()) {
+    return MakeError(fmt::format("--work-dir {}: {}", work_path_, made.message()));
+  }
+  work_path_ = Canonical(work_path_);
+  fd = ::open(work_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return MakeError(fmt::format("--work-dir {}: {}", work_path_, std::strerror(errno)));
+  work_fd_ = Fd(fd);
+  fd = ::openat(out_fd_.get(), "results.jsonl",
+                O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return MakeError(fmt::format("{}/results.jsonl: {}", options_.out, std::strerror(errno)));
+  }
+  results_fd_ = Fd(fd);
+  return {};
+}
+
+Status Batch::SetUpClone(const BatchTask& task, const std::string& clone) {
+  const std::string parent = clone.substr(0, clone.rfind('/'));
+  Result<std::string> cloned =
+      Git(parent, {"clone", "--no-hardlinks", "-q", "--", task.repo, "repo"}, env_,
+          {cancel_.wake_fd(), time_up_.wake_fd()}, 0);  // a large clone takes what it takes
+  if (!cloned.ok()) return cloned.error();
+  std::string target = "HEAD";
+  if (task.ref) {
+    // A branch of the source is origin/REF in the clone; a tag or commit is itself.
+    Result<std::string> sha =
+        Git(clone,
+            {"rev-parse", "--verify", "--quiet", "refs/remotes/origin/" + *task.ref + "^{commit}"},
+            env_);
+    if (!sha.ok())
+      sha = Git(clone, {"rev-parse", "--verify", "--quiet", *task.ref + "^{commit}"}, env_);
+    if (!sha.ok()) return MakeError(fmt::format("ref '{}' not found in {}", *task.ref, task.repo));
+    target = *sha;
+    while (!target.empty() && target.back() == '\n') target.pop_back();
+  }
+  Result<std::string> branch =
+      Git(clone, {"checkout", "-q", "-B", "agentexec/" + task.id, target, "--"}, env_);
+  if (!branch.ok()) return branch.error();
+  return {};
+}
+
+BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
+  const Clock::time_point start = Clock::now();
+  BatchRecord rec;
+  rec.id = task.id;
+  rec.status = "failed";
+  auto elapsed = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  };
+  auto fail = [&](const std::string& message) {
+    if (rec.status == "succeeded") rec.status = "failed";  // the run went well, what followed not
+    rec.error = message;
+    rec.duration_ms = elapsed();
+    return rec;
+  };
+
+  if (Status ok = MoveAside(tasks_fd_.get(), task.id); !ok.ok()) return fail(ok.message());
+  Result<Fd> task_dir = MakeDirBeneath(tasks_fd_.get(), task.id, false);
+  if (!task_dir.ok()) return fail(task_dir.message());
+  const int task_fd = task_dir->get();
+  *task_dir_out = std::move(*task_dir);
+
+  if (Status ok = MoveAside(work_fd_.get(), task.id); !ok.ok()) return fail(ok.message());
+  Result<Fd> work_dir = MakeDirBeneath(work_fd_.get(), task.id, false);
+  if (!work_dir.ok()) return fail(work_dir.message());
+  const std::string work = work_path_ + "/" + task.id;
+  const std::string clone = work + "/repo";
+  // Stopped while the clone was made: the task did not run; --resume runs it.
+  auto stopped = [&] {
+    if (!cancel_.cancelled() && !time_up_.cancelled()) return false;
+    rec.status = "interrupted";
+    return true;
+  };
+  if (Status ok = SetUpClone(task, clone); !ok.ok()) {
+    stopped();
+    return fail(ok.message());
+  }
+  rec.branch = "agentexec/" + task.id;
+  Result<std::string> git_config = GitConfigState(clone);
+  if (!git_config.ok()) return fail(git_config.message());
+
+  std::string cwd = clone;
+  if (task.dir) {
+    // The checkout decides what `dir` is: it must be a directory inside the clone.
+    const std::string real_clone = Canonical(clone);
+    const std::string real = Canonical(clone + "/" + *task.dir);
+    struct stat st {};
+    if (!Inside(real, real_clone) || ::stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return fail(fmt::format("dir '{}' is not a directory inside the repository", *task.dir));
+    }
+    cwd = real;
+  }
+
+  std::string prompt;
+  if (task.prompt) {
+    prompt = *task.prompt;
+  } else {
+    Result<std::string> read = ReadRegularFile(*task.prompt_file);
+    if (!read.ok())
+      return fail(fmt::format("prompt_file {}: {}", *task.prompt_file, read.message()));
+    prompt = std::move(*read);
+  }
+
+  sandbox::SpawnSpec spec;
+  spec.argv = {self_, "exec", "--json"};
+  spec.argv.insert(spec.argv.end(), options_.exec_args.begin(), options_.exec_args.end());
+  if (task.model) spec.argv.insert(spec.argv.end(), {"-m", *task.model});
+  if (task.sandbox) spec.argv.insert(spec.argv.end(), {"-s", *task.sandbox});
+  if (task.max_turns)
+    spec.argv.insert(spec.argv.end(), {"--max-turns", std::to_string(*task.max_turns)});
+  if (task.max_tokens)
+    spec.argv.insert(spec.argv.end(), {"--max-tokens", std::to_string(*task.max_tokens)});
+  if (task.timeout) spec.argv.insert(spec.argv.end(), {"--timeout", *task.timeout});
+  if (task.output_schema)
+    spec.argv.insert(spec.argv.end(), {"--output-schema", *task.output_schema});
+  const std::string final_path = work + "/final-message.md";
+  spec.argv.insert(spec.argv.end(), {"-C", cwd, "-o", final_path, "-"});
+  spec.cwd = cwd;
+  spec.env = env_;
+
+  Result<Fd> events = CreateBeneath(task_fd, "events.jsonl");
+  if (!events.ok()) return fail(events.message());
+  Result<Fd> errlog = CreateBeneath(task_fd, "stderr.log");
+  if (!errlog.ok()) return fail(errlog.message());
+  EventScanner scanner;
+  std::string write_error;
+  auto on_out = [&](const char* d, size_t n) {
+    scanner.Feed(d, n);
+    Status w = WriteAll(events->get(), std::string_view(d, n));
+    if (!w.ok() && write_error.empty()) write_error = "events.jsonl: " + w.message();
+  };
+  std::string err_tail;  // the end of stderr: the error of a child that failed before its turn
+  auto on_err = [&](const char* d, size_t n) {
+    err_tail.append(d, n);
+    if (err_tail.size() > 4096) err_tail.erase(0, err_tail.size() - 4096);
+    Status w = WriteAll(errlog->get(), std::string_view(d, n));
+    if (!w.ok() && write_error.empty()) write_error = "stderr.log: " + w.message();
+  };
+  if (stopped()) return fail("stopped before the task started");
+  Result<ChildResult> child =
+      RunChild(spec, prompt, on_out, on_err, {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
+  if (!child.ok()) return fail("cannot start agentexec exec: " + child.message());
+  rec.exit_code = child->exit_code;
+  rec.tokens = scanner.tokens;
+  if (!scanner.error_code.empty()) rec.error_code = scanner.error_code;
+  if (!scanner.error_message.empty()) rec.error = scanner.error_message;
+  if (!rec.error && child->exit_code != 0) {
+    while (!err_tail.empty() && (err_tail.back() == '\n' || err_tail.back() == '\r')) {
+      err_tail.pop_back();
+    }
+    std::string last =
+        err_tail.substr(err_tail.rfind('\n') == std::string::npos ? 0 : err_tail.rfind('\n') + 1);
+    if (!last.empty()) rec.error = FirstLine(last);
+  }
+  if (child->exit_code == 0) {
+    rec.status = "succeeded";
+  } else if (child->terminated_by_us) {
+    rec.status = "interrupted";
+  }
+
+  // The answer, from where the child wrote it (outside the clone) into the task's directory.
+  int final_fd = ::openat(work_dir->get(), "final-message.md",
+                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  std::string answer;
+  if (final_fd >= 0) {
+    Fd holder(final_fd);
+    struct stat st {};
+    if (::fstat(final_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      Result<std::string> text =
+          ReadRegularFile("/proc/self/fd/" + std::to_string(final_fd), kMaxFinalMessageBytes);
+      if (text.ok()) answer = std::move(*text);
+    }
+  }
+  if (Status w = WriteBeneath(task_fd, "final-message.md", answer); !w.ok()) {
+    if (write_error.empty()) write_error = w.message();
+  }
+  rec.answer = FirstLine(answer);
+
+  // The clone's changes: the patch (binary-safe, new files included) and a commit; only while
+  // git's view of the repository is still the one batch set up.
+  Result<std::string> config_after = GitConfigState(clone);
+  if (!config_after.ok() || *config_after != *git_config) {
+    return fail(fmt::format(
+        "the task changed the clone's git configuration ({}); batch runs no git command on it",
+        config_after.ok() ? ".git/config" : config_after.message()));
+  }
+  Result<std::string> added = Git(clone, {"add", "-A", "--", "."}, env_);
+  if (!added.ok()) return fail(added.message());
+  Result<Fd> patch = CreateBeneath(task_fd, "changes.patch");
+  if (!patch.ok()) return fail(patch.message());
+  std::string git_err;
+  Result<ChildResult> diff = RunChild(
+      GitSpec(clone,
+              {"diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
+               "HEAD", "--"},
+              env_),
+      "",
+      [&](const char* d, size_t n) {
+        Status w = WriteAll(patch->get(), std::string_view(d, n));
+        if (!w.ok() && write_error.empty()) write_error = "changes.patch: " + w.message();
+      },
+      [&](const char* d, size_t n) {
+        if (git_err.size() < 4096) git_err.append(d, std::min(n, size_t{4096}));
+      },
+      {}, kGitTimeoutMs);
+  if (!diff.ok() || diff->exit_code != 0) {
+    return fail("git diff failed: " + (diff.ok() ? git_err : diff.message()));
+  }
+  Result<std::string> names =
+      Git(clone, {"diff", "--cached", "--name-only", "-z", "--no-ext-diff", "HEAD", "--"}, env_);
+  if (!names.ok()) return fail(names.message());
+  rec.files_changed = std::count(names->begin(), names->end(), '\0');
+  if (rec.files_changed > 0) {
+    std::vector<std::string> commit = {"commit", "--no-verify", "-q", "-m",
+                                       "agentexec batch: " + task.id};
+    std::vector<std::string> args;
+    if (std::getenv("GIT_AUTHOR_EMAIL") == nullptr) {
+      args = {"-c", "user.name=agentexec", "-c", "user.email=agentexec@localhost"};
+    }
+    args.insert(args.end(), commit.begin(), commit.end());
+    Result<std::string> committed = Git(clone, args, env_);
+    if (!committed.ok()) return fail(committed.message());
+  }
+  if (!write_error.empty()) {
+    rec.status = rec.status == "succeeded" ? "failed" : rec.status;
+    rec.error = write_error;
+  }
+  rec.duration_ms = elapsed();
+  return rec;
+}
+
+void Batch::Finish(const BatchRecord& record, int task_dirfd) {
+  const std::string line = RecordJson(record);
+  if (task_dirfd >= 0) {
+    Status w = WriteBeneath(task_dirfd, "result.json", line + "\n");
+    if (!w.ok())
+      std::fprintf(stderr, "error: task %s: %s\n", record.id.c_str(), w.message().c_str());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Status w = WriteAll(results_fd_.get(), line + "\n");
+  if (!w.ok()) {
+    std::fprintf(stderr, "error: %s/results.jsonl: %s\n", options_.out.c_str(),
+                 w.message().c_str());
+  }
+}
+
+void Batch::Worker() {
+  for (;;) {
+    BatchTask task;
+    StopReason stop;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !queue_.empty() || eof_; });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      cv_.notify_all();
+      stop = ShouldStop();
+      if (stop == StopReason::kNone) {
+        ++running_;
+        Progress();
+      }
+    }
+    // Interrupted: the tasks not started get no record (--resume runs them), so stopping
+    // takes no longer for a long manifest than for a short one.
+    if (stop == StopReason::kSignal) continue;
+    if (stop != StopReason::kNone) {
+      BatchRecord rec;
+      rec.id = task.id;
+      rec.status = "skipped";
+      rec.reason = StopName(stop);
+      Finish(rec, -1);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++skipped_;
+      if (limit_ == StopReason::kNone) limit_ = stop;
+      Progress();
+      continue;
+    }
+    Fd task_dir;
+    BatchRecord rec = RunTask(task, &task_dir);
+    if (rec.status == "interrupted" && !cancel_.cancelled() && time_up_.cancelled()) {
+      rec.reason = StopName(StopReason::kMaxTime);
+    }
+    Finish(rec, task_dir.get());
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    ++done_;
+    if (rec.status != "succeeded") ++failed_;
+    tokens_ += rec.tokens;
+    if (rec.status == "interrupted" && !cancel_.cancelled() && time_up_.cancelled() &&
+        limit_ == StopReason::kNone) {
+      limit_ = StopReason::kMaxTime;
+    }
+    Progress();
+  }
+}
+
+int Batch::Run(ManifestReader& reader, const Shard& shard,
+               const std::unordered_set<std::string>& completed) {
+  InstallSignalHandlers(cancel_);
+  std::optional<Watchdog> watchdog;
+  if (options_.max_total_time_ms) watchdog.emplace(time_up_, *options_.max_total_time_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Progress();
+  }
+  std::vector<std::thread> workers;
+  for (int i = 0; i < options_.jobs; ++i) workers.emplace_back([this] { Worker(); });
+  for (;;) {
+    Result<std::optional<BatchTask>> next = reader.Next();
+    if (!next.ok()) continue;  // checked before anything ran; cannot happen unless it changed
+    if (!*next || cancel_.cancelled()) break;
+    BatchTask& task = **next;
+    if (!shard.Takes(task.index) || completed.count(task.id) != 0) continue;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.size() < static_cast<size_t>(options_.jobs); });
+    queue_.push_back(std::move(task));
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    eof_ = true;
+    cv_.notify_all();
+  }
+  for (std::thread& t : workers) t.join();
+  if (terminal_) (void)WriteAll(STDERR_FILENO, "\n");
+  switch (cancel_.reason()) {
+    case CancelReason::kSigint:
+      return ToInt(ExitCode::kInterrupted);
+    case CancelReason::kSigterm:
+      return ToInt(ExitCode::kTerminated);
+    default:
+      break;
+  }
+  if (limit_ != StopReason::kNone) {
+    std::fprintf(stderr, "batch: stopped by --%s\n", StopName(limit_));
+    return ToInt(ExitCode::kLimitReached);
+  }
+  return failed_ + skipped_ > 0 ? ToInt(ExitCode::kTurnFailed) : ToInt(ExitCode::kOk);
+}
+
+// The ids with a completed record (succeeded or failed) in OUT/results.jsonl; the last record
+// of an id wins, so a task that was interrupted and then ran is completed.
+Result<std::unordered_set<std::string>> CompletedIds(const std::string& out) {
+  std::unordered_set<std::string> done;
+  Status read = ForEachResult(out + "/results.jsonl", true, [&](BatchRecord r) {
+    if (r.status == "succeeded" || r.status == "failed") {
+      done.insert(std::move(r.id));
+    } else {
+      done.erase(r.id);
+    }
+  });
+  if (!read.ok()) return read.error();
+  return done;
+}
+
+}  // namespace
+
+int RunBatch(const BatchRunOptions& options) {
+  Result<std::vector<std::string>> errors = CheckManifest(options.manifest);
+  if (!errors.ok()) return FailWith(ExitCode::kUsage, errors.message());
+  if (!errors->empty()) {
+    for (const std::string& e : *errors) std::fprintf(stderr, "error: %s\n", e.c_str());
+    return ToInt(ExitCode::kUsage);
+  }
+  Result<Shard> shard = ResolveShard(options.shard, options.shard_total, ShardEnvironment());
+  if (!shard.ok()) return FailWith(ExitCode::kUsage, shard.message());
+
+  // --out: created if missing; refused inside a task's repository (a command could reach it).
+  struct stat st {};
+  if (::stat(options.out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return FailWith(ExitCode::kUsage, fmt::format("--out {}: not a directory", options.out));
+  }
+  if (Status made = MakeDirs(options.out); !made.ok()) {
+    return FailWith(ExitCode::kUsage, fmt::format("--out {}: {}", options.out, made.message()));
+  }
+  const std::string out_real = Canonical(options.out);
+  const std::string work_real =
+      Canonical(options.work_dir ? *options.work_dir : options.out + "/work");
+  if (Inside(out_real, work_real)) {
+    return FailWith(ExitCode::kUsage,
+                    fmt::format("--out {} is inside --work-dir {}, where the tasks' clones are: "
+                                "choose a directory outside it",
+                                options.out, work_real));
+  }
+  const bool has_results = ::stat((options.out + "/results.jsonl").c_str(), &st) == 0;
+  if (!options.resume && has_results) {
+    return FailWith(ExitCode::kUsage,
+                    fmt::format("--out {} already holds a batch (results.jsonl): use --resume to "
+                                "finish it, or another directory",
+                                options.out));
+  }
+  std::unordered_set<std::string> completed;
+  if (options.resume && has_results) {
+    Result<std::unordered_set<std::string>> ids = CompletedIds(options.out);
+    if (!ids.ok()) return FailWith(ExitCode::kUsage, ids.message());
+    completed = std::move(*ids);
+  }
+
+  size_t total = 0;
+  {
+    Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
+    if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
+    for (;;) {
+      Result<std::optional<BatchTask>> next = reader->Next();
+      if (!next.ok()) return FailWith(ExitCode::kUsage, next.message());
+      if (!*next) break;
+      const BatchTask& task = **next;
+      if (!task.repo_is_url) {
+        const std::string repo_real = Canonical(task.repo);
+        for (auto [flag, dir] : {std::pair<const char*, const std::string*>{"--out", &out_real},
+                                 {"--work-dir", &work_real}}) {
+          if (Inside(*dir, repo_real)) {
+            return FailWith(ExitCode::kUsage,
+                            fmt::format("{} {} is inside the repository of task '{}' ({}): a "
+                                        "command the task runs could reach it; choose a "
+                                        "directory outside it",
+                                        flag, *dir, task.id, repo_real));
+          }
+        }
+      }
+      if (shard->Takes(task.index) && completed.count(task.id) == 0) ++total;
+    }
+  }
+
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return FailWith(ExitCode::kUsage, Errno("/proc/self/exe"));
+  self[n] = '\0';
+
+  Batch batch(options, self);
+  if (Status ok = batch.Prepare(total); !ok.ok()) {
+    return FailWith(ExitCode::kUsage, ok.message());
+  }
+  if (!shard->source.empty()) {
+    std::fprintf(stderr, "batch: shard %zu/%zu (%s)\n", shard->index, shard->total,
+                 shard->source.c_str());
+  }
+  Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
+  if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
+  return batch.Run(*reader, *shard, completed);
+}
+
+}  // namespace ae

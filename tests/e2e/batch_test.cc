@@ -1,0 +1,581 @@
+// `agentexec batch` through the real binary on the scripted provider: tasks in their own
+// clones, the per-task files and records, a failing task among good ones, SIGTERM and
+// --resume, --max-failures, shards merged into the same report, manifest errors, and the
+// report formats.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/agentexec_runner.h"
+
+namespace ae::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  return lines;
+}
+
+// The record of `id` in a results.jsonl text (the last one), with its duration replaced.
+std::string RecordOf(const std::string& results, const std::string& id) {
+  std::string found;
+  for (const std::string& l : Lines(results)) {
+    if (l.starts_with(R"({"id":")" + id + R"(",)")) found = l;
+  }
+  return std::regex_replace(found, std::regex(R"("duration_ms":\d+)"), R"("duration_ms":<ms>)");
+}
+
+std::string NoDurations(const std::string& text) {
+  return std::regex_replace(text, std::regex(R"("duration_ms":\d+)"), R"("duration_ms":<ms>)");
+}
+
+// Each task adds new.txt and answers; a repository holding slow.txt first sleeps until the
+// test creates the marker `go` (so SIGTERM can find it running).
+std::string Turns(const std::string& root) {
+  return R"({"turns":[
+    {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"test -e slow.txt && ! test -e )" +
+         root + R"(/go && sleep 30; true","yield_time_ms":30000,"login":false}}]},
+    {"items":[{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch"}]},
+    {"items":[{"type":"message","text":"Added new.txt.\nSecond line."}],
+     "usage":{"input_tokens":100,"output_tokens":20}}]})";
+}
+
+class BatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override { script_ = ws_.WriteFile("turns.json", Turns(ws_.root())); }
+
+  // A git repository root()/name with one commit (and `extra` files).
+  void MakeRepo(const std::string& name, const std::vector<std::string>& extra = {}) {
+    const std::string dir = ws_.root() + "/" + name;
+    std::string cmd = "git init -q '" + dir + "' && cd '" + dir + "' && echo hi > f.txt";
+    for (const std::string& f : extra) cmd += " && echo x > " + f;
+    cmd += " && git add . && git -c user.name=t -c user.email=t@example.com commit -qm init";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
+  RunOutput Batch(std::vector<std::string> args, RunOptions options = {}) {
+    std::vector<std::string> full{"batch"};
+    full.insert(full.end(), args.begin(), args.end());
+    if (full.size() > 1 && full[1] == "run") {
+      full.insert(full.end(), {"-s", "workspace-write", "-c", "model_provider=scripted", "-c",
+                               "model_providers.scripted.script=\"" + script_ + "\""});
+    }
+    if (options.cwd.empty()) options.cwd = ws_.root();
+    if (options.env.empty()) options.env = ws_.Env();
+    return RunAgentexec(full, options);
+  }
+
+  std::string Out(const std::string& name = "out") { return ws_.root() + "/" + name; }
+
+  Workspace ws_;
+  std::string script_;
+};
+
+constexpr const char* kThree =
+    R"({"id":"alpha","repo":"alpha","prompt":"add a file"}
+{"id":"beta","repo":"beta","prompt":"add a file","max_turns":1}
+{"id":"gamma","repo":"gamma","prompt":"add a file"}
+)";
+
+TEST_F(BatchTest, ThreeReposTwoAtOnceOneFailsTheOthersGoOn) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "-j", "2"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(out.out, "");
+  EXPECT_NE(out.err.find("batch: 3/3 done, 0 running, 1 failed, 0 skipped, 240 tokens\n"),
+            std::string::npos)
+      << out.err;
+
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_EQ(Lines(results).size(), 3u) << results;
+  EXPECT_EQ(RecordOf(results, "alpha"),
+            R"({"id":"alpha","status":"succeeded","exit_code":0,"error_code":null,"error":null,)"
+            R"("tokens":120,"duration_ms":<ms>,"files_changed":1,"branch":"agentexec/alpha",)"
+            R"("answer":"Added new.txt.","reason":null})");
+  EXPECT_EQ(RecordOf(results, "beta"),
+            R"({"id":"beta","status":"failed","exit_code":4,"error_code":"max_turns",)"
+            R"j("error":"max turns reached: the model asked for more work after 1 request )j"
+            R"j((--max-turns 1)","tokens":0,"duration_ms":<ms>,"files_changed":0,)j"
+            R"("branch":"agentexec/beta","answer":"","reason":null})");
+  EXPECT_EQ(RecordOf(results, "gamma"),
+            R"({"id":"gamma","status":"succeeded","exit_code":0,"error_code":null,"error":null,)"
+            R"("tokens":120,"duration_ms":<ms>,"files_changed":1,"branch":"agentexec/gamma",)"
+            R"("answer":"Added new.txt.","reason":null})");
+
+  // The task's files: its record, its events, its answer, its patch; a commit on its branch.
+  const std::string task = Out() + "/tasks/alpha";
+  EXPECT_EQ(NoDurations(Slurp(task + "/result.json")), RecordOf(results, "alpha") + "\n");
+  EXPECT_EQ(Slurp(task + "/final-message.md"), "Added new.txt.\nSecond line.");
+  EXPECT_EQ(Slurp(task + "/changes.patch"),
+            "diff --git a/new.txt b/new.txt\nnew file mode 100644\nindex 0000000..ce01362\n"
+            "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n");
+  std::vector<std::string> events = Lines(Slurp(task + "/events.jsonl"));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(CheckJsonLines(Slurp(task + "/events.jsonl")), "");
+  EXPECT_TRUE(events.back().starts_with(R"({"type":"turn.completed")")) << events.back();
+  const std::string clone = Out() + "/work/alpha/repo";
+  FILE* log = ::popen(("git -C '" + clone + "' log --format=%s%x09%D -1").c_str(), "r");
+  ASSERT_NE(log, nullptr);
+  char buf[256] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, log);
+  ::pclose(log);
+  EXPECT_EQ(std::string(buf, n), "agentexec batch: alpha\tHEAD -> agentexec/alpha\n");
+  // The source repository is untouched.
+  EXPECT_FALSE(fs::exists(ws_.root() + "/alpha/new.txt"));
+  // A second run into the same --out without --resume is refused before anything runs.
+  RunOutput again = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.err, "error: --out " + Out() +
+                           " already holds a batch (results.jsonl): use --resume to finish it, "
+                           "or another directory\n");
+}
+
+TEST_F(BatchTest, SigtermStopsTheRunningTaskAndResumeFinishesIt) {
+  MakeRepo("alpha");
+  MakeRepo("beta");
+  MakeRepo("gamma", {"slow.txt"});
+  const std::string manifest = ws_.WriteFile("m.jsonl",
+                                             R"({"id":"alpha","repo":"alpha","prompt":"p"}
+{"id":"gamma","repo":"gamma","prompt":"p"}
+{"id":"beta","repo":"beta","prompt":"p"}
+)");
+  RunOptions options;
+  // Wait until alpha has ended and gamma's command runs, then SIGTERM the batch (bash's exit
+  // status is the batch's).
+  options.wrapper = {"/bin/bash", "-c",
+                     "\"$@\" & pid=$!; until grep -q command_execution '" + Out() +
+                         "/tasks/gamma/events.jsonl' 2>/dev/null && grep -q '\"id\":\"alpha\"' '" +
+                         Out() + "/results.jsonl'; do sleep 0.05; done; kill -TERM $pid; wait $pid",
+                     "wrapper"};
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "-j", "2"}, options);
+  EXPECT_EQ(out.exit_code, 143) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_EQ(RecordOf(results, "gamma"),
+            R"({"id":"gamma","status":"interrupted","exit_code":143,"error_code":"terminated",)"
+            R"("error":"terminated by SIGTERM","tokens":0,"duration_ms":<ms>,"files_changed":0,)"
+            R"("branch":"agentexec/gamma","answer":"","reason":null})");
+  std::vector<std::string> gamma_events = Lines(Slurp(Out() + "/tasks/gamma/events.jsonl"));
+  ASSERT_FALSE(gamma_events.empty());
+  EXPECT_TRUE(gamma_events.back().starts_with(R"({"type":"turn.failed")")) << gamma_events.back();
+  // beta may have run, been interrupted or not started (no record then).
+  EXPECT_NE(results.find(R"({"id":"alpha","status":"succeeded")"), std::string::npos) << results;
+  EXPECT_LE(Lines(results).size(), 3u) << results;
+
+  ws_.WriteFile("go", "");
+  RunOutput resumed = Batch({"run", manifest, "--out", Out(), "-j", "2", "--resume"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  RunOutput report = Batch({"report", Out(), "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find(R"("summary":{"total":3,"succeeded":3,"failed":0,"interrupted":0,)"
+                            R"("skipped":0,"tokens":360})"),
+            std::string::npos)
+      << report.out;
+  // Resume ran only what had not completed: alpha completed before ran once.
+  const std::string after = Slurp(Out() + "/results.jsonl");
+  size_t alpha_records = 0;
+  for (const std::string& l : Lines(after)) {
+    if (l.starts_with(R"({"id":"alpha","status":"succeeded")")) ++alpha_records;
+  }
+  EXPECT_EQ(alpha_records, 1u) << after;
+  EXPECT_EQ(Slurp(Out() + "/tasks/gamma/final-message.md"), "Added new.txt.\nSecond line.");
+  EXPECT_TRUE(fs::exists(Out() + "/tasks/.interrupted-gamma-1/events.jsonl"));
+}
+
+TEST_F(BatchTest, MaxFailuresSkipsTheTasksNotStarted) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl",
+                    R"({"id":"beta","repo":"beta","prompt":"p","max_turns":1}
+{"id":"alpha","repo":"alpha","prompt":"p"}
+{"id":"gamma","repo":"gamma","prompt":"p"}
+)");
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-failures", "1"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  EXPECT_NE(out.err.find("batch: stopped by --max-failures\n"), std::string::npos) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  ASSERT_EQ(Lines(results).size(), 3u) << results;
+  EXPECT_EQ(RecordOf(results, "alpha"),
+            R"({"id":"alpha","status":"skipped","exit_code":null,"error_code":null,"error":null,)"
+            R"("tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,"answer":"",)"
+            R"("reason":"max-failures"})");
+  EXPECT_FALSE(fs::exists(Out() + "/tasks/alpha"));
+  EXPECT_FALSE(fs::exists(Out() + "/work/gamma"));
+}
+
+TEST_F(BatchTest, TwoShardsMergeIntoTheUnshardedReport) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOutput whole = Batch({"run", manifest, "--out", Out("whole"), "-j", "2"});
+  ASSERT_EQ(whole.exit_code, 1) << whole.err;
+  RunOutput s0 = Batch({"run", manifest, "--out", Out("s0"), "--shard", "0/2"});
+  ASSERT_EQ(s0.exit_code, 0) << s0.err;  // alpha and gamma: tasks 0 and 2
+  RunOptions gitlab;
+  gitlab.env = ws_.Env({{"CI_NODE_INDEX", "2"}, {"CI_NODE_TOTAL", "2"}});
+  RunOutput s1 = Batch({"run", manifest, "--out", Out("s1")}, gitlab);
+  ASSERT_EQ(s1.exit_code, 1) << s1.err;  // beta fails
+  EXPECT_NE(s1.err.find("batch: shard 1/2 (GitLab)\n"), std::string::npos) << s1.err;
+  EXPECT_EQ(Lines(Slurp(Out("s0") + "/results.jsonl")).size(), 2u);
+  EXPECT_EQ(Lines(Slurp(Out("s1") + "/results.jsonl")).size(), 1u);
+
+  auto report = [&](std::vector<std::string> dirs) {
+    std::vector<std::string> args{"report", "--format", "json", "--manifest", manifest};
+    args.insert(args.end(), dirs.begin(), dirs.end());
+    RunOutput r = Batch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return NoDurations(r.out);
+  };
+  const std::string merged = report({Out("s0"), Out("s1")});
+  EXPECT_EQ(merged, report({Out("whole")}));
+  EXPECT_NE(merged.find(R"({"tasks":[{"id":"alpha",)"), std::string::npos) << merged;
+
+  RunOutput twice = Batch({"report", Out("s0"), Out("whole")});
+  EXPECT_EQ(twice.exit_code, 2);
+  // s0 records alpha and gamma in the order they ended: either comes first.
+  EXPECT_TRUE(twice.err == "error: task 'gamma' is recorded in both " + Out("s0") + " and " +
+                               Out("whole") + ": a task belongs to one shard\n" ||
+              twice.err == "error: task 'alpha' is recorded in both " + Out("s0") + " and " +
+                               Out("whole") + ": a task belongs to one shard\n")
+      << twice.err;
+  RunOutput missing = Batch({"report", Out("s0"), "--manifest", manifest});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err,
+            "error: 1 task(s) of " + manifest + " missing from every directory: 'beta' (line 2)\n");
+
+  RunOutput plan = Batch({"plan", manifest, "--shards", "2"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(plan.out, R"({"include":[{"shard":"0/2"},{"shard":"1/2"}]})"
+                      "\n");
+}
+
+TEST_F(BatchTest, ManifestErrorsAreAllReportedBeforeAnythingRuns) {
+  MakeRepo("alpha");
+  const std::string manifest = ws_.WriteFile("m.jsonl",
+                                             R"({"id":"ok","repo":"alpha","prompt":"p"}
+{"id":"ok","repo":"alpha","prompt":"p"}
+not json
+
+{"repo":"alpha","prompt":"p"}
+{"id":"a/b","repo":"alpha","prompt":"p"}
+{"id":"-x","repo":"alpha","prompt":"p"}
+{"id":"n","prompt":"p"}
+{"id":"n2","repo":"alpha"}
+{"id":"n3","repo":"alpha","prompt":"p","prompt_file":"f"}
+{"id":"n4","repo":"alpha","prompt":"p","colour":"red"}
+{"id":"n5","repo":"alpha","prompt":"p","timeout":"soon"}
+{"id":"n6","repo":"alpha","prompt":"p","sandbox":"none"}
+{"id":"n7","repo":"nowhere","prompt":"p"}
+[1]
+)");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 2);
+  const std::string m = manifest;
+  EXPECT_EQ(
+      out.err,
+      "error: " + m + ":2: field 'id': duplicate id 'ok' (first on line 1)\n" + "error: " + m +
+          ":3: the line is not valid JSON: Invalid value. (at byte 1)\n" + "error: " + m +
+          ":5: field 'id': missing\n" + "error: " + m +
+          ":6: field 'id': 'a/b' cannot name a file and a branch: use only A-Z a-z 0-9 . _ -, "
+          "not starting with '.' or '-'\n" +
+          "error: " + m +
+          ":7: field 'id': '-x' cannot name a file and a branch: use only A-Z a-z 0-9 . _ -, "
+          "not starting with '.' or '-'\n" +
+          "error: " + m + ":8: field 'repo': missing\n" + "error: " + m +
+          ":9: field 'prompt': missing (give 'prompt' or 'prompt_file')\n" + "error: " + m +
+          ":10: field 'prompt_file': cannot be used with 'prompt'\n" + "error: " + m +
+          ":11: field 'colour': unknown field (known: id, repo, ref, dir, prompt, prompt_file, "
+          "model, sandbox, max_turns, timeout, max_tokens, output_schema)\n" +
+          "error: " + m +
+          ":12: field 'timeout': 'soon' is not a duration such as 90s, 10m, 1h30m\n" +
+          "error: " + m +
+          ":13: field 'sandbox': 'none' is not one of read-only, workspace-write, "
+          "danger-full-access\n" +
+          "error: " + m + ":14: field 'repo': " + ws_.root() +
+          "/nowhere: No such file or directory\n" + "error: " + m +
+          ":15: the line must be a JSON object\n");
+  EXPECT_FALSE(fs::exists(Out()));
+}
+
+TEST_F(BatchTest, AnOverlongManifestLineIsAnErrorAndTheNextLinesAreStillChecked) {
+  MakeRepo("alpha");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"big","repo":"alpha","prompt":")" + std::string(1100000, 'x') + "\"}\n" +
+                     std::string(3000000, ' ') + "\n" +
+                     R"({"id":"next","repo":"alpha","prompt":"p","x":1})" + "\n");
+  RunOutput out = Batch({"plan", manifest, "--shards", "2"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err, "error: " + manifest + ":1: the line is longer than 1048576 bytes\n" +
+                         "error: " + manifest + ":2: the line is longer than 1048576 bytes\n" +
+                         "error: " + manifest +
+                         ":3: field 'x': unknown field (known: id, repo, ref, dir, prompt, "
+                         "prompt_file, model, sandbox, max_turns, timeout, max_tokens, "
+                         "output_schema)\n");
+  RunOutput help = Batch({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(
+      help.out.starts_with("agentexec batch - one task over many repositories, with one "
+                           "report.\n\nUsage: agentexec batch run MANIFEST --out DIR"))
+      << help.out;
+}
+
+TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
+  MakeRepo("alpha");
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"a","repo":"alpha","prompt":"p"})");
+  RunOutput out = Batch({"run", manifest, "--out", ws_.root() + "/alpha/out"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err, "error: --out " + ws_.root() +
+                         "/alpha/out is inside the repository of task "
+                         "'a' (" +
+                         ws_.root() +
+                         "/alpha): a command the task runs could reach it; choose a directory "
+                         "outside it\n");
+  RunOutput work = Batch({"run", manifest, "--out", Out() + "/w/out", "--work-dir", Out() + "/w"});
+  EXPECT_EQ(work.exit_code, 2);
+  EXPECT_EQ(work.err, "error: --out " + Out() + "/w/out is inside --work-dir " + Out() +
+                          "/w, where the tasks' clones are: choose a directory outside it\n");
+  RunOutput flag = Batch({"run", manifest, "--out", Out(), "-o", "x"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.err.find("error: '-o' cannot be used with 'batch run'"), std::string::npos)
+      << flag.err;
+}
+
+TEST_F(BatchTest, MaxTotalTokensStartsNoTaskOnceSpent) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-total-tokens", "100"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  EXPECT_NE(out.err.find("batch: 1/3 done, 0 running, 0 failed, 2 skipped, 120 tokens\n"),
+            std::string::npos)
+      << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_NE(results.find(R"({"id":"alpha","status":"succeeded")"), std::string::npos);
+  for (const char* id : {"beta", "gamma"}) {
+    EXPECT_NE(RecordOf(results, id).find(R"("status":"skipped")"), std::string::npos) << results;
+    EXPECT_NE(RecordOf(results, id).find(R"("reason":"max-total-tokens"})"), std::string::npos);
+  }
+}
+
+TEST_F(BatchTest, MaxTotalTimeStopsTheRunningTaskAndSkipsTheRest) {
+  MakeRepo("alpha", {"slow.txt"});
+  MakeRepo("beta");
+  const std::string manifest = ws_.WriteFile("m.jsonl",
+                                             R"({"id":"alpha","repo":"alpha","prompt":"p"}
+{"id":"beta","repo":"beta","prompt":"p"}
+)");
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-total-time", "3s"});
+  EXPECT_EQ(out.exit_code, 4) << out.err;
+  EXPECT_NE(out.err.find("batch: stopped by --max-total-time\n"), std::string::npos) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_EQ(RecordOf(results, "alpha"),
+            R"({"id":"alpha","status":"interrupted","exit_code":143,"error_code":"terminated",)"
+            R"("error":"terminated by SIGTERM","tokens":0,"duration_ms":<ms>,"files_changed":0,)"
+            R"("branch":"agentexec/alpha","answer":"","reason":"max-total-time"})");
+  EXPECT_EQ(RecordOf(results, "beta"),
+            R"({"id":"beta","status":"skipped","exit_code":null,"error_code":null,"error":null,)"
+            R"("tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,"answer":"",)"
+            R"("reason":"max-total-time"})");
+}
+
+TEST_F(BatchTest, TheShardComesFromKubernetesOrSlurmVariables) {
+  for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
+  const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
+  RunOptions k8s;
+  k8s.env = ws_.Env({{"JOB_COMPLETION_INDEX", "1"}, {"AGENTEXEC_SHARD_TOTAL", "2"}});
+  RunOutput out = Batch({"run", manifest, "--out", Out("k")}, k8s);
+  EXPECT_EQ(out.exit_code, 1) << out.err;  // beta, which fails
+  EXPECT_NE(out.err.find("batch: shard 1/2 (Kubernetes)\n"), std::string::npos) << out.err;
+  EXPECT_EQ(Lines(Slurp(Out("k") + "/results.jsonl")).size(), 1u);
+
+  // --array=1-5:2 is ids 1, 3, 5: id 5 is the third shard of three.
+  RunOptions slurm;
+  slurm.env = ws_.Env({{"SLURM_ARRAY_TASK_ID", "5"},
+                       {"SLURM_ARRAY_TASK_MIN", "1"},
+                       {"SLURM_ARRAY_TASK_MAX", "5"},
+                       {"SLURM_ARRAY_TASK_COUNT", "3"},
+                       {"SLURM_ARRAY_TASK_STEP", "2"}});
+  out = Batch({"run", manifest, "--out", Out("s")}, slurm);
+  EXPECT_EQ(out.exit_code, 0) << out.err;  // gamma
+  EXPECT_NE(out.err.find("batch: shard 2/3 (Slurm)\n"), std::string::npos) << out.err;
+  EXPECT_NE(Slurp(Out("s") + "/results.jsonl").find(R"({"id":"gamma","status":"succeeded")"),
+            std::string::npos);
+
+  slurm.env = ws_.Env({{"SLURM_ARRAY_TASK_ID", "7"},
+                       {"SLURM_ARRAY_TASK_MIN", "1"},
+                       {"SLURM_ARRAY_TASK_MAX", "7"},
+                       {"SLURM_ARRAY_TASK_COUNT", "3"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, slurm);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err,
+            "error: Slurm: the array (ids 1..7, 3 tasks, step 1) is not a range such as "
+            "--array=0-7; pass --shard I/N\n");
+  k8s.env = ws_.Env({{"JOB_COMPLETION_INDEX", "0"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, k8s);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err,
+            "error: Kubernetes: JOB_COMPLETION_INDEX is set, but not the number of shards: pass "
+            "--shard-total N or set AGENTEXEC_SHARD_TOTAL (the Job's completions)\n");
+  RunOptions gitlab;
+  gitlab.env = ws_.Env({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "2"}});
+  out = Batch({"run", manifest, "--out", Out("x")}, gitlab);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_EQ(out.err, "error: GitLab: shard 2 of 2 does not exist (CI_NODE_INDEX counts from 1)\n");
+}
+
+// `ref` is checked out and `dir` is the task's cwd; a missing ref, or a `dir` the checkout
+// turns into a link out of the clone, fails that task alone with a clear error.
+TEST_F(BatchTest, RefAndDirAreHonouredAndALinkOutOfTheCloneIsRefused) {
+  MakeRepo("alpha");
+  const std::string repo = ws_.root() + "/alpha";
+  const std::string cmd = "cd '" + repo +
+                          "' && git checkout -qb feature && mkdir sub && echo s > sub/s.txt && "
+                          "ln -s /etc escape && git add . && "
+                          "git -c user.name=t -c user.email=t@example.com commit -qm feature && "
+                          "git checkout -q -";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl",
+                    R"({"id":"sub","repo":"alpha","ref":"feature","dir":"sub","prompt":"p"}
+{"id":"noref","repo":"alpha","ref":"nope","prompt":"p"}
+{"id":"escape","repo":"alpha","ref":"feature","dir":"escape","prompt":"p"}
+{"id":"schema","repo":"alpha","prompt":"p","output_schema":"schema.json"}
+)");
+  ws_.WriteFile("schema.json", "{");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_NE(RecordOf(results, "sub").find(R"("status":"succeeded")"), std::string::npos) << results;
+  // The task ran in sub/ of the feature branch: its new file is there.
+  EXPECT_EQ(Slurp(Out() + "/work/sub/repo/sub/new.txt"), "hello\n");
+  EXPECT_NE(Slurp(Out() + "/tasks/sub/changes.patch").find("+++ b/sub/new.txt"), std::string::npos);
+  EXPECT_EQ(RecordOf(results, "noref"),
+            R"({"id":"noref","status":"failed","exit_code":null,"error_code":null,)"
+            R"("error":"ref 'nope' not found in )" +
+                repo +
+                R"(","tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,)"
+                R"("answer":"","reason":null})");
+  EXPECT_EQ(RecordOf(results, "escape"),
+            R"({"id":"escape","status":"failed","exit_code":null,"error_code":null,)"
+            R"("error":"dir 'escape' is not a directory inside the repository","tokens":0,)"
+            R"("duration_ms":<ms>,"files_changed":0,"branch":"agentexec/escape","answer":"",)"
+            R"("reason":null})");
+  // A child that fails before its turn (exit 2) has no turn.failed: its stderr says why.
+  EXPECT_EQ(RecordOf(results, "schema"),
+            R"({"id":"schema","status":"failed","exit_code":2,"error_code":null,)"
+            R"("error":"error: --output-schema )" +
+                ws_.root() +
+                R"j(/schema.json: not a JSON object (Missing a name for object member. at byte )j"
+                R"j(offset 1)","tokens":0,"duration_ms":<ms>,"files_changed":0,)j"
+                R"("branch":"agentexec/schema","answer":"","reason":null})");
+}
+
+// A command that can write .git (here: no sandbox) sets a clean filter; batch's own git add
+// would run it unconfined. Batch sees the changed configuration and runs no git on the clone.
+TEST_F(BatchTest, AGitConfigChangedByTheTaskIsNotUsed) {
+  MakeRepo("alpha");
+  const std::string pwned = ws_.root() + "/pwned";
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+  script_ = ws_.WriteFile(
+      "filter.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"git config filter.x.clean 'touch )" +
+          pwned + R"(; cat' && echo '* filter=x' > .gitattributes"}}]},
+        {"items":[{"type":"message","text":"configured"}]}]})");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_NE(Slurp(Out() + "/results.jsonl")
+                .find(R"("error":"the task changed the clone's git configuration (.git/config); )"
+                      R"(batch runs no git command on it")"),
+            std::string::npos)
+      << Slurp(Out() + "/results.jsonl");
+}
+
+// A confined command plants a link where batch will write the task's patch: batch refuses to
+// write through it (and says so in the record) instead of writing to the link's target.
+TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
+  MakeRepo("alpha");
+  const std::string target = ws_.root() + "/target.txt";
+  ws_.WriteFile("target.txt", "untouched");
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p"})");
+  script_ = ws_.WriteFile(
+      "plant.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"ln -s )" +
+          target + " " + Out() + R"(/tasks/alpha/changes.patch"}}]},
+        {"items":[{"type":"message","text":"planted"}]}]})");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  EXPECT_EQ(Slurp(target), "untouched");
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  EXPECT_NE(results.find(R"("status":"failed","exit_code":0,"error_code":null,)"
+                         R"("error":"cannot create changes.patch: File exists")"),
+            std::string::npos)
+      << results;
+}
+
+TEST_F(BatchTest, ReportFormatsEscapeWhatTheTasksSaid) {
+  const std::string dir = ws_.root() + "/made";
+  fs::create_directories(dir);
+  ws_.WriteFile(
+      "made/results.jsonl",
+      R"j({"id":"b_1","status":"failed","exit_code":1,"error_code":"model_error","error":"bad <xml> & \"quotes\"\u0001","tokens":5,"duration_ms":1500,"files_changed":0,"branch":"agentexec/b_1","answer":"","reason":null}
+{"id":"a","status":"succeeded","exit_code":0,"error_code":null,"error":null,"tokens":10,"duration_ms":90000,"files_changed":2,"branch":"agentexec/a","answer":"Fixed | the *bug* in <b>x</b> [link](u)","reason":null}
+{"id":"c","status":"skipped","exit_code":null,"error_code":null,"error":null,"tokens":0,"duration_ms":0,"files_changed":0,"branch":null,"answer":"","reason":"max-failures"}
+)j");
+  RunOutput md = Batch({"report", dir});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out,
+            "## agentexec batch\n\n"
+            "3 tasks: 1 succeeded, 1 failed, 0 interrupted, 1 skipped; 15 tokens\n\n"
+            "| Task | Status | Files changed | Tokens | Duration | Answer |\n"
+            "| --- | --- | ---: | ---: | ---: | --- |\n"
+            "| a | succeeded | 2 | 10 | 1m30s | Fixed \\| the \\*bug\\* in &lt;b&gt;x&lt;/b&gt; "
+            "\\[link\\](u) |\n"
+            "| b\\_1 | failed (exit 1), model\\_error | 0 | 5 | 1s500ms |  |\n"
+            "| c | skipped, max-failures |  |  |  |  |\n");
+
+  RunOutput junit = Batch({"report", dir, "--format", "junit"});
+  ASSERT_EQ(junit.exit_code, 0) << junit.err;
+  const std::string xml = ws_.WriteFile("report.xml", junit.out);
+  const std::string py =
+      "import sys, xml.etree.ElementTree as E\n"
+      "r = E.parse(sys.argv[1]).getroot()\n"
+      "s = r.find('testsuite')\n"
+      "print(r.get('tests'), r.get('failures'), r.get('skipped'))\n"
+      "for c in s.findall('testcase'):\n"
+      "  f = c.find('failure')\n"
+      "  k = c.find('skipped')\n"
+      "  print(c.get('name'), c.get('time'), f.get('message') + '|' + f.text if f is not None "
+      "else (k.get('message') if k is not None else 'ok'))\n";
+  const std::string pyfile = ws_.WriteFile("check.py", py);
+  FILE* p = ::popen(("python3 '" + pyfile + "' '" + xml + "'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[1024] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, p);
+  EXPECT_EQ(::pclose(p), 0) << junit.out;
+  EXPECT_EQ(std::string(buf, n),
+            "3 1 1\n"
+            "a 90.000 ok\n"
+            "b_1 1.500 failed: exit 1 (model_error)|bad <xml> & \"quotes\"\xEF\xBF\xBD\n"
+            "c 0.000 max-failures\n");
+}
+
+}  // namespace
+}  // namespace ae::e2e
