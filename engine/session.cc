@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "engine/command_progress.h"
+#include "engine/compaction.h"
 #include "engine/emitter.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
@@ -128,6 +129,22 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                               made.message());
     }
     prepared = std::move(made.value());
+  }
+
+  // A prompt that cannot fit the model's window on its own can only fail or, compacted, lose
+  // most of the task; it ends the run before any request (context_length, exit 1: the failure
+  // is the model's window, not the command line, and the consumer gets the framed failure).
+  if (const int64_t window = config.model.context_window; window > 0) {
+    const int64_t tokens = EstimateTokens(prompt);
+    if (tokens > window) {
+      return fail_before_turn(
+          SessionOutcome::kFailed, ErrorCode::kContextLength,
+          fmt::format("the prompt does not fit the model's context window: it is about {} tokens "
+                      "({} bytes at 4 bytes a token) and the window of `{}` holds {} "
+                      "(model_context_window); shorten it, or put the material in files the "
+                      "agent can read",
+                      tokens, prompt.size(), config.model.model, window));
+    }
   }
 
   // A missing key is found before the header: nothing is shown as started that cannot run.
