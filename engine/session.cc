@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <ctime>
 
+#include "base/secret_env.h"
 #include "engine/command_progress.h"
 #include "engine/compaction.h"
 #include "engine/emitter.h"
@@ -148,7 +150,23 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   }
 
   // A missing key is found before the header: nothing is shown as started that cannot run.
-  Result<std::unique_ptr<ModelClient>> client = outside.make_client(config.provider, config.model);
+  // Every secret is read here, once: the key by the client, the env_http_headers values into
+  // plain headers. Then the variables are wiped from the process (base/secret_env.h), so no
+  // command, not even one under danger-full-access, finds them in /proc/<agentexec>/environ.
+  ProviderInfo provider = config.provider;
+  std::vector<std::string> secret_names = {"AGENTEXEC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY"};
+  if (!provider.env_key.empty()) secret_names.push_back(provider.env_key);
+  for (const auto& [header, variable] : provider.env_http_headers) {
+    const char* value = std::getenv(variable.c_str());
+    if (value != nullptr && *value != '\0') provider.http_headers[header] = value;
+    secret_names.push_back(variable);
+  }
+  provider.env_http_headers.clear();
+  Result<std::unique_ptr<ModelClient>> client = outside.make_client(provider, config.model);
+  // Non-dumpable only without a sandbox: a sandboxed command cannot ptrace (seccomp), and the
+  // sandbox's child writes its own /proc/self/uid_map before execve, which a non-dumpable
+  // (root-owned) /proc/self would refuse to an unprivileged user.
+  ForgetSecretVariables(secret_names, policy->unrestricted());
   if (!client.ok()) {
     return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
                             client.message(), /*framed=*/false);
