@@ -215,5 +215,29 @@ TEST(PromptSizeTest, APromptLargerThanTheContextWindowFailsBeforeTheFirstRequest
   EXPECT_EQ(out.err, "Reading prompt from stdin...\nerror: " + message + "\n");
 }
 
+// A prompt that fits the window but not the compacted history's budget for user messages is
+// cut by compaction; the stream says so instead of the model silently losing the task.
+TEST(PromptSizeTest, ACompactionThatCutsThePromptSaysSo) {
+  Workspace ws;
+  std::string script =
+      ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
+  RunOptions options;
+  options.cwd = ws.repo();
+  options.env = ws.Env();
+  options.stdin_data = std::string(200000, 'a');
+  RunOutput out = RunAgentexec(
+      {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-c",
+       "model_context_window=100000", "-c", "model_auto_compact_token_limit=1000", "-"},
+      options);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  // 250 tokens of the prompt kept (a quarter of the limit) plus the truncation marker.
+  EXPECT_NE(out.out.find(R"({"type":"item.completed","item":{"id":"item_1","type":"error",)"
+                         R"("message":"context compaction kept about 258 of the 50000 tokens of )"
+                         R"(the user's messages (the prompt included); the model continues )"
+                         R"(from its summary of the rest"}})"),
+            std::string::npos)
+      << out.out;
+}
+
 }  // namespace
 }  // namespace ae::e2e
