@@ -158,7 +158,16 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   if (!provider.env_key.empty()) secret_names.push_back(provider.env_key);
   for (const auto& [header, variable] : provider.env_http_headers) {
     const char* value = std::getenv(variable.c_str());
-    if (value != nullptr && *value != '\0') provider.http_headers[header] = value;
+    // A line break in a header value would split the request; the variable is not ours to fix.
+    if (value != nullptr &&
+        std::string_view(value).find_first_of("\r\n") != std::string_view::npos) {
+      warnings.push_back(fmt::format(
+          "env_http_headers: the value of `{}` for header `{}` holds a line break; the header is "
+          "not sent",
+          variable, header));
+    } else if (value != nullptr && *value != '\0') {
+      provider.http_headers[header] = value;
+    }
     secret_names.push_back(variable);
   }
   provider.env_http_headers.clear();

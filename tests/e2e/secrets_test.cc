@@ -97,5 +97,33 @@ TEST(SecretsTest, TheSameUnprivilegedUserCannotReadAgentexecsEnviron) {
   EXPECT_EQ(output.find("s3cr3t"), std::string::npos) << output;
 }
 
+// A header value from the environment holding a line break is not sent (it would split the
+// request into an injected header); the run says so and goes on.
+TEST(SecretsTest, AnEnvHeaderValueWithALineBreakIsNotSent) {
+  Workspace ws;
+  std::string script =
+      ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
+  TestModelServer server;
+  Result<int> port = server.Start(script, {}, 60);
+  ASSERT_TRUE(port.ok()) << port.message();
+  ws.WriteFile("agentexec-home/config.toml",
+               MockProviderConfig(server) +
+                   "\n[model_providers.mock.env_http_headers]\nx-extra = \"EXTRA_HEADER_VALUE\"\n");
+  RunOptions options;
+  options.cwd = ws.repo();
+  options.env = ws.Env({{"MOCK_KEY", kKey}, {"EXTRA_HEADER_VALUE", "a\r\nx-injected: 1"}});
+  RunOutput out = RunAgentexec({"--json", "--ephemeral", "hi"}, options);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.out.find(R"("type":"error","message":"env_http_headers: the value of )"
+                         R"(`EXTRA_HEADER_VALUE` for header `x-extra` holds a line break; the )"
+                         R"(header is not sent"})"),
+            std::string::npos)
+      << out.out;
+  std::vector<LoggedRequest> requests = server.Requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].headers.count("x-injected"), 0u);
+  EXPECT_EQ(requests[0].headers.count("x-extra"), 0u);
+}
+
 }  // namespace
 }  // namespace ae::e2e
