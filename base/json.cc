@@ -1,7 +1,6 @@
 #include "base/json.h"
 
 #include <fmt/format.h>
-#include <rapidjson/encodedstream.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
@@ -67,15 +66,18 @@ Shape Measure(std::string_view text) {
   return s;
 }
 
-// Accepts exactly the JSON texts that can be copied verbatim into our output: valid syntax,
-// valid UTF-8 (kParseValidateEncodingFlag) and only finite numbers.
+// Accepts exactly the JSON texts that can be copied verbatim into our output: one value in RFC
+// 8259 syntax and nothing else around it, valid UTF-8 (kParseValidateEncodingFlag) and only
+// finite numbers.
 struct VerbatimCheck : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, VerbatimCheck> {
   bool Double(double d) { return std::isfinite(d); }
 };
 
+// The reader reads the bytes themselves: rapidjson::EncodedInputStream would first consume a
+// UTF-8 BOM, and with it any lone 0xEF byte (its BOM probe takes the byte before it looks at the
+// next), so "\xEF\xBB\xBF{}" or "\xEF1" passed here and reached our output verbatim.
 bool CanCopyVerbatim(std::string_view json) {
-  rapidjson::MemoryStream ms(json.data(), json.size());
-  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+  rapidjson::MemoryStream is(json.data(), json.size());
   rapidjson::Reader reader;
   VerbatimCheck check;
   return !reader.Parse<kParseFlags | rapidjson::kParseValidateEncodingFlag>(is, check).IsError();
@@ -121,7 +123,10 @@ std::optional<JsonParseError> ParseJsonInto(std::string_view text, rapidjson::Do
     doc->SetNull();
     return JsonParseError{shape.nul_at, "a NUL byte is not allowed in JSON text"};
   }
-  doc->Parse<kParseFlags>(text.data(), text.size());
+  // Not Document::Parse(str, len): it reads through an EncodedInputStream, which drops a BOM and
+  // any lone 0xEF byte before the value (see CanCopyVerbatim), so "\xEF1" parsed as 1.
+  rapidjson::MemoryStream is(text.data(), text.size());
+  doc->ParseStream<kParseFlags>(is);
   if (doc->HasParseError()) {
     return JsonParseError{doc->GetErrorOffset(), rapidjson::GetParseError_En(doc->GetParseError())};
   }

@@ -119,6 +119,17 @@ int64_t EstimateTokens(const std::vector<std::string>& items) {
   return n;
 }
 
+int64_t UserMessageTokens(const std::vector<std::string>& history) {
+  int64_t n = 0;
+  for (const std::string& item : history) {
+    Parsed p = Parse(item);
+    if (p.type != "message" || p.role != "user" || IsInitialContext(p)) continue;
+    if (std::string_view(p.text).starts_with(kSummaryPrefix)) continue;
+    n += EstimateTokens(p.text);
+  }
+  return n;
+}
+
 bool IsInitialContextItem(const std::string& item_json) {
   return IsInitialContext(Parse(item_json));
 }
@@ -249,6 +260,8 @@ Result<CompactionResult> CompactHistory(ModelClient& client,
     result.usage = response->usage;
   }
   result.tokens_after = EstimateTokens(result.history);
+  result.user_tokens_before = UserMessageTokens(history);
+  result.user_tokens_after = UserMessageTokens(result.history);
   return result;
 }
 

@@ -94,7 +94,15 @@ struct CompactionResult {
   int64_t tokens_after = 0;  // estimated: the service has not counted it yet
   Usage usage;               // of the compaction request (counted in the thread's usage)
   bool remote = false;       // the provider's endpoint produced it
+  // The user's own messages (the prompt included) as estimated tokens of text, before and
+  // after: what a compaction cut from them is reported, never dropped silently.
+  int64_t user_tokens_before = 0;
+  int64_t user_tokens_after = 0;
 };
+
+// The estimated tokens of the text of the user's own messages in `history`: not the initial
+// context, not an earlier compaction's summary.
+int64_t UserMessageTokens(const std::vector<std::string>& history);
 
 // Compacts `history` with `client`: its remote compaction when it has one, a summarisation
 // request otherwise. `tokens_before` is what the tracker counted. Errors are the request's.

@@ -133,6 +133,11 @@ Result<std::unique_ptr<RolloutWriter>> RolloutWriter::Append(const std::string& 
   return std::unique_ptr<RolloutWriter>(new RolloutWriter(std::move(fd), path));
 }
 
+void RolloutWriter::OnError(std::function<void(const std::string&)> handler) {
+  on_error_ = std::move(handler);
+  if (failed() && on_error_) on_error_(error_);
+}
+
 void RolloutWriter::WriteLine(std::string line) {
   if (failed()) return;
   line.push_back('\n');

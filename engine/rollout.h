@@ -52,8 +52,10 @@ class RolloutWriter {
                      int64_t tokens_after);
   const std::string& path() const { return path_; }
 
-  // Called once, with a message naming the file and the error, when writing first fails.
-  void OnError(std::function<void(const std::string&)> handler) { on_error_ = std::move(handler); }
+  // Called once, with a message naming the file and the error, when writing first fails; at
+  // once when it already has (Create writes the session_meta line before a handler can be set,
+  // and on a full disk that first write is the one that fails).
+  void OnError(std::function<void(const std::string&)> handler);
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <ctime>
 
+#include "base/secret_env.h"
 #include "engine/command_progress.h"
+#include "engine/compaction.h"
 #include "engine/emitter.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
@@ -130,8 +133,49 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     prepared = std::move(made.value());
   }
 
+  // A prompt that cannot fit the model's window on its own can only fail or, compacted, lose
+  // most of the task; it ends the run before any request (context_length, exit 1: the failure
+  // is the model's window, not the command line, and the consumer gets the framed failure).
+  if (const int64_t window = config.model.context_window; window > 0) {
+    const int64_t tokens = EstimateTokens(prompt);
+    if (tokens > window) {
+      return fail_before_turn(
+          SessionOutcome::kFailed, ErrorCode::kContextLength,
+          fmt::format("the prompt does not fit the model's context window: it is about {} tokens "
+                      "({} bytes at 4 bytes a token) and the window of `{}` holds {} "
+                      "(model_context_window); shorten it, or put the material in files the "
+                      "agent can read",
+                      tokens, prompt.size(), config.model.model, window));
+    }
+  }
+
   // A missing key is found before the header: nothing is shown as started that cannot run.
-  Result<std::unique_ptr<ModelClient>> client = outside.make_client(config.provider, config.model);
+  // Every secret is read here, once: the key by the client, the env_http_headers values into
+  // plain headers. Then the variables are wiped from the process (base/secret_env.h), so no
+  // command, not even one under danger-full-access, finds them in /proc/<agentexec>/environ.
+  ProviderInfo provider = config.provider;
+  std::vector<std::string> secret_names = {"AGENTEXEC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY"};
+  if (!provider.env_key.empty()) secret_names.push_back(provider.env_key);
+  for (const auto& [header, variable] : provider.env_http_headers) {
+    const char* value = std::getenv(variable.c_str());
+    // A line break in a header value would split the request; the variable is not ours to fix.
+    if (value != nullptr &&
+        std::string_view(value).find_first_of("\r\n") != std::string_view::npos) {
+      warnings.push_back(fmt::format(
+          "env_http_headers: the value of `{}` for header `{}` holds a line break; the header is "
+          "not sent",
+          variable, header));
+    } else if (value != nullptr && *value != '\0') {
+      provider.http_headers[header] = value;
+    }
+    secret_names.push_back(variable);
+  }
+  provider.env_http_headers.clear();
+  Result<std::unique_ptr<ModelClient>> client = outside.make_client(provider, config.model);
+  // Non-dumpable only without a sandbox: a sandboxed command cannot ptrace (seccomp), and the
+  // sandbox's child writes its own /proc/self/uid_map before execve, which a non-dumpable
+  // (root-owned) /proc/self would refuse to an unprivileged user.
+  ForgetSecretVariables(secret_names, policy->unrestricted());
   if (!client.ok()) {
     return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
                             client.message(), /*framed=*/false);

@@ -146,6 +146,13 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     }
     deps.emitter.CompleteNew(
         ContextCompactionItem{compacted->tokens_before, compacted->tokens_after});
+    // Cutting the user's own words (a long prompt) changes the task: say so.
+    if (compacted->user_tokens_after < compacted->user_tokens_before) {
+      deps.emitter.CompleteNew(ErrorItem{fmt::format(
+          "context compaction kept about {} of the {} tokens of the user's messages (the prompt "
+          "included); the model continues from its summary of the rest",
+          compacted->user_tokens_after, compacted->user_tokens_before)});
+    }
     return {};
   };
   auto compaction_failed = [&](const Status& why) {
@@ -212,6 +219,9 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     }
     count(response->usage);
 
+    for (const std::string& warning : response->warnings) {
+      deps.emitter.CompleteNew(ErrorItem{warning});
+    }
     std::vector<ToolCall> calls;
     for (const OutputItem& item : response->items) RecordItem(item, deps, history, calls, result);
     context.OnResponse(response->usage, history.size());

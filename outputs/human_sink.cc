@@ -73,6 +73,10 @@ std::string NeutralizeForTerminal(std::string_view text) {
   return out;
 }
 
+std::string FinalMessageForStdout(std::string_view text, bool terminal) {
+  return terminal ? NeutralizeForTerminal(text) : std::string(text);
+}
+
 std::string WithThousands(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

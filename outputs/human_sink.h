@@ -29,6 +29,11 @@ struct HumanSinkOptions {
 // writes) shown visibly as \xNN instead of being interpreted.
 std::string NeutralizeForTerminal(std::string_view text);
 
+// What human mode writes on stdout for the final message (a newline is added by the caller):
+// on a terminal it is model text like any other and goes through NeutralizeForTerminal; into a
+// pipe or a file it is data (`answer=$(agentexec "…")`) and stays byte for byte, as in `-o`.
+std::string FinalMessageForStdout(std::string_view text, bool terminal);
+
 class HumanSink : public EventSink {
  public:
   HumanSink(int fd, HumanSinkOptions options) : fd_(fd), opt_(std::move(options)) {}

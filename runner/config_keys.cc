@@ -1,7 +1,10 @@
 #include "runner/config_keys.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace ae {
 namespace {
@@ -703,6 +706,73 @@ std::string ChoicesText(const KeySpec& spec) {
   std::string out;
   for (char c : spec.choices) out += c == ',' ? std::string(", ") : std::string(1, c);
   return out;
+}
+
+namespace {
+
+bool IsTokenChar(unsigned char c) {
+  if (c >= '0' && c <= '9') return true;
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+bool HoldsControl(std::string_view text, bool tab_allowed) {
+  for (unsigned char c : text) {
+    if (c == '\t' && tab_allowed) continue;
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+// `text` for an error message: control bytes shown as \xNN.
+std::string Visible(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpMapProblem(std::string_view pattern,
+                                          const std::map<std::string, std::string>& map) {
+  const bool headers = pattern == "model_providers.*.http_headers";
+  const bool env_headers = pattern == "model_providers.*.env_http_headers";
+  const bool query = pattern == "model_providers.*.query_params";
+  if (!headers && !env_headers && !query) return std::nullopt;
+  for (const auto& [name, value] : map) {
+    if (headers || env_headers) {
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+            return IsTokenChar(static_cast<unsigned char>(c));
+          })) {
+        return fmt::format(
+            "header name \"{}\" is not a token (letters, digits and !#$%&'*+-.^_`|~ only)",
+            Visible(name));
+      }
+    } else if (HoldsControl(name, false)) {
+      return fmt::format("query parameter name \"{}\" holds a control character", Visible(name));
+    }
+    if (HoldsControl(value, headers)) {
+      return fmt::format("the value of {} \"{}\" holds a control character (CR, LF, ...)",
+                         query ? "query parameter" : "header", name);
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsCredentialHeader(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::string_view kCredentials[] = {
+      "authorization", "proxy-authorization", "cookie",         "api-key",
+      "x-api-key",     "openai-organization", "openai-project", "x-goog-api-key"};
+  return std::find(std::begin(kCredentials), std::end(kCredentials), lower) !=
+         std::end(kCredentials);
 }
 
 }  // namespace ae

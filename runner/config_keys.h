@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,5 +67,18 @@ bool IsKeyPrefix(const std::vector<std::string>& path);
 std::string SuggestKey(const std::vector<std::string>& path);
 // "read-only, workspace-write, danger-full-access"
 std::string ChoicesText(const KeySpec& spec);
+
+// What reaches the model request from config is checked, in every layer: for the key pattern
+// `pattern` ("model_providers.*.http_headers", ".env_http_headers", ".query_params"; any other
+// pattern passes) the problem with `map`, e.g. `header name "x y" is not a token`; nullopt when
+// it is fine. Header names must be RFC 9110 tokens; no name or value may hold CR, LF or another
+// control character (a header value may hold a tab).
+std::optional<std::string> HttpMapProblem(std::string_view pattern,
+                                          const std::map<std::string, std::string>& map);
+
+// A header that carries or selects a credential (Authorization, Cookie, api-key, the OpenAI
+// organization and project, ...), compared case-insensitively. A project config may neither
+// add nor replace one.
+bool IsCredentialHeader(std::string_view name);
 
 }  // namespace ae

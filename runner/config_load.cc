@@ -244,6 +244,32 @@ class Loader {
 
     Result<ConfigValue> value = Convert(*spec, node, display, where, origin);
     if (!value.ok()) return value.error();
+    if (auto* map = std::get_if<std::map<std::string, std::string>>(&*value)) {
+      if (std::optional<std::string> problem = HttpMapProblem(concrete_pattern, *map)) {
+        return MakeError(fmt::format("{}: '{}': {}", where, display, *problem));
+      }
+      // A project file (which a command or a pull request can write) may neither add nor
+      // replace a credential header, nor drop one set elsewhere.
+      if (origin.layer == Layer::kProject && concrete_pattern == "model_providers.*.http_headers") {
+        const auto current = std::get<std::map<std::string, std::string>>(spec->get(config_, id));
+        for (auto it = map->begin(); it != map->end();) {
+          auto kept = current.find(it->first);
+          if (IsCredentialHeader(it->first) &&
+              (kept == current.end() || kept->second != it->second)) {
+            Warn(
+                fmt::format("{}: ignored header '{}' in '{}': a project config may not set a "
+                            "credential header",
+                            where, it->first, display));
+            it = map->erase(it);
+          } else {
+            ++it;
+          }
+        }
+        for (const auto& [name, header_value] : current) {
+          if (IsCredentialHeader(name)) map->emplace(name, header_value);
+        }
+      }
+    }
     if (origin.layer == Layer::kProject && spec->looser) {
       ConfigValue current = spec->get(config_, id);
       if (spec->looser(current, *value)) {

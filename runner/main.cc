@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "base/secret_env.h"
 #include "runner/batch_cli.h"
 #include "runner/cli.h"
 #include "runner/exit_code.h"
@@ -44,7 +45,10 @@ int Main(int argc, char** argv) {
 
 // The outermost boundary: nothing ends the process through std::terminate. The session has its
 // own (RunSessionGuarded: turn.failed on stdout); this catches the rest, e.g. during setup.
-int main(int argc, char** argv) {
+int main(int argc, char** argv, char** envp) {
+  // Before anything can call setenv: the key's bytes are overwritten through these pointers
+  // once the model client has read it (engine/session.cc).
+  ae::RememberStartupEnvironment(envp);
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

@@ -241,7 +241,8 @@ int RunExec(const CliArgs& args) {
     if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
   }
   if (!run.json && completed && has_final) {
-    Status written = WriteAll(STDOUT_FILENO, final_text + "\n");
+    Status written =
+        WriteAll(STDOUT_FILENO, FinalMessageForStdout(final_text, ::isatty(STDOUT_FILENO)) + "\n");
     if (!written.ok()) {
       std::fprintf(stderr, "error: cannot write the final message to stdout: %s\n",
                    written.message().c_str());

@@ -75,6 +75,9 @@ struct ModelResponse {
   std::string id;
   std::vector<OutputItem> items;
   Usage usage;
+  // What the client left out of `items` and why (an output item without a type): the turn
+  // reports each as a warning item and goes on.
+  std::vector<std::string> warnings;
 };
 
 // What a provider's own compaction returned: the items that stand for the history (for the

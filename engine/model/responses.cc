@@ -46,6 +46,13 @@ class ResponsesDecoder : public StreamDecoder {
     } else if (type == "response.output_item.done") {
       const rapidjson::Value* item = FindJsonMember(doc, "item");
       if (!item) return MakeError("response.output_item.done without an item");
+      const rapidjson::Value* item_type = FindJsonMember(*item, "type");
+      if (item_type == nullptr || !item_type->IsString()) {
+        // One item nobody can name must not cost the whole turn; it is not kept either, as
+        // replaying it would make the service refuse every later request.
+        response_.warnings.push_back(std::string(kUntypedItemWarning));
+        return {};
+      }
       auto parsed = ParseOutputItemValue(*item);
       if (!parsed) return MakeError("response.output_item.done: " + parsed.message());
       response_.items.push_back(std::move(*parsed));

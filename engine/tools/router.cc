@@ -38,6 +38,16 @@ ToolResult RunOne(ToolHandler* handler, const ToolCall& call, ToolEnv& env) {
   return result;
 }
 
+// The answer to a call the run was cancelled before: nothing ran, no item was emitted.
+ToolResult NotStarted(const ToolCall& call) {
+  ToolResult result;
+  result.output = std::string(kNotStartedOutput);
+  result.success = false;
+  result.call_id = call.call_id;
+  result.custom = call.custom;
+  return result;
+}
+
 // The most calls the gate can run at once: the longest run of consecutive readers.
 size_t WidestReaderRun(const std::vector<bool>& readers) {
   size_t widest = 0, run = 0;
@@ -96,7 +106,10 @@ std::vector<ToolResult> ToolRouter::DispatchAll(const std::vector<ToolCall>& cal
   CallGate gate(readers);
   auto work = [&] {
     while (std::optional<size_t> i = gate.Next()) {
-      results[*i] = RunOne(handlers[*i], calls[*i], env);
+      // Once the run is cancelled no call starts: a response of thousands of calls would
+      // otherwise spawn every one of them (each killed at once) before the run could end.
+      results[*i] =
+          env.cancel.cancelled() ? NotStarted(calls[*i]) : RunOne(handlers[*i], calls[*i], env);
       gate.Done(*i);
     }
   };

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,6 +64,10 @@ class ToolHandler {
 using ThreadStarter = std::function<Result<std::thread>(std::function<void()>)>;
 Result<std::thread> StartThread(std::function<void()> body);
 
+// The output of a call that never started because the run was cancelled first.
+inline constexpr std::string_view kNotStartedOutput =
+    "aborted: the run was cancelled before this call started";
+
 class ToolRouter {
  public:
   void Register(std::unique_ptr<ToolHandler> handler);
@@ -75,6 +80,7 @@ class ToolRouter {
   // it wait for it. Handlers emit their events as they go, so events appear in completion
   // order; results come back in call order. A name no handler owns answers "unsupported call:
   // <name>". When no worker thread can be started the calls run one by one on this thread.
+  // Once env.cancel is set, calls not yet started answer kNotStartedOutput and run nothing.
   std::vector<ToolResult> DispatchAll(const std::vector<ToolCall>& calls, ToolEnv& env);
   void OnTurnEnd(Emitter& emitter);
   void StopBackground(Emitter& emitter);

@@ -77,6 +77,38 @@ TEST(JsonTest, RawIsVerbatimOnlyWhenValidCompactAndFinite) {
   EXPECT_FALSE(was_json);
 }
 
+// Nothing but one value may be copied: a UTF-8 BOM before it, or a stray byte (a lone 0xEF, which
+// a BOM probe would swallow) before a number, would reach our output raw and break the line.
+TEST(JsonTest, RawIsNeverVerbatimWithABomOrAStrayByteBeforeTheValue) {
+  auto raw = [](std::string_view text, bool* was_json) {
+    JsonWriter w;
+    w.StartArray();
+    *was_json = w.Raw(text);
+    w.EndArray();
+    return *w.Take();
+  };
+  bool was_json = false;
+  // A BOM is not JSON whitespace (RFC 8259): the text is quoted as a string, made valid UTF-8.
+  EXPECT_EQ(raw("\xEF\xBB\xBF{}", &was_json), "[\"\xEF\xBB\xBF{}\"]");
+  EXPECT_FALSE(was_json);
+  EXPECT_EQ(raw("\xEF"
+                "1",
+                &was_json),
+            "[\"\xEF\xBF\xBD"
+            "1\"]");
+  EXPECT_FALSE(was_json);
+  EXPECT_EQ(raw("\xEF\xBB"
+                "1",
+                &was_json),
+            "[\"\xEF\xBF\xBD\xEF\xBF\xBD"
+            "1\"]");
+  EXPECT_FALSE(was_json);
+  EXPECT_EQ(raw("1\xEF", &was_json), "[\"1\xEF\xBF\xBD\"]");
+  EXPECT_FALSE(was_json);
+  EXPECT_EQ(raw("1", &was_json), "[1]");
+  EXPECT_TRUE(was_json);
+}
+
 TEST(JsonTest, ANulByteIsAnErrorNotTheEndOfTheText) {
   Result<rapidjson::Document> doc = ParseJson(std::string("{\"a\":1}\0{\"b\":2}", 15), "arguments");
   ASSERT_FALSE(doc.ok());

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -376,8 +378,14 @@ TEST_F(McpTest, TimeoutFailsTheCallAndStopKillsTheServer) {
 TEST_F(McpTest, CancelStopsTheWait) {
   Start({Spec()});
   CancelToken cancel;
-  cancel.Cancel(CancelReason::kSigint);
+  // Cancelled while the call waits: a call the router has not started yet would not start at
+  // all (router.h), so the signal comes after the call began.
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.Cancel(CancelReason::kSigint);
+  });
   ToolResult r = Call("mcp__docs__slow", R"({"seconds":30})", &cancel);
+  canceller.join();
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.output, "tool call error: tools/call was cancelled");
 }

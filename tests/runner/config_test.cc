@@ -784,3 +784,77 @@ TEST_F(ConfigTest, PrintConfigIsSortedTomlWithSourcesAndNoSecrets) {
 
 }  // namespace
 }  // namespace ae
+
+namespace ae {
+namespace {
+
+using ::ae::testing::TempDir;
+using ::ae::testing::WriteFile;
+
+// What config puts into a model request is checked in every layer: header names are tokens,
+// no name or value holds CR, LF or another control byte (a request could be split).
+TEST(HttpConfigTest, HeaderAndQueryMapsRejectNonTokensAndControlBytes) {
+  TempDir tmp;
+  auto load = [&](const std::string& text) {
+    WriteFile(tmp / "home/config.toml", text);
+    LoadOptions o;
+    o.home = tmp / "home";
+    o.process_cwd = tmp.path();
+    return LoadConfig(o);
+  };
+  const std::string file = tmp / "home/config.toml";
+  EXPECT_EQ(load("[model_providers.openai]\nhttp_headers = { \"x y\" = \"1\" }\n").message(),
+            file +
+                ":2:16: 'model_providers.openai.http_headers': header name \"x y\" is not a "
+                "token (letters, digits and !#$%&'*+-.^_`|~ only)");
+  EXPECT_EQ(
+      load("[model_providers.openai]\nhttp_headers = { x = \"a\\r\\nHost: evil\" }\n").message(),
+      file +
+          ":2:16: 'model_providers.openai.http_headers': the value of header \"x\" "
+          "holds a control character (CR, LF, ...)");
+  EXPECT_EQ(load("[model_providers.openai]\nenv_http_headers = { \"a:b\" = \"VAR\" }\n").message(),
+            file +
+                ":2:20: 'model_providers.openai.env_http_headers': header name \"a:b\" is not a "
+                "token (letters, digits and !#$%&'*+-.^_`|~ only)");
+  EXPECT_EQ(load("[model_providers.openai]\nquery_params = { v = \"1\\n\" }\n").message(),
+            file +
+                ":2:16: 'model_providers.openai.query_params': the value of query parameter "
+                "\"v\" holds a control character (CR, LF, ...)");
+  Result<Config> fine =
+      load("[model_providers.openai]\nhttp_headers = { \"X-Trace_1\" = \"a\\tb\" }\n");
+  ASSERT_TRUE(fine.ok()) << fine.message();
+  EXPECT_EQ(fine->model_providers.at("openai").http_headers.at("X-Trace_1"), "a\tb");
+}
+
+// A project file (a command or a pull request can write it) may add ordinary headers, but may
+// neither add, replace nor drop a credential header.
+TEST(HttpConfigTest, AProjectCannotSetACredentialHeader) {
+  TempDir tmp;
+  WriteFile(tmp / "home/config.toml",
+            "[model_providers.openai]\nhttp_headers = { api-key = \"mine\" }\n");
+  const std::string project = tmp / "repo/.agentexec/config.toml";
+  WriteFile(project,
+            "[model_providers.openai]\n"
+            "http_headers = { Authorization = \"Bearer theirs\", OpenAI-Project = \"p\", "
+            "x-trace = \"t\" }\n");
+  LoadOptions o;
+  o.home = tmp / "home";
+  o.process_cwd = tmp.path();
+  o.git_root = tmp / "repo";
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok()) << config.message();
+  const std::vector<std::string> expected = {
+      project +
+          ":2:16: ignored header 'Authorization' in 'model_providers.openai.http_headers': "
+          "a project config may not set a credential header",
+      project +
+          ":2:16: ignored header 'OpenAI-Project' in 'model_providers.openai.http_headers': "
+          "a project config may not set a credential header",
+  };
+  EXPECT_EQ(config->warnings, expected);
+  const std::map<std::string, std::string> headers = {{"api-key", "mine"}, {"x-trace", "t"}};
+  EXPECT_EQ(config->model_providers.at("openai").http_headers, headers);
+}
+
+}  // namespace
+}  // namespace ae

@@ -27,6 +27,8 @@ after --max-seconds, and at once on SIGTERM or SIGINT.
 
 Turns: the same JSON format as agentexec's scripted provider (engine/model/scripted.h):
   {"turns": [{"items": [...], "usage": {...}}, {"fail": "message"}, ...]}
+An item {"untyped": {...}} is served on the responses wire as that object verbatim, an output
+item without a "type" (the chat wire has no form for it and leaves it out).
 Script options (top-level keys next to "turns", all optional; issue 14, context management):
   "context_window": N   a request whose input is estimated above N tokens is refused as the
                         service refuses it: HTTP 400, code context_length_exceeded (the turn is
@@ -181,7 +183,7 @@ def item_json(item, turn, index, served=None, encrypted=False):
     items then carry ids as the service's do, and reasoning items get an encrypted_content only
     when `encrypted` (the request asked for it)."""
     out = _item_json(item, turn, index)
-    if served is None:
+    if served is None or "type" not in out:
         return out
     prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc",
               "custom_tool_call": "ctc", "web_search_call": "ws"}[out["type"]]
@@ -195,6 +197,8 @@ def item_json(item, turn, index, served=None, encrypted=False):
 
 def _item_json(item, turn, index):
     t = item.get("type")
+    if t is None and isinstance(item.get("untyped"), dict):
+        return dict(item["untyped"])  # served verbatim, without a type (responses wire only)
 
     def call_id():
         return item.get("call_id") or f"call_{turn}_{index}"
@@ -688,7 +692,7 @@ class Handler(BaseHTTPRequestHandler):
     def responses_item(self, item, index):
         self.send_sse_event({"type": "response.output_item.added", "output_index": index,
                              "item": item})
-        if item["type"] == "message":
+        if item.get("type") == "message":
             text = item["content"][0]["text"]
             self.send_sse_event({"type": "response.output_text.delta", "output_index": index,
                                  "content_index": 0, "item_id": f"msg_{index}", "delta": text})
@@ -702,7 +706,7 @@ class Handler(BaseHTTPRequestHandler):
                                   "choices": [{"index": 0, "delta": delta,
                                                "finish_reason": None}]})
 
-        t = item["type"]
+        t = item.get("type")
         if t == "reasoning":
             chunk({"reasoning_content": "\n".join(s["text"] for s in item["summary"])})
         elif t == "message":
