@@ -2,8 +2,11 @@
 
 #include <sys/prctl.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
+
+extern char** environ;
 
 namespace ae {
 namespace {
@@ -29,6 +32,40 @@ void ForgetSecretVariables(const std::vector<std::string>& names, bool non_dumpa
     ::unsetenv(name.c_str());
   }
   if (non_dumpable) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+void MoveVariablesOffStartupBlock(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (name.empty() || name.find('=') != std::string::npos) continue;
+    const char* current = std::getenv(name.c_str());
+    if (current == nullptr) continue;
+    const std::string copy = current;  // before the block's bytes (which it may be) are wiped
+    for (char** e = startup_env; e != nullptr && *e != nullptr; ++e) {
+      if (std::strncmp(*e, name.c_str(), name.size()) == 0 && (*e)[name.size()] == '=') {
+        char* value = *e + name.size() + 1;
+        std::memset(value, 0, std::strlen(value));
+      }
+    }
+    ::setenv(name.c_str(), copy.c_str(), 1);
+  }
+}
+
+std::vector<std::string> CredentialLookingVariables() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq == nullptr) continue;
+    std::string name(*e, static_cast<size_t>(eq - *e));
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const char* word : {"KEY", "SECRET", "TOKEN"}) {
+      if (upper.find(word) != std::string::npos) {
+        names.push_back(name);
+        break;
+      }
+    }
+  }
+  return names;
 }
 
 }  // namespace ae

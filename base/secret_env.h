@@ -19,4 +19,13 @@ void RememberStartupEnvironment(char** envp);
 // CAP_SYS_PTRACE; children get dumpability back at execve). Read every value first.
 void ForgetSecretVariables(const std::vector<std::string>& names, bool non_dumpable);
 
+// For variables agentexec does not read but passes on (a GITHUB_TOKEN that a user's
+// shell_environment_policy gives commands): the value moves to a heap copy in `environ` and is
+// overwritten in the startup block, so /proc/PID/environ no longer shows it.
+void MoveVariablesOffStartupBlock(const std::vector<std::string>& names);
+
+// The names in `environ` that look like credentials: KEY, SECRET or TOKEN in them, any case
+// (the same words commands' default environment excludes).
+std::vector<std::string> CredentialLookingVariables();
+
 }  // namespace ae

@@ -171,11 +171,19 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     secret_names.push_back(variable);
   }
   provider.env_http_headers.clear();
+  // The MCP servers' token and header variables were read when the run was configured
+  // (runner/session_config.cc); they are credential variables like the provider's.
+  for (const std::string& variable : config.shell_env.credential_vars) {
+    secret_names.push_back(variable);
+  }
   Result<std::unique_ptr<ModelClient>> client = outside.make_client(provider, config.model);
   // Non-dumpable only without a sandbox: a sandboxed command cannot ptrace (seccomp), and the
   // sandbox's child writes its own /proc/self/uid_map before execve, which a non-dumpable
   // (root-owned) /proc/self would refuse to an unprivileged user.
   ForgetSecretVariables(secret_names, policy->unrestricted());
+  // Credentials agentexec only passes on (a CI token a user's shell_environment_policy lets
+  // commands have) leave the startup block too: /proc/<agentexec>/environ shows none of them.
+  MoveVariablesOffStartupBlock(CredentialLookingVariables());
   if (!client.ok()) {
     return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
                             client.message(), /*framed=*/false);

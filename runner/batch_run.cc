@@ -1,5 +1,7 @@
 #include "runner/batch_run.h"
 
+#include "base/secret_env.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -27,6 +29,7 @@
 #include "base/fd.h"
 #include "base/json.h"
 #include "base/read_file.h"
+#include "base/secret_env.h"
 #include "base/write_all.h"
 #include "runner/batch_manifest.h"
 #include "runner/batch_report.h"
@@ -57,9 +60,15 @@ std::string Errno(const char* what) {
   return fmt::format("{}: {}", what, std::strerror(errno));
 }
 
+// The environment each task's agentexec gets, copied once; then every variable that may hold
+// a credential (a name with KEY, SECRET or TOKEN, as commands' default excludes) is wiped from
+// batch's own startup block (base/secret_env.h): a task's command under danger-full-access
+// walks its ancestors' /proc/PID/environ, and batch is one of them. The tasks' own agentexec
+// wipes the copy it gets once it has read it.
 std::vector<std::string> ProcessEnv() {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  MoveVariablesOffStartupBlock(CredentialLookingVariables());
   return env;
 }
 

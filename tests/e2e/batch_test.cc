@@ -507,6 +507,35 @@ TEST_F(BatchTest, AGitConfigChangedByTheTaskIsNotUsed) {
       << Slurp(Out() + "/results.jsonl");
 }
 
+// A task's command under danger-full-access walks its ancestors' /proc/PID/environ: batch is
+// one of them, and it must not show the credentials the tasks inherit from it.
+TEST_F(BatchTest, ATasksCommandFindsNoCredentialInBatchsEnvironment) {
+  MakeRepo("alpha");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+  const std::string peek = ws_.WriteFile("peek.sh", R"(p=$PPID
+while [ "$p" -gt 1 ]; do
+  tr '\0' '\n' < /proc/$p/environ
+  p=$(awk '/^PPid:/{print $2}' /proc/$p/status)
+done 2>&1
+echo peeked
+)");
+  script_ = ws_.WriteFile(
+      "peek.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"sh )" +
+          peek + R"(","login":false}}]},
+        {"items":[{"type":"message","text":"looked"}]}]})");
+  RunOptions options;
+  options.env = ws_.Env({{"DEPLOY_TOKEN", "tok-s3cr3t-5151"}, {"PLAIN_SETTING", "visible-42"}});
+  RunOutput out = Batch({"run", manifest, "--out", Out()}, options);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  const std::string events = Slurp(Out() + "/tasks/alpha/events.jsonl");
+  EXPECT_NE(events.find("peeked"), std::string::npos) << events;
+  // The walk did read environments (a plain variable shows), but no credential.
+  EXPECT_NE(events.find("PLAIN_SETTING=visible-42"), std::string::npos) << events;
+  EXPECT_EQ(events.find("tok-s3cr3t-5151"), std::string::npos) << events;
+}
+
 // A confined command plants a link where batch will write the task's patch: batch refuses to
 // write through it (and says so in the record) instead of writing to the link's target.
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
