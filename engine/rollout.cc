@@ -239,10 +239,14 @@ Result<LoadedRollout> LoadRollout(const std::string& path, const std::string& se
       out.items.clear();
       for (const auto& item : replacement->GetArray()) out.items.push_back(ToJson(item));
       ++out.compactions;
+      out.last_usage = Usage{};
+      out.last_usage_items = 0;
     } else if (type == "usage" && p.IsObject()) {
-      out.usage += Usage{GetInt(p, "input_tokens"), GetInt(p, "cached_input_tokens"),
-                         GetInt(p, "cache_write_input_tokens"), GetInt(p, "output_tokens"),
-                         GetInt(p, "reasoning_output_tokens")};
+      out.last_usage = Usage{GetInt(p, "input_tokens"), GetInt(p, "cached_input_tokens"),
+                             GetInt(p, "cache_write_input_tokens"), GetInt(p, "output_tokens"),
+                             GetInt(p, "reasoning_output_tokens")};
+      out.last_usage_items = out.items.size();
+      out.usage += out.last_usage;
     }
   }
   if (out.meta.thread_id.empty()) {

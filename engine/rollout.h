@@ -74,7 +74,13 @@ struct LoadedRollout {
   SessionMeta meta;
   std::vector<std::string> items;  // after the last compaction: its replacement history first
   Usage usage;                     // cumulative over every request recorded
-  int compactions = 0;             // compacted lines read
+  // The last request's usage and how many of `items` stood before it in the file: what the
+  // service counted of this history, so a resumed turn knows the context's size (a thread
+  // past the auto-compact limit is compacted before its next request). Zero after the last
+  // compaction, whose replacement no request has counted yet.
+  Usage last_usage;
+  size_t last_usage_items = 0;
+  int compactions = 0;  // compacted lines read
 };
 
 // $AGENTEXEC_HOME/sessions: the session files beneath it are read and created beneath a

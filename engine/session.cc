@@ -281,6 +281,8 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                 .auto_compact_token_limit = config.model.auto_compact_token_limit,
                 .rollout = rollout.get(),
                 .usage_before = config.resume ? config.resume->usage : Usage{},
+                .resumed_last_usage = config.resume ? config.resume->last_usage : Usage{},
+                .resumed_counted_items = config.resume ? config.resume->last_usage_items : 0,
                 .prompt_cache_key = result.thread_id,
                 .final_answer_check = config.final_answer_check,
                 .record = &record};

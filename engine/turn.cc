@@ -120,6 +120,9 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   };
 
   ContextTracker context(EstimateTokens(tools_json));
+  if (deps.resumed_counted_items > 0 && deps.resumed_counted_items <= history.size()) {
+    context.OnResponse(deps.resumed_last_usage, deps.resumed_counted_items);
+  }
   const CompactionSettings compaction{deps.context_window, deps.auto_compact_token_limit,
                                       deps.prompt_cache_key};
   // A compaction that could not bring the history under the limit is not repeated before the

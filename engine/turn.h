@@ -30,7 +30,11 @@ struct TurnDeps {
   int64_t auto_compact_token_limit = 0;  // compact before a request this large; 0 = never
   RolloutWriter* rollout = nullptr;      // null: --ephemeral
   Usage usage_before;                    // earlier runs of a resumed thread
-  std::string prompt_cache_key;          // the thread id
+  // A resumed thread: its last request's usage and how many history items that request
+  // covered (LoadedRollout::last_usage), so the context's size carries over; 0: none.
+  Usage resumed_last_usage;
+  size_t resumed_counted_items = 0;
+  std::string prompt_cache_key;  // the thread id
   // Empty: none.
   FinalAnswerCheck final_answer_check;
   ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself

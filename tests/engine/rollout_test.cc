@@ -55,6 +55,9 @@ TEST_F(RolloutTest, WriteLoadAndResumeAppends) {
                                R"({"type":"message","role":"user","content":[]})",
                                R"({"type":"function_call_output","call_id":"c","output":"x"})"}));
   EXPECT_EQ(loaded->usage, (Usage{11, 2, 0, 6, 1}));
+  // The last request's count, and the items it covered, carry the context's size over.
+  EXPECT_EQ(loaded->last_usage, (Usage{1, 0, 0, 1, 0}));
+  EXPECT_EQ(loaded->last_usage_items, 2u);
 
   auto by_id = FindRolloutById(home_, "0190-aaaa");
   ASSERT_TRUE(by_id.ok());

@@ -311,6 +311,38 @@ TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
   EXPECT_EQ(r.stats.requests, 3);
 }
 
+// A resumed thread whose last request was counted past the limit is compacted before its
+// first request, as codex does: the size carries over through the session file.
+TEST_F(TurnTest, AResumedThreadPastTheLimitIsCompactedFirst) {
+  history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
+              MessageInputItem("user", "more")};
+  client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
+  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) {
+    d.auto_compact_token_limit = 100;
+    d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
+    d.resumed_counted_items = 2;
+  });
+  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 2u);
+  EXPECT_EQ(client_.prompts[0].tools_json, "[]");  // the summarisation request came first
+  EXPECT_EQ(sink_.lines[0].find(R"({"type":"item.completed","item":{"id":"item_0",)"
+                                R"("type":"context_compaction","tokens_before":)"),
+            0u)
+      << sink_.lines[0];
+}
+
+// The control: without the carried-over count the same history is far under the limit.
+TEST_F(TurnTest, AResumedThreadWithoutItsCountIsNotCompacted) {
+  history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
+              MessageInputItem("user", "more")};
+  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.auto_compact_token_limit = 100; });
+  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 1u);
+  EXPECT_NE(client_.prompts[0].tools_json, "[]");
+}
+
 TEST_F(TurnTest, ContextLengthExceededCompactsAndRetriesOnce) {
   const std::string exceeded = std::string(kContextWindowExceeded) + " (too long)";
   client_.responses.push_back(MakeError(exceeded, "context_length"));
