@@ -98,8 +98,8 @@ def gitlab_ci_local(tmp, text):
                                                   "https://gitlab.invalid/group/project.git"],
                  ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", "-C", project, *argv], check=True, capture_output=True)
-    return run([tool("gitlab-ci-local"), "--list", "--variable",
-                "CI_PIPELINE_SOURCE=merge_request_event"], cwd=project)
+    return run([tool("gitlab-ci-local"), "--list", "--ignore-predefined-vars", "CI_PIPELINE_SOURCE",
+                "--variable", "CI_PIPELINE_SOURCE=merge_request_event"], cwd=project)
 
 
 def gitlab_project_text(rel):
@@ -127,6 +127,14 @@ class DiscoveryTest(unittest.TestCase):
                   "        curl -X POST -H \"PRIVATE-TOKEN: $T\" --data @- \"$API\"\n")
         with self.assertRaises(yaml.YAMLError):
             yaml.safe_load(broken)
+
+    def test_root_gitlab_ci_releases_the_component_on_a_version_tag(self):
+        jobs = yaml.safe_load(_read(os.path.join(ROOT, ".gitlab-ci.yml")))
+        job = jobs["release-component"]
+        self.assertEqual(job["release"]["tag_name"], "$CI_COMMIT_TAG")
+        rule = re.search(r"=~ /(.*)/$", job["rules"][0]["if"]).group(1).replace("\\d", "[0-9]")
+        self.assertTrue(re.match(rule, "0.1.0"))
+        self.assertFalse(re.match(rule, "v0.1.0"))
 
     def test_review_examples_use_the_action_and_the_component(self):
         gh = _read(os.path.join(ROOT, "ci-examples/github-review.yml"))
@@ -176,9 +184,11 @@ class YamlLintTest(unittest.TestCase):
         broken = gitlab_ci_local(self.tmp, "job:\n  script: [echo]\n  bogus_key: 1\n")
         self.assertNotEqual(broken.returncode, 0, broken.stdout)
         self.assertIn("bogus_key", broken.stdout + broken.stderr)
-        bad_input = gitlab_ci_local(self.tmp, "include:\n  - local: templates/agentexec.yml\n"
-                                              "    inputs:\n      sandbox: everything\n")
-        self.assertNotEqual(bad_input.returncode, 0, bad_input.stdout)
+        # (gitlab-ci-local checks types and options, not `regex`: tests/dist/gitlab_test.py.)
+        for bad in ("sandbox: everything", "max-turns: 40"):
+            p = gitlab_ci_local(self.tmp, "include:\n  - local: templates/agentexec.yml\n"
+                                          "    inputs:\n      " + bad + "\n")
+            self.assertNotEqual(p.returncode, 0, bad + "\n" + p.stdout)
         for rel in GITLAB:
             p = gitlab_ci_local(self.tmp, gitlab_project_text(rel))
             self.assertEqual(p.returncode, 0, rel + "\n" + p.stdout + p.stderr)
