@@ -209,7 +209,8 @@ class StructureTest(unittest.TestCase):
         action = yaml.safe_load(_read(os.path.join(ROOT, "action.yml")))
         gitlab_inputs = set(header["spec"]["inputs"])
         # "The same inputs" as the action, minus GitHub-only ones, plus GitLab's job knobs.
-        self.assertEqual(set(action["inputs"]) - {"apparmor-userns", "artifact-name"},
+        self.assertEqual(set(action["inputs"]) - {"apparmor-userns", "artifact-name", "allowed-bots",
+                                                  "github-token"},
                          gitlab_inputs - {"job-name", "stage", "image"})
         for f in glob.glob(os.path.join(ROOT, "ci-examples/gitlab/*.yml")):
             self.assertIsInstance(yaml.safe_load(_read(f)), dict, f)
