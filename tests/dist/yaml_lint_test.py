@@ -136,6 +136,16 @@ class DiscoveryTest(unittest.TestCase):
         self.assertTrue(re.match(rule, "0.1.0"))
         self.assertFalse(re.match(rule, "v0.1.0"))
 
+    def test_own_actions_and_workflows_pin_nested_actions_by_commit(self):
+        """A tag can be moved to other code; a commit SHA cannot. (The examples under
+        ci-examples/ show users the short form.)"""
+        def unpinned(text):
+            return [u for u in re.findall(r"^\s*(?:-\s*)?uses:\s*([^\s#]+)", text, re.M)
+                    if not u.startswith("./") and not re.fullmatch(r"[^@]+@[0-9a-f]{40}", u)]
+        self.assertEqual(unpinned("    - uses: actions/cache@v4\n"), ["actions/cache@v4"])
+        for rel in ["action.yml"] + [f for f in YAML_FILES if f.startswith(".github/workflows/")]:
+            self.assertEqual(unpinned(_read(os.path.join(ROOT, rel))), [], rel)
+
     def test_review_examples_use_the_action_and_the_component(self):
         gh = _read(os.path.join(ROOT, "ci-examples/github-review.yml"))
         gl = _read(os.path.join(ROOT, "ci-examples/gitlab-review.yml"))
