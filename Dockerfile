@@ -29,6 +29,9 @@ RUN apt-get update -qq \
 COPY --from=build /out/agentexec /usr/local/bin/agentexec
 COPY scripts/summarize-events.sh /usr/local/share/agentexec/scripts/summarize-events.sh
 COPY scripts/ci/run.sh /usr/local/share/agentexec/scripts/ci/run.sh
+# The licence and the notices of the libraries the static binary bundles (LGPL: how to relink).
+COPY LICENSE /usr/share/doc/agentexec/LICENSE
+COPY THIRD_PARTY_NOTICES /usr/share/doc/agentexec/THIRD_PARTY_NOTICES
 USER agent
 WORKDIR /work
 ENTRYPOINT ["agentexec"]

@@ -162,12 +162,13 @@ dist-configure:
 	@$(CMAKE) -S . -B $(DIST_BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_PORTABLE=ON $(DIST_CMAKE_ARGS) \
 	  -DAGENTEXEC_TESTS=OFF -DAGENTEXEC_BENCH=OFF >/dev/null
 
-# dist/agentexec-<version>-linux-<arch>.tar.gz: the static binary (stripped) and README.md.
+# dist/agentexec-<version>-linux-<arch>.tar.gz: the static binary (stripped), README.md, LICENSE
+# and THIRD_PARTY_NOTICES (the libraries the binary bundles, their licences, how to relink).
 dist: dist-configure
 	$(CMAKE) --build $(DIST_BUILD) -j$(JOBS) --target agentexec
 	@rm -rf dist/$(DIST_NAME) && mkdir -p dist/$(DIST_NAME)
 	$(DIST_STRIP) -o dist/$(DIST_NAME)/agentexec $(DIST_BUILD)/agentexec
-	cp README.md dist/$(DIST_NAME)/
+	cp README.md LICENSE THIRD_PARTY_NOTICES dist/$(DIST_NAME)/
 	tar -C dist -czf dist/$(DIST_NAME).tar.gz --owner=0 --group=0 $(DIST_NAME)
 	@rm -rf dist/$(DIST_NAME)
 	@cd dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/duration.h"
+#include "runner/exit_code.h"
 
 // The git commit, set at configure time for ae_config only (cmake/Version.cmake), so a new
 // commit rebuilds one file, not the tree.
@@ -202,6 +203,15 @@ std::optional<std::string> MistypedCommand(const std::string& word) {
   return std::nullopt;
 }
 
+// The "Exit codes:" lines of --help, from the one table (runner/exit_code.h).
+std::string ExitCodesHelp() {
+  std::string out;
+  for (const ExitCodeInfo& e : kExitCodes) {
+    out += fmt::format("  {:<8} {}\n", ToInt(e.code), e.meaning);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string HelpText() {
@@ -274,17 +284,10 @@ std::string HelpText() {
       "                                   codequality (GitLab Code Quality report)\n"
       "\n"
       "Exit codes:\n"
-      "  0        the turn completed\n"
-      "  1        the turn failed: model/API error, missing API key, broken stream\n"
-      "  2        usage or configuration error\n"
-      "  3        the chosen sandbox cannot be enforced on this kernel\n"
-      "  4        a limit was reached: --max-turns, --timeout, --max-tokens\n"
-      "  5        an output could not be written (-o FILE, --events-file FILE)\n"
-      "  6        the final answer does not validate against --output-schema\n"
-      "  130/143  interrupted by SIGINT/SIGTERM\n"
+      "{}"
       "\n"
       "Configuration: $AGENTEXEC_HOME/config.toml (default ~/.agentexec); see docs/CONFIG.md.\n",
-      AGENTEXEC_VERSION, kUsage, kConfigOptionsHelp);
+      AGENTEXEC_VERSION, kUsage, kConfigOptionsHelp, ExitCodesHelp());
 }
 
 std::string SandboxHelpText() {

@@ -1,7 +1,9 @@
 // The one place outcomes become process exit codes (CONTRACT §2).
 #pragma once
 
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "engine/session.h"
 
@@ -22,6 +24,33 @@ enum class ExitCode : int {
   kInterrupted = 130,       // SIGINT
   kTerminated = 143,        // SIGTERM
 };
+
+// The exit codes of a run (`agentexec`, `exec`, `resume`, `review`), the one list that
+// `agentexec --help`, README's table, the Action, the GitLab component and scripts/ci/run.sh's
+// legend show (tests/dist/exit_codes_test.py compares them). `summary` is the short form the
+// one-line legends use; `meaning` is the --help line, and README's row starts with it.
+// kCannotExecute / kCommandNotFound are `agentexec sandbox`'s own and are not listed here.
+struct ExitCodeInfo {
+  ExitCode code;
+  std::string_view summary;
+  std::string_view meaning;
+};
+inline constexpr std::array<ExitCodeInfo, 9> kExitCodes = {{
+    {ExitCode::kOk, "done", "the turn completed"},
+    {ExitCode::kTurnFailed, "model/API failure",
+     "the turn failed: model/API error, missing API key, broken stream"},
+    {ExitCode::kUsage, "usage or configuration error", "usage or configuration error"},
+    {ExitCode::kSandboxUnavailable, "sandbox unavailable",
+     "the chosen sandbox cannot be enforced on this kernel"},
+    {ExitCode::kLimitReached, "limit reached",
+     "a limit was reached: --max-turns, --timeout, --max-tokens"},
+    {ExitCode::kOutputFailed, "output not writable",
+     "an output could not be written: -o FILE, --events-file FILE, stdout, the session file"},
+    {ExitCode::kOutputSchema, "final answer fails --output-schema",
+     "the final answer does not validate against --output-schema"},
+    {ExitCode::kInterrupted, "interrupted (SIGINT)", "interrupted by SIGINT"},
+    {ExitCode::kTerminated, "terminated (SIGTERM)", "terminated by SIGTERM"},
+}};
 
 ExitCode ExitCodeFor(SessionOutcome outcome);
 // turn.failed's error.code -> the exit code (README "Exit codes" lists the table); kNone is 0.

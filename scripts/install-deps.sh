@@ -23,7 +23,8 @@ build=(
 # registry). A node that is already installed (e.g. from NodeSource, which bundles npm) is
 # kept: Debian's npm package would conflict with it.
 test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps
-  clang libclang-rt-14-dev)  # clang: make test-asan, make fuzz (libFuzzer)
+  clang libclang-rt-14-dev  # clang: make test-asan, make fuzz (libFuzzer)
+  lintian)                  # tests/dist/package_test.py: the .deb has no lintian error
 command -v npm >/dev/null || test+=(nodejs npm)
 bench=(libbenchmark-dev jq python3 procps)
 # make dist: static OpenSSL/zlib/c-ares archives and dpkg-dev (dpkg-source, to unpack

@@ -160,7 +160,7 @@ fi
 "$here/../summarize-events.sh" markdown "$events" >"$out/summary.md" ||
   echo "### agentexec: no summary (see $events)" >"$out/summary.md"
 if [ "$code" -ne 0 ]; then
-  printf '\n_agentexec exited with code %s_ (0 done, 1 model/API failure, 2 usage/config, 3 sandbox unavailable, 4 limit reached, 5 output not writable, 6 final answer fails --output-schema)\n' \
+  printf '\n_agentexec exited with code %s_ (0 done, 1 model/API failure, 2 usage or configuration error, 3 sandbox unavailable, 4 limit reached, 5 output not writable, 6 final answer fails --output-schema, 130 interrupted (SIGINT), 143 terminated (SIGTERM))\n' \
     "$code" >>"$out/summary.md"
 fi
 

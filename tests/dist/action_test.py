@@ -2,12 +2,14 @@
 binary: installed from a release tarball (file:// base), run with the scripted provider or
 over loopback HTTP, with GITHUB_OUTPUT / GITHUB_STEP_SUMMARY in temp files."""
 import glob
+import http.server
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -15,6 +17,109 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gha  # noqa: E402
 from gha import _read  # noqa: E402
 import support  # noqa: E402
+
+
+class _PermissionApi(http.server.BaseHTTPRequestHandler):
+    """GitHub's GET /repos/OWNER/REPO/collaborators/USER/permission, answered from `answers`
+    (user -> permission); an unknown user gets 404, "broken" a body that is not JSON."""
+    answers = {}
+    requests = []
+
+    def do_GET(self):
+        _PermissionApi.requests.append((self.path, self.headers.get("Authorization")))
+        m = re.fullmatch(r"/repos/octo/repo/collaborators/([^/]+)/permission", self.path)
+        user = m.group(1) if m else None
+        if user not in self.answers:
+            self.send_response(404)
+            body = b'{"message": "Not Found"}'
+        elif self.answers[user] == "broken":
+            self.send_response(200)
+            body = b"<html>"
+        else:
+            self.send_response(200)
+            body = json.dumps({"permission": self.answers[user], "user": {"login": user}}).encode()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class PermissionCheckTest(support.ReleaseCase):
+    """The Action's first step on events anyone can trigger: the actor's permission read from
+    a fake API (loopback), fail closed."""
+
+    STEP = "Check the triggering actor's permission"
+
+    def setUp(self):
+        super().setUp()
+        _PermissionApi.answers = {"alice": "write", "olga": "admin", "mallory": "read",
+                                  "nobody": "none", "garbled": "broken"}
+        _PermissionApi.requests = []
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), _PermissionApi)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+
+    def run_as(self, actor, event="issue_comment", **inputs):
+        env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
+        env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
+        runner = gha.Runner(self.repo, env=env, tmp=self.tmp, github={
+            "event_name": event, "actor": actor, "token": "ghs_job",
+            "api_url": f"http://127.0.0.1:{self.server.server_port}"})
+        # No prompt: an allowed run goes on and stops at once with exit 2 (usage).
+        inputs.setdefault("version", support.version())
+        result = runner.run_action(gha.REPO_ROOT, inputs)
+        steps = {s[0]: s for s in result.steps}
+        return steps[self.STEP], steps["Install agentexec"]
+
+    def test_read_permission_is_refused_and_nothing_runs(self):
+        check, install = self.run_as("mallory")
+        self.assertEqual(check[1], "failure")
+        self.assertIn("::error::agentexec: mallory has read permission on octo/repo; the "
+                      "issue_comment event runs agentexec only for actors with write or admin "
+                      "permission (or bots in allowed-bots); not running", check[3])
+        self.assertEqual(install[1], "skipped")
+        self.assertEqual(_PermissionApi.requests,
+                         [("/repos/octo/repo/collaborators/mallory/permission", "Bearer ghs_job")])
+
+    def test_write_and_admin_are_allowed(self):
+        for actor, permission in (("alice", "write"), ("olga", "admin")):
+            check, install = self.run_as(actor, event="pull_request_target")
+            self.assertEqual(check[1], "success", check[3])
+            self.assertIn(f"agentexec: {actor} has {permission} permission on octo/repo", check[3])
+            self.assertEqual(install[1], "success", install[3])
+
+    def test_unknown_user_api_error_and_garbage_are_refused(self):
+        for actor, why in (("nobody", "nobody has none permission"),
+                           ("stranger", "could not read stranger's permission on octo/repo (curl 0, HTTP 404)"),
+                           ("garbled", "the permission API answered something that is not JSON")):
+            check, install = self.run_as(actor, event="issues")
+            self.assertEqual(check[1], "failure", actor)
+            self.assertIn(why, check[3])
+            self.assertEqual(install[1], "skipped")
+
+    def test_bots_only_when_listed(self):
+        check, install = self.run_as("renovate[bot]")
+        self.assertEqual(check[1], "failure")
+        self.assertIn("the issue_comment event was triggered by the bot renovate[bot], which is "
+                      "not in allowed-bots; not running", check[3])
+        self.assertEqual(install[1], "skipped")
+        check, install = self.run_as("renovate[bot]", **{"allowed-bots": "dependabot, renovate"})
+        self.assertEqual(check[1], "success", check[3])
+        self.assertEqual(install[1], "success")
+        self.assertEqual(_PermissionApi.requests, [])  # bots are decided by the list alone
+
+    def test_other_events_need_no_check(self):
+        env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
+        env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
+        runner = gha.Runner(self.repo, env=env, tmp=self.tmp,
+                            github={"event_name": "pull_request", "actor": "mallory"})
+        result = runner.run_action(gha.REPO_ROOT, {"version": support.version()})
+        self.assertEqual({s[0]: s[1] for s in result.steps}[self.STEP], "skipped")
+        self.assertEqual(_PermissionApi.requests, [])
 
 
 class ActionTest(support.ReleaseCase):

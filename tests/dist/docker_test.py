@@ -96,6 +96,9 @@ class DockerfileTest(unittest.TestCase):
                 dst = root + parts[1]
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy(src, dst)
+            for doc in ("LICENSE", "THIRD_PARTY_NOTICES"):
+                self.assertEqual(_read(root + "/usr/share/doc/agentexec/" + doc),
+                                 _read(os.path.join(support.REPO_ROOT, doc)))
             ver = subprocess.run([root + "/usr/local/bin/agentexec", "--version"],
                                  capture_output=True, text=True)
             self.assertEqual(ver.returncode, 0)

@@ -16,7 +16,8 @@ def _read(path):
 
 def load_component(path, inputs):
     """The component's jobs after input interpolation. Unknown inputs, missing required
-    inputs and values outside `options` are errors, as in GitLab."""
+    inputs, values of the wrong `type`, outside `options` or not matching `regex` are errors,
+    as in GitLab."""
     header, body = list(yaml.safe_load_all(_read(path)))
     spec = header["spec"]["inputs"]
     unknown = set(inputs) - set(spec)
@@ -33,6 +34,13 @@ def load_component(path, inputs):
             raise ValueError(f"missing required input {name}")
         if "options" in decl and values[name] not in decl["options"]:
             raise ValueError(f"input {name}: {values[name]!r} is not one of {decl['options']}")
+        kind = decl.get("type", "string")
+        types = {"string": str, "number": (int, float), "boolean": bool, "array": list}
+        if not isinstance(values[name], types[kind]) or (
+                kind == "number" and isinstance(values[name], bool)):
+            raise ValueError(f"input {name}: {values[name]!r} is not a {kind}")
+        if "regex" in decl and not re.search(decl["regex"], str(values[name])):
+            raise ValueError(f"input {name}: {values[name]!r} does not match {decl['regex']}")
 
     def interp(v):
         if isinstance(v, dict):

@@ -47,6 +47,19 @@ class GitLabTest(unittest.TestCase):
             gitlab.load_component(TEMPLATE, {"promt": "x"})
         with self.assertRaisesRegex(ValueError, "input sandbox: 'full' is not one of"):
             gitlab.load_component(TEMPLATE, {"sandbox": "full"})
+        # Typed inputs: a YAML number where the component wants a string, a count that is not
+        # one, a duration without a unit are refused before any job runs.
+        with self.assertRaisesRegex(ValueError, "input max-turns: 40 is not a string"):
+            gitlab.load_component(TEMPLATE, {"max-turns": 40})
+        with self.assertRaisesRegex(ValueError, "input max-turns: 'forty' does not match"):
+            gitlab.load_component(TEMPLATE, {"max-turns": "forty"})
+        with self.assertRaisesRegex(ValueError, "input timeout: '20' does not match"):
+            gitlab.load_component(TEMPLATE, {"timeout": "20"})
+        for spec in gitlab.yaml.safe_load_all(gitlab._read(TEMPLATE)):
+            for name, decl in spec["spec"]["inputs"].items():
+                self.assertIn(decl.get("type"), ("string", "number", "boolean"), name)
+            break
+        gitlab.load_component(TEMPLATE, {"max-turns": "40", "timeout": "1h30m"})
 
     def test_component_runs_the_demo_and_keeps_artifacts(self):
         name, job = self.component_job(prompt="make the failing test pass $HOME stays text",

@@ -12,7 +12,9 @@ dist_deb_portable (after `make deb`): the released .deb, dist/agentexec_<v>_<arc
   the same checks, plus no Depends at all and a statically linked binary; skipped, saying
   why, until `make deb` has been run.
 """
+import gzip
 import os
+import shutil
 import platform
 import re
 import stat
@@ -27,7 +29,12 @@ ROOT = support.REPO_ROOT
 BUILD = os.environ.get("AE_BUILD_DIR", "")
 COMMIT = os.environ.get("AGENTEXEC_COMMIT", "")
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
-DOCS = ["README.md", "CI.md", "SANDBOX.md", "CONFIG.md"]
+DOCS = ["README.md", "CI.md", "SANDBOX.md", "CONFIG.md", "LICENSE", "THIRD_PARTY_NOTICES",
+        "copyright", "changelog.gz"]
+# Where each installed doc comes from; changelog.gz is made at configure time.
+DOC_SOURCES = {"README.md": "README.md", "LICENSE": "LICENSE",
+               "THIRD_PARTY_NOTICES": "THIRD_PARTY_NOTICES", "copyright": "cmake/debian/copyright",
+               "CI.md": "docs/CI.md", "SANDBOX.md": "docs/SANDBOX.md", "CONFIG.md": "docs/CONFIG.md"}
 
 
 def tree(root):
@@ -79,7 +86,7 @@ class Checks(unittest.TestCase):
         self.assertEqual(fields["Version"], support.version())
         self.assertEqual(fields["Architecture"], arch)
         self.assertEqual(fields["Section"], "devel")
-        self.assertEqual(fields["Recommends"], "git, bash, ca-certificates")
+        self.assertEqual(fields["Recommends"], "git, ca-certificates")
         self.assertRegex(fields["Maintainer"], r"^agentexec maintainers <[^>]+@[^>]+>$")
         self.assertTrue(fields["Description"].startswith(
             "Headless runner for AI coding agents in CI"), fields["Description"])
@@ -102,11 +109,32 @@ class Checks(unittest.TestCase):
             if not perms.startswith("d"):
                 files[path] = perms
         doc = "./usr/share/doc/agentexec/"
-        self.assertEqual(files, {"./usr/bin/agentexec": "-rwxr-xr-x",
-                                 **{doc + d: "-rw-r--r--" for d in DOCS}})
+        expected = {"./usr/bin/agentexec": "-rwxr-xr-x", **{doc + d: "-rw-r--r--" for d in DOCS}}
+        if portable:  # the static binary's lintian overrides (statically linked, bundled libs)
+            expected["./usr/share/lintian/overrides/agentexec"] = "-rw-r--r--"
+        self.assertEqual(files, expected)
         root = os.path.join(self.tmp, "unpacked")
         subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+        # The packaged binary is stripped (no symbol table), like the tarball's.
+        sections = subprocess.run(["readelf", "-S", os.path.join(root, "usr/bin/agentexec")],
+                                  capture_output=True, text=True, check=True).stdout
+        self.assertNotIn(".symtab", sections)
+        # An extended description below the summary line.
+        description = subprocess.run(["dpkg-deb", "-f", deb, "Description"], capture_output=True,
+                                     text=True, check=True).stdout
+        self.assertIn("\n agentexec runs an AI coding agent", description)
+        self.lintian(deb)
         return root
+
+    def lintian(self, deb):
+        """Debian's lintian finds no error in the package (skipped when it is not installed)."""
+        if not shutil.which("lintian"):
+            print("lintian not installed: not run (scripts/install-deps.sh test installs it)")
+            return
+        p = subprocess.run(["lintian", "--tag-display-limit", "0", deb], capture_output=True,
+                           text=True, timeout=600)
+        errors = [l for l in p.stdout.splitlines() if l.startswith("E: ")]
+        self.assertEqual(errors, [], p.stdout + p.stderr)
 
 
 class InstallAndDebTest(Checks):
@@ -123,8 +151,11 @@ class InstallAndDebTest(Checks):
             **{f"opt/agentexec/share/doc/agentexec/{d}": 0o644 for d in DOCS}})
         binary = os.path.join(dest, "opt/agentexec/bin/agentexec")
         self.assertEqual(read(binary, "rb"), read(os.path.join(BUILD, "agentexec"), "rb"))
-        for d in DOCS:
-            src = os.path.join(ROOT, d if d == "README.md" else f"docs/{d}")
+        changelog = gzip.decompress(read(os.path.join(dest, "opt/agentexec/share/doc/agentexec/"
+                                                     "changelog.gz"), "rb")).decode()
+        self.assertTrue(changelog.startswith(f"agentexec ({support.version()}) unstable; "), changelog)
+        for d, rel in DOC_SOURCES.items():
+            src = os.path.join(ROOT, rel)
             self.assertEqual(read(os.path.join(dest, "opt/agentexec/share/doc/agentexec", d)),
                              read(src))
         self.assertEqual(os.path.exists("/opt/agentexec"), existed, "wrote outside DESTDIR")

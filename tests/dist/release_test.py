@@ -105,6 +105,11 @@ def publish_sh_arches():
     return sorted(m.group(1).split())
 
 
+# The pinned refs of .github/workflows/release.yml (commit SHAs).
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
+DOWNLOAD = "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093"
+
+
 class GitHubReleases(http.server.ThreadingHTTPServer):
     """github.com's release URLs over a store of published files:
     /OWNER/REPO/releases/latest -> 302 to /OWNER/REPO/releases/tag/TAG (the latest TAG),
@@ -258,7 +263,7 @@ class ReleaseTest(unittest.TestCase):
         env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
         env.update({"PATH": bindir + ":" + env["PATH"], "GH_LOG": log, "GH_STORE": store})
         runner = gha.Runner(ws, env=env, tmp=self.tmp, uses_stubs={
-            "actions/checkout@v4": checkout, "actions/download-artifact@v4": download},
+            CHECKOUT: checkout, DOWNLOAD: download},
             github={"repository": REPO, "ref": f"refs/tags/{tag or 'v' + self.version}",
                     "ref_name": tag or f"v{self.version}", "event_name": "push"})
         result = runner.run_job(WORKFLOW, "publish")
@@ -378,7 +383,7 @@ class ReleaseTest(unittest.TestCase):
         env.update({"PATH": bindir + ":" + env["PATH"], "DOCKER_LOG": log,
                     "DOCKER_SAYS": (says or "").format(commit=commit)})
         runner = gha.Runner(ws, env=env, tmp=self.tmp,
-                            uses_stubs={"actions/checkout@v4": lambda w, r: (0, "checked out", {})},
+                            uses_stubs={CHECKOUT: lambda w, r: (0, "checked out", {})},
                             github={"repository": repo, "ref": f"refs/tags/v{self.version}",
                                     "ref_name": f"v{self.version}", "event_name": "push"})
         matrix = {"arch": arch, "runner": runner_name} if job == "image" else None

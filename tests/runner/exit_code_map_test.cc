@@ -1,9 +1,14 @@
 // turn.failed's error.code -> exit code: each code has exactly one exit code (README table).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "runner/cli.h"
 #include "runner/exit_code.h"
 
 namespace ae {
@@ -21,6 +26,25 @@ TEST(ExitCodeMap, EveryErrorCodeHasItsExitCode) {
   for (ErrorCode code : kAllErrorCodes) actual[ErrorCodeName(code)] = ToInt(ExitCodeFor(code));
   EXPECT_EQ(actual, expected);
   EXPECT_EQ(ToInt(ExitCodeFor(ErrorCode::kNone)), 0);
+}
+
+// The one table --help, README, the Action, the component and run.sh's legend are checked
+// against (tests/dist/exit_codes_test.py): every code a run can end with, in order, and the
+// codes turn.failed maps to are all in it.
+TEST(ExitCodeMap, TheTableListsEveryRunExitCode) {
+  std::vector<int> codes;
+  for (const ExitCodeInfo& e : kExitCodes) codes.push_back(ToInt(e.code));
+  EXPECT_EQ(codes, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 130, 143}));
+  for (ErrorCode code : kAllErrorCodes) {
+    const int exit = ToInt(ExitCodeFor(code));
+    EXPECT_NE(std::find(codes.begin(), codes.end(), exit), codes.end()) << exit;
+  }
+  const std::string help = HelpText();
+  std::string lines = "Exit codes:\n";
+  for (const ExitCodeInfo& e : kExitCodes) {
+    lines += fmt::format("  {:<8} {}\n", ToInt(e.code), e.meaning);
+  }
+  EXPECT_NE(help.find(lines + "\n"), std::string::npos) << help;
 }
 
 }  // namespace
