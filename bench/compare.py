@@ -362,6 +362,49 @@ wire_api = "responses"
             label += "; codex UNSANDBOXED (danger-full-access)"
         self.pair_rows(5, label, res, per=51)
 
+    def batch_once(self, tasks, jobs):
+        """One `agentexec batch run` of `tasks` one-message tasks over one local repository:
+        (wall seconds, sum of the tasks' own duration_ms in seconds, the orchestrator's peak
+        RSS in KiB from its VmHWM, error)."""
+        base = self.fresh(f"batch-{tasks}")
+        work = os.path.join(self.work, base)
+        os.makedirs(work)
+        src = self.repo("src", base=work)
+        script = os.path.join(work, "turns.json")
+        with open(script, "w") as f:
+            json.dump({"turns": [message_turn("Done.")]}, f)
+        manifest = os.path.join(work, "manifest.jsonl")
+        with open(manifest, "w") as f:
+            for i in range(tasks):
+                f.write(json.dumps({"id": f"t{i:04d}", "repo": src, "prompt": "answer"}) + "\n")
+        out = os.path.join(work, "out")
+        argv = [self.ae, "batch", "run", manifest, "--out", out, "-j", str(jobs),
+                "--work-dir", os.path.join(work, "clones"), "-s", "workspace-write",
+                "-c", "model_provider=scripted",
+                "-c", f'model_providers.scripted.script="{script}"']
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=work, env=self.env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        hwm = 0
+        while proc.poll() is None:
+            try:
+                with open(f"/proc/{proc.pid}/status") as st:
+                    for line in st:
+                        if line.startswith("VmHWM:"):
+                            hwm = max(hwm, int(line.split()[1]))
+            except OSError:
+                pass
+            time.sleep(0.02)
+        wall = time.monotonic() - start
+        err = proc.stderr.read()
+        if proc.returncode != 0:
+            return wall, None, hwm, f"exit {proc.returncode}: {err.strip()[-200:]}"
+        own = 0
+        with open(os.path.join(out, "results.jsonl")) as f:
+            for line in f:
+                own += json.loads(line).get("duration_ms", 0)
+        return wall, own / 1000.0, hwm, None
+
     def row6_batch(self):
         try:
             helptext = subprocess.run([self.ae, "batch", "--help"], capture_output=True, text=True,
@@ -370,9 +413,25 @@ wire_api = "responses"
             helptext = ""
         if "batch run" not in helptext:
             self.add(6, "agentexec batch throughput", "n/a: batch not built", "n/a", None)
-        else:
-            self.add(6, "agentexec batch throughput",
-                     "n/a: batch exists, this harness does not drive it yet", "n/a", None)
+            return None
+        jobs = 8
+        small = self.batch_once(50, jobs)
+        large = self.batch_once(200, jobs)
+        for n, (wall, own, hwm, err) in ((50, small), (200, large)):
+            if err:
+                self.add(6, f"batch: {n} one-message tasks at -j {jobs}", f"failed: {err}",
+                         "n/a (codex has no batch)", None)
+                continue
+            self.add(6, f"batch: {n} one-message tasks at -j {jobs}: wall vs the tasks' own time",
+                     f"{fmt_s(wall)} vs {fmt_s(own)} summed ({ratio(own, wall)} in parallel on "
+                     f"{os.cpu_count()} CPUs); {fmt_s(wall, n)} a task",
+                     "n/a (codex has no batch)", ratio(own, wall))
+        if not small[3] and not large[3]:
+            self.add(6, f"batch: orchestrator peak RSS, 50 -> 200 tasks",
+                     f"{fmt_kib(small[2])} -> {fmt_kib(large[2])} "
+                     f"({ratio(large[2], small[2])} for 4x the tasks)",
+                     "n/a", ratio(large[2], small[2]))
+        return {"small": small, "large": large}
 
 
 def fmt_s(v, per=1):
