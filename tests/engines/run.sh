@@ -85,6 +85,7 @@ fi
 
 # `agentexec batch` sharded by real engines; each merged report must equal the unsharded one.
 . "$root/tests/engines/batch_common.sh"
+. "$root/tests/engines/batch_github.sh"
 . "$root/tests/engines/batch_gitlab.sh"
 . "$root/tests/engines/batch_kubernetes.sh"
 . "$root/tests/engines/batch_slurm.sh"
