@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real engines, outside `make test`: agentexec against MCP servers built with the official
-# TypeScript SDK from npm (streamable HTTP with event-stream and JSON replies, and stdio).
+# TypeScript SDK from npm (streamable HTTP with event-stream and JSON replies, and stdio),
+# and `agentexec batch` sharded by gitlab-ci-local's `parallel:` and a Slurm job array.
 # Each case prints PASS/FAIL/SKIP with the reason; the last line is the tally.
 #   tests/engines/run.sh [BUILD_DIR]     (make test-engines)
 set -uo pipefail
@@ -81,6 +82,13 @@ else
   run_case mcp_sdk_http_json "$(printf '[mcp_servers.sdk]\nurl = "%s"\nrequired = true\n' "$url")"
   run_case mcp_sdk_stdio "$(printf '[mcp_servers.sdk]\ncommand = "node"\nargs = ["%s", "--stdio"]\nrequired = true\n' "$server")"
 fi
+
+# `agentexec batch` sharded by real engines; each merged report must equal the unsharded one.
+. "$root/tests/engines/batch_common.sh"
+. "$root/tests/engines/batch_github.sh"
+. "$root/tests/engines/batch_gitlab.sh"
+. "$root/tests/engines/batch_kubernetes.sh"
+. "$root/tests/engines/batch_slurm.sh"
 
 echo "engines: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
