@@ -44,7 +44,8 @@ def kind(rel):
     """Which validator a file goes to; None = a place no test knows (the test fails)."""
     if rel == "action.yml":
         return "action"
-    if rel.startswith(".github/workflows/") or rel.startswith("ci-examples/github"):
+    if (rel.startswith(".github/workflows/") or rel.startswith("ci-examples/github")
+            or rel.startswith("ci-examples/batch/github-")):
         return "workflow"
     if (rel == ".gitlab-ci.yml" or rel.startswith("templates/")
             or rel.startswith("ci-examples/gitlab")):

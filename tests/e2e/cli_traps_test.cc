@@ -11,13 +11,6 @@
 namespace ae::e2e {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class CliTrapsTest : public ::testing::Test {
  protected:
   RunOutput Run(std::vector<std::string> args, const std::string& answer = R"({"answer":"42"})") {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "tests/support/event_schema_check.h"
 
@@ -125,6 +126,13 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
     }
   }
   return result;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 std::string CheckJsonLines(const std::string& out) {

@@ -33,6 +33,9 @@ struct RunOutput {
 
 RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& options);
 
+// The whole file at `path` ("" when it cannot be read).
+std::string Slurp(const std::string& path);
+
 // "" when every line of `out` is one JSON object; else a description of the first bad line.
 std::string CheckJsonLines(const std::string& out);
 
