@@ -1,7 +1,5 @@
 #include "runner/batch_run.h"
 
-#include "base/secret_env.h"
-
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -31,6 +29,7 @@
 #include "base/read_file.h"
 #include "base/secret_env.h"
 #include "base/write_all.h"
+#include "engine/review/git.h"
 #include "runner/batch_manifest.h"
 #include "runner/batch_report.h"
 #include "runner/batch_shard.h"
@@ -73,31 +72,34 @@ std::vector<std::string> ProcessEnv() {
 }
 
 // The one place batch runs git. Every call runs unconfined on a repository a confined command
-// may just have changed, so no configuration the repository holds may choose a program or
-// widen what git does: no system config, hooks, fsmonitor, pager, external diff or textconv
-// driver, ext:: transport; no repository chosen by the environment.
+// may just have changed, so it goes through the review's hardened invocation
+// (engine/review/git.h: no system config, hooks, fsmonitor, pager, external diff or textconv),
+// plus what batch's own commands need: no ext:: transport, no signing, and no repository
+// chosen by the environment (each task's clone is named by its cwd alone).
 sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string>& args,
                            const std::vector<std::string>& base_env) {
   sandbox::SpawnSpec spec;
   spec.argv = {"git"};
-  for (const char* setting :
-       {"core.fsmonitor=", "core.hooksPath=/dev/null", "core.pager=cat",
-        "diff.external=", "protocol.ext.allow=never", "commit.gpgSign=false"}) {
+  // Without a filter listing nothing can be refused: batch runs no git on a clone whose
+  // configuration the task changed.
+  Result<std::vector<std::string>> hardened = HardenedGitArgs();
+  if (hardened.ok()) spec.argv.insert(spec.argv.end(), hardened->begin(), hardened->end());
+  for (const char* setting : {"protocol.ext.allow=never", "commit.gpgSign=false"}) {
     spec.argv.insert(spec.argv.end(), {"-c", setting});
   }
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.cwd = cwd;
-  for (const std::string& kv : base_env) {
+  std::vector<const char*> env;
+  for (const std::string& kv : base_env) env.push_back(kv.c_str());
+  env.push_back(nullptr);
+  for (std::string& kv : HardenedGitEnv(env.data())) {
     if (kv.starts_with("GIT_DIR=") || kv.starts_with("GIT_WORK_TREE=") ||
-        kv.starts_with("GIT_INDEX_FILE=") || kv.starts_with("GIT_CONFIG") ||
-        kv.starts_with("GIT_EXTERNAL_DIFF=") || kv.starts_with("GIT_PAGER=") ||
+        kv.starts_with("GIT_INDEX_FILE=") || kv.starts_with("GIT_COMMON_DIR=") ||
         kv.starts_with("GIT_OBJECT_DIRECTORY=") || kv.starts_with("GIT_ALTERNATE_OBJECT")) {
       continue;
     }
-    spec.env.push_back(kv);
+    spec.env.push_back(std::move(kv));
   }
-  spec.env.push_back("GIT_CONFIG_NOSYSTEM=1");
-  spec.env.push_back("GIT_TERMINAL_PROMPT=0");
   spec.separate_stderr = true;
   return spec;
 }
