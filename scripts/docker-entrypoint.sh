@@ -56,15 +56,22 @@ for a in "$@"; do
 done
 
 # 3. The image's default sandbox mode, only where nothing else chose one.
+config=$(agentexec --print-config "$@" </dev/null 2>/dev/null) || config=
 defaults=()
-if agentexec --print-config "$@" </dev/null 2>/dev/null |
-  grep -qx 'sandbox_mode = "read-only"  # default'; then
+if grep -qx 'sandbox_mode = "read-only"  # default' <<<"$config"; then
   defaults=(-c 'sandbox_mode="workspace-write"')
 fi
 
 # 4. The sandbox this container allows (the preflight's warnings name what is missing).
-report=$(agentexec sandbox -s workspace-write -- true </dev/null 2>&1 >/dev/null) && probe=0 || probe=$?
-if [ "$probe" = 3 ]; then
+probe=0
+if grep -q '^sandbox_mode = "danger-full-access"' <<<"$config"; then
+  probe=none
+else
+  report=$(agentexec sandbox -s workspace-write -- true </dev/null 2>&1 >/dev/null) || probe=$?
+fi
+if [ "$probe" = none ]; then
+  say "sandbox: none: danger-full-access was chosen, so the container is the boundary"
+elif [ "$probe" = 3 ]; then
   reason=$(printf '%s\n' "$report" | grep -m1 '^sandbox: cannot enforce' || printf '%s\n' "$report" | tail -n1)
   say "sandbox: none: ${reason#sandbox: }; agentexec exits 3 unless run with -s danger-full-access"
 elif [ "$probe" != 0 ]; then

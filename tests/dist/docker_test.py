@@ -268,6 +268,13 @@ class EntrypointTest(unittest.TestCase):
                                capture_output=True, text=True)
         if probe.returncode == 0 and "namespace" not in probe.stderr:
             cases[""] = "agentexec image: sandbox: full: Landlock, seccomp, mount and PID namespaces"
+        # No probe where the run is chosen to have no sandbox.
+        for args in (["-s", "danger-full-access"], ["--yolo"]):
+            p = self.entry("--print-config", *args, env={"AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK": "1"})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(report_line(p.stderr), [
+                "agentexec image: sandbox: none: danger-full-access was chosen, so the container "
+                "is the boundary"], args)
         for fake, line in cases.items():
             # --print-config: the report comes before agentexec starts, and nothing runs.
             p = self.entry("--print-config", env={fake: "1"} if fake else {})

@@ -11,7 +11,8 @@
 #  - --user 1001:1001, whose HOME is "/": the run still works, its session in a private HOME;
 #  - the one-line sandbox report for Docker's default seccomp profile, seccomp=unconfined,
 #    seccomp=unconfined + systempaths=unconfined, and a profile that makes Landlock missing,
-#    and in each a command writing outside /work is refused (or, without Landlock, exit 3);
+#    and in each a command writing outside /work is refused (without Landlock: exit 3, and
+#    with -s danger-full-access the run goes ahead);
 #  - the GitLab component (templates/agentexec.yml) in gitlab-ci-local's Docker executor.
 dk=$work/docker
 mkdir -p "$dk"
@@ -202,6 +203,7 @@ else
     partial_pid='agentexec image: sandbox: partial: Landlock, seccomp, mount namespace; no PID namespace (processes a command leaves running can outlive it): docker run --security-opt systempaths=unconfined adds it'
     full='agentexec image: sandbox: full: Landlock, seccomp, mount and PID namespaces'
     none='agentexec image: sandbox: none: cannot enforce workspace-write: Landlock is not supported by this kernel (landlock_create_ruleset: Function not implemented). Run with -s danger-full-access where the container is the boundary, or enable Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock).; agentexec exits 3 unless run with -s danger-full-access'
+    danger_line='agentexec image: sandbox: none: danger-full-access was chosen, so the container is the boundary'
     for spec in "docker_sandbox_default||$partial_mount" \
       "docker_sandbox_seccomp_unconfined|--security-opt seccomp=unconfined|$partial_pid" \
       "docker_sandbox_full|--security-opt seccomp=unconfined --security-opt systempaths=unconfined|$full" \
@@ -220,7 +222,19 @@ else
       if [ "$got" != "$want" ]; then
         why="the sandbox line is '$got', not '$want'"
       elif [ "$name" = docker_sandbox_no_landlock ]; then
-        if [ $code -eq 3 ] && [ ! -e "$ws/inside.txt" ]; then why=""; else why="exit $code, not 3: $(tail -c 800 "$dk/$name.err")"; fi
+        # Exit 3 before the turn; then, told -s danger-full-access, the run goes ahead unconfined.
+        (cd "$ws" && export OPENAI_API_KEY=test-key && docker run --rm --network host $opts \
+          -v "$PWD:/work" -e OPENAI_API_KEY -e OPENAI_BASE_URL="$dk_url" "$dk_image" --json \
+          -s danger-full-access "write outside") >"$dk/$name.danger.out" 2>"$dk/$name.danger.err"
+        danger=$?
+        if [ $code -ne 3 ]; then
+          why="exit $code, not 3: $(tail -c 800 "$dk/$name.err")"
+        elif [ $danger -ne 0 ] || [ ! -f "$ws/inside.txt" ] ||
+          [ "$(dk_report "$dk/$name.danger.err")" != "$danger_line" ]; then
+          why="with -s danger-full-access: exit $danger, line '$(dk_report "$dk/$name.danger.err")': $(tail -c 800 "$dk/$name.danger.err")"
+        else
+          why=""
+        fi
       elif [ $code -ne 0 ]; then
         why="exit $code: $(tail -c 1500 "$dk/$name.err")"
       elif [ ! -f "$ws/inside.txt" ] || [[ "$out" != *$'status=1\nabsent'* ]]; then
