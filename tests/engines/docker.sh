@@ -179,11 +179,15 @@ else
       >"$dk/user.out" 2>"$dk/user.err"
     code=$?
     out=$(dk_command_output "$dk/user.out")
+    # The build, then HOME: a fresh directory under /var/tmp, mode 0700, uid 1001's, holding
+    # the session.
+    nl=$'\n'
+    private_home="^build ok${nl}home=/var/tmp/agentexec-home\.[A-Za-z0-9]{8}${nl}700 1001${nl}1\$"
     if [ $code -ne 0 ]; then
       why="exit $code: $(tail -c 1500 "$dk/user.err")"
     elif [ "$(cat "$ws/config.sh")" != "ANSWER=42" ] || [ "$(stat -c %u:%g "$ws/config.sh")" != 1001:1001 ]; then
       why="config.sh: $(cat "$ws/config.sh") $(stat -c %u:%g "$ws/config.sh")"
-    elif ! [[ "$out" =~ ^build\ ok$'\n'home=/var/tmp/agentexec-home\.[A-Za-z0-9]{8}$'\n'700\ 1001$'\n'1$ ]]; then
+    elif ! [[ "$out" =~ $private_home ]]; then
       why="HOME is not a private directory of uid 1001 holding the session: $out"
     elif ! schema_err=$(dk_events_valid "$dk/user.out" 2>&1); then
       why="the JSONL does not validate: $schema_err"
