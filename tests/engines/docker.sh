@@ -13,13 +13,15 @@
 #    seccomp=unconfined + systempaths=unconfined, and a profile that makes Landlock missing,
 #    and in each a command writing outside /work is refused (without Landlock: exit 3, and
 #    with -s danger-full-access the run goes ahead);
-#  - the GitLab component (templates/agentexec.yml) in gitlab-ci-local's Docker executor.
+#  - the GitLab component (templates/agentexec.yml) and ci-examples/gitlab/docker-executor.yml
+#    in gitlab-ci-local's Docker executor: the file fixed (changes.patch), the artifact's
+#    events.jsonl valid, the job log showing the human progress as it goes.
 dk=$work/docker
 mkdir -p "$dk"
 dk_image=agentexec-engines:test
 dk_cases=(docker_image docker_readme_line docker_user_flag docker_sandbox_default
   docker_sandbox_seccomp_unconfined docker_sandbox_full docker_sandbox_no_landlock
-  docker_gitlab_component)
+  docker_gitlab_component docker_gitlab_example)
 dk_skip_all() { local c; for c in "${dk_cases[@]}"; do result SKIP "$c" "$1"; done; }
 
 dk_missing=""
@@ -250,58 +252,69 @@ else
       echo "  $name: $got" >&2
     done
 
-    # --- the GitLab component in gitlab-ci-local's Docker executor ---
+    # --- the GitLab component, and the Docker-executor example, in gitlab-ci-local's Docker
+    # executor ---
     if [ -z "${gcl:-}" ] || [ -n "${gitlab_missing:-}" ] || [ ! -x "$gcl/node_modules/.bin/gitlab-ci-local" ]; then
-      result SKIP docker_gitlab_component "${gitlab_missing:-gitlab-ci-local is not installed (batch_gitlab.sh installs it)}"
+      for c in docker_gitlab_component docker_gitlab_example; do
+        result SKIP "$c" "${gitlab_missing:-gitlab-ci-local is not installed (batch_gitlab.sh installs it)}"
+      done
     else
-      proj=$dk/gitlab
-      dk_workspace "$proj" 0:0
-      mkdir -p "$proj/templates"
-      cp "$root/templates/agentexec.yml" "$proj/templates/"
-      dk_serve gitlab "$dk_fix_turns"
-      cat >"$proj/.gitlab-ci.yml" <<YAML
-# The component as a project includes it (a local include: no GitLab to fetch it from),
-# with the image built above and the loopback model server.
-include:
-  - local: templates/agentexec.yml
-    inputs:
-      prompt: fix the build
-      image: ${dk_image%:*}
-      version: ${dk_image#*:}
-      base-url: $dk_url
-YAML
-      git -C "$proj" remote add origin https://gitlab.example.com/group/project.git &&
-        git -C "$proj" add . && git -C "$proj" -c user.name=t -c user.email=t@example.com commit -qm ci
       # gitlab-ci-local's helper image (it chowns the job's volume and copies the artifacts
       # out with bash and rsync) made locally from debian:12: nothing is pulled from a
       # registry. The job's container shares the host's network to reach the model server.
       helper=agentexec-engines:gcl-helper
-      if ! printf 'FROM debian:12\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends rsync && rm -rf /var/lib/apt/lists/*\n' |
-        DOCKER_BUILDKIT=0 timeout 600 docker build -t "$helper" - >"$dk/helper.log" 2>&1; then
-        code="the helper image did not build: $(tail -n3 "$dk/helper.log")"
-      else
-        (cd "$proj" && timeout 900 "$gcl/node_modules/.bin/gitlab-ci-local" --network host \
-          --helper-image "$helper" --pull-policy if-not-present --variable OPENAI_API_KEY=test-key \
-          --home "$dk/gcl-home" --no-color) >"$dk/gitlab.log" 2>&1
-        code=$?
-      fi
-      art=$proj/agentexec-out
-      if [ "$code" != 0 ]; then
-        why="gitlab-ci-local: $code: $(tail -c 2000 "$dk/gitlab.log" 2>/dev/null)"
-      elif [ "$(cat "$art/exit-code" 2>/dev/null)" != 0 ]; then
-        why="the artifact's exit-code is '$(cat "$art/exit-code" 2>/dev/null)'"
-      elif ! grep -q '^+ANSWER=42$' "$art/changes.patch" 2>/dev/null; then
-        why="changes.patch does not fix config.sh: $(head -c 800 "$art/changes.patch" 2>&1)"
-      elif ! schema_err=$(dk_events_valid "$art/events.jsonl" 2>&1); then
-        why="the artifact's events.jsonl does not validate: $schema_err"
-      elif ! grep -q '^agentexec *> patch: completed$' "$dk/gitlab.log" ||
-        ! grep -q "^agentexec *> /bin/bash -lc 'sh build.sh" "$dk/gitlab.log" ||
-        ! grep -q '^agentexec *> The build passes\.$' "$dk/gitlab.log"; then
-        why="the job log lacks the human progress lines: $(grep -a '^agentexec' "$dk/gitlab.log" | head -c 2000)"
-      else
-        why=""
-      fi
-      if [ -z "$why" ]; then result PASS docker_gitlab_component; else result FAIL docker_gitlab_component "$why"; fi
+      helper_why=""
+      printf 'FROM debian:12\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends rsync && rm -rf /var/lib/apt/lists/*\n' |
+        DOCKER_BUILDKIT=0 timeout 600 docker build -t "$helper" - >"$dk/helper.log" 2>&1 ||
+        helper_why="the helper image did not build: $(tail -n3 "$dk/helper.log")"
+      for name in docker_gitlab_component docker_gitlab_example; do
+        proj=$dk/$name
+        dk_workspace "$proj" 0:0
+        dk_serve "$name" "$dk_fix_turns"
+        if [ "$name" = docker_gitlab_component ]; then
+          job=agentexec
+          mkdir -p "$proj/templates"
+          cp "$root/templates/agentexec.yml" "$proj/templates/"
+          # As a project includes it (a local include: no GitLab to fetch it from), with the
+          # image built above and the loopback model server.
+          printf 'include:\n  - local: templates/agentexec.yml\n    inputs:\n      prompt: fix the build\n      image: %s\n      version: %s\n      base-url: %s\n' \
+            "${dk_image%:*}" "${dk_image#*:}" "$dk_url" >"$proj/.gitlab-ci.yml"
+          vars=(--variable OPENAI_API_KEY=test-key)
+        else
+          # The example as shipped, but for its image; the key and base URL as CI variables.
+          job=agent
+          sed "s#ghcr.io/OWNER/agentexec:[0-9.]*#$dk_image#" "$root/ci-examples/gitlab/docker-executor.yml" \
+            >"$proj/.gitlab-ci.yml"
+          vars=(--variable OPENAI_API_KEY=test-key --variable OPENAI_BASE_URL="$dk_url")
+        fi
+        git -C "$proj" remote add origin https://gitlab.example.com/group/project.git &&
+          git -C "$proj" add . && git -C "$proj" -c user.name=t -c user.email=t@example.com commit -qm ci
+        log=$dk/$name.log
+        code=$helper_why
+        if [ -z "$code" ]; then
+          (cd "$proj" && timeout 900 "$gcl/node_modules/.bin/gitlab-ci-local" --network host \
+            --helper-image "$helper" --pull-policy if-not-present "${vars[@]}" \
+            --home "$dk/gcl-home" --no-color) >"$log" 2>&1
+          code=$?
+        fi
+        art=$proj/agentexec-out
+        if [ "$code" != 0 ]; then
+          why="gitlab-ci-local: $code: $(tail -c 2000 "$log" 2>/dev/null)"
+        elif [ "$(cat "$art/exit-code" 2>/dev/null)" != 0 ]; then
+          why="the artifact's exit-code is '$(cat "$art/exit-code" 2>/dev/null)': $(tail -c 1500 "$log")"
+        elif ! grep -q '^+ANSWER=42$' "$art/changes.patch" 2>/dev/null; then
+          why="changes.patch does not fix config.sh: $(head -c 800 "$art/changes.patch" 2>&1)"
+        elif ! schema_err=$(dk_events_valid "$art/events.jsonl" 2>&1); then
+          why="the artifact's events.jsonl does not validate: $schema_err"
+        elif ! grep -q "^$job *> patch: completed\$" "$log" ||
+          ! grep -q "^$job *> /bin/bash -lc 'sh build.sh" "$log" ||
+          ! grep -q "^$job *> The build passes\.\$" "$log"; then
+          why="the job log lacks the human progress lines: $(grep -a "^$job" "$log" | head -c 2000)"
+        else
+          why=""
+        fi
+        if [ -z "$why" ]; then result PASS "$name"; else result FAIL "$name" "$why"; fi
+      done
     fi
   fi
 fi
