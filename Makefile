@@ -162,19 +162,21 @@ dist-configure:
 	@$(CMAKE) -S . -B $(DIST_BUILD) -DCMAKE_BUILD_TYPE=Release -DAGENTEXEC_PORTABLE=ON $(DIST_CMAKE_ARGS) \
 	  -DAGENTEXEC_TESTS=OFF -DAGENTEXEC_BENCH=OFF >/dev/null
 
-# dist/agentexec-<version>-linux-<arch>.tar.gz: the static binary (stripped), README.md, LICENSE
-# and THIRD_PARTY_NOTICES (the libraries the binary bundles, their licences, how to relink).
+# dist/agentexec-<version>-linux-<arch>.tar.gz: the static binary (stripped), its manual page
+# agentexec.1, README.md, LICENSE and THIRD_PARTY_NOTICES (the libraries the binary bundles,
+# their licences, how to relink).
 dist: dist-configure
 	$(CMAKE) --build $(DIST_BUILD) -j$(JOBS) --target agentexec
 	@rm -rf dist/$(DIST_NAME) && mkdir -p dist/$(DIST_NAME)
 	$(DIST_STRIP) -o dist/$(DIST_NAME)/agentexec $(DIST_BUILD)/agentexec
-	cp README.md LICENSE THIRD_PARTY_NOTICES dist/$(DIST_NAME)/
+	cp README.md LICENSE THIRD_PARTY_NOTICES docs/agentexec.1 dist/$(DIST_NAME)/
 	tar -C dist -czf dist/$(DIST_NAME).tar.gz --owner=0 --group=0 $(DIST_NAME)
 	@rm -rf dist/$(DIST_NAME)
 	@cd dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
 	@echo dist/$(DIST_NAME).tar.gz
 
-# make install PREFIX=/opt/agentexec [DESTDIR=...]: the binary built here, plus its docs.
+# make install PREFIX=/opt/agentexec [DESTDIR=...]: the binary built here, its manual page
+# (share/man/man1/agentexec.1.gz) and its docs.
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 

@@ -1,5 +1,5 @@
-# `make install PREFIX=...` and the .deb (`make deb`, CPack). Only the binary and its docs
-# are installed; there is nothing else to install.
+# `make install PREFIX=...` and the .deb (`make deb`, CPack). Only the binary, its manual
+# page and its docs are installed; there is nothing else to install.
 include(GNUInstallDirs)
 # The install step (and CPack's, which runs it) installs what is built and does not first
 # build every target: `make install` and `make deb` build the agentexec target themselves,
@@ -22,6 +22,13 @@ execute_process(COMMAND gzip -9nc "${AE_DEB_CHANGELOG}"
                 OUTPUT_FILE "${PROJECT_BINARY_DIR}/debian/changelog.gz")
 install(FILES "${PROJECT_BINARY_DIR}/debian/changelog.gz" cmake/debian/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# agentexec(1): docs/agentexec.1, made from --help by scripts/gen-manpage.py (dist_manpage
+# checks it against the binary), compressed the same way; a change to it reconfigures.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS docs/agentexec.1)
+file(MAKE_DIRECTORY "${PROJECT_BINARY_DIR}/man")
+execute_process(COMMAND gzip -9nc "${PROJECT_SOURCE_DIR}/docs/agentexec.1"
+                OUTPUT_FILE "${PROJECT_BINARY_DIR}/man/agentexec.1.gz")
+install(FILES "${PROJECT_BINARY_DIR}/man/agentexec.1.gz" DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 if(AGENTEXEC_PORTABLE)
   install(FILES cmake/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
           RENAME agentexec)

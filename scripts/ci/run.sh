@@ -127,7 +127,8 @@ if [ -n "${INPUT_ARGS:-}" ]; then
   args+=("${extra[@]}")
 fi
 # The key goes to AGENTEXEC_API_KEY, which agentexec prefers over OPENAI_API_KEY; commands the
-# model runs never see it (variables named *KEY* are dropped from their environment).
+# model runs never see it (variables named *KEY* are dropped from their environment), unless
+# the sandbox is danger-full-access: then they can read this shell's /proc/PID/environ.
 [ -n "${INPUT_API_KEY:-}" ] && export AGENTEXEC_API_KEY="$INPUT_API_KEY"
 [ -n "${INPUT_BASE_URL:-}" ] && export OPENAI_BASE_URL="$INPUT_BASE_URL"
 

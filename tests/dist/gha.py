@@ -12,6 +12,8 @@ GITHUB_STEP_SUMMARY files, the default shells (`bash -e {0}` when no shell is na
 `uses: ./` or any `*/agentexec@*` (mapped to this repository), and outputs. Other `uses:`
 are recorded (with their evaluated `with:`) and succeed, except that upload-artifact checks
 that its path exists, like the real one with if-no-files-found: error/warn.
+With `job_log`, each step's stdout and stderr go into that one file as they are written (as a
+runner streams them to the job log), so a test can read the log while a step still runs.
 """
 import json
 import os
@@ -293,8 +295,9 @@ class Runner:
     """One job's environment: temp files, PATH, the github/runner contexts."""
 
     def __init__(self, workspace, env=None, secrets=None, github=None, vars_=None,
-                 uses_stubs=None, timeout=300, tmp=None):
+                 uses_stubs=None, timeout=300, tmp=None, job_log=None):
         self.workspace = workspace
+        self.job_log = job_log
         self.tmp = tempfile.mkdtemp(prefix="gha-", dir=tmp)
         self.base_env = dict(env or os.environ)
         self.secrets = secrets or {}
@@ -348,15 +351,27 @@ class Runner:
                      "GITHUB_SERVER_URL": self.github["server_url"]})
         if self.path_prepend:
             full["PATH"] = ":".join(reversed(self.path_prepend)) + ":" + full.get("PATH", "")
-        proc = subprocess.run(self._shell_argv(shell, script_path), cwd=cwd, env=full,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=self.timeout)
+        argv = self._shell_argv(shell, script_path)
+        if self.job_log:
+            # One file for both streams, appended as the step writes (no pipe to buffer in).
+            with open(self.job_log, "ab") as log:
+                start = log.seek(0, os.SEEK_END)
+                code = subprocess.run(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL,
+                                      stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=self.timeout).returncode
+            with open(self.job_log, "rb") as log:
+                log.seek(start)
+                text = log.read().decode("utf-8", "replace")
+        else:
+            proc = subprocess.run(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=self.timeout)
+            code, text = proc.returncode, proc.stdout + proc.stderr
         outputs = parse_kv_file(files["GITHUB_OUTPUT"])
         self.job_env.update(parse_kv_file(files["GITHUB_ENV"]))
         for line in _read(files["GITHUB_PATH"]).splitlines():
             if line:
                 self.path_prepend.append(line)
-        return proc.returncode, proc.stdout + proc.stderr, outputs
+        return code, text, outputs
 
     def context(self, extra):
         ctx = {"github": self.github, "runner": self.runner, "secrets": self.secrets,

@@ -34,13 +34,13 @@ def version():
 
 
 def make_release(binary, where, arch=None):
-    """The layout `make dist` publishes: NAME.tar.gz holding NAME/agentexec, README.md, LICENSE
-    and THIRD_PARTY_NOTICES, plus .sha256."""
+    """The layout `make dist` publishes: NAME.tar.gz holding NAME/agentexec, README.md, LICENSE,
+    THIRD_PARTY_NOTICES and agentexec.1, plus .sha256."""
     name = f"agentexec-{version()}-linux-{arch or platform.machine()}"
     stage = os.path.join(where, name)
     os.makedirs(stage)
     shutil.copy(binary, os.path.join(stage, "agentexec"))
-    for doc in ("README.md", "LICENSE", "THIRD_PARTY_NOTICES"):
+    for doc in ("README.md", "LICENSE", "THIRD_PARTY_NOTICES", "docs/agentexec.1"):
         shutil.copy(os.path.join(REPO_ROOT, doc), stage)
     subprocess.run(["tar", "-C", where, "-czf", f"{name}.tar.gz", name], check=True, cwd=where)
     shutil.rmtree(stage)

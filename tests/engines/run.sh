@@ -89,6 +89,7 @@ fi
 . "$root/tests/engines/batch_gitlab.sh"
 . "$root/tests/engines/batch_kubernetes.sh"
 . "$root/tests/engines/batch_slurm.sh"
+. "$root/tests/engines/pipelines.sh"
 . "$root/tests/engines/docker.sh"  # the image on the real Docker daemon
 
 echo "engines: $pass passed, $fail failed, $skip skipped"
