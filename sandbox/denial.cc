@@ -78,25 +78,34 @@ bool IsAlnum(char c) {
 
 // The paths a line of output names: quoted ('x', "x", `x', ‘x’) or, unquoted, any word with a
 // slash, without the punctuation around it ("cat: ./a: Permission denied"). A quote after a
-// letter is an apostrophe ("can't"), not an opening quote.
-void NamedPaths(std::string_view line, std::vector<std::string>* out) {
+// letter is an apostrophe ("can't"), not an opening quote. At most `max` in *out.
+void NamedPaths(std::string_view line, size_t max, std::vector<std::string>* out) {
   constexpr std::string_view kOpenCurly = "\xe2\x80\x98", kCloseCurly = "\xe2\x80\x99";
   std::string rest;  // the line without its quoted parts
+  // Per closing quote (' " ’): from where on the line has none, so that a line of a million
+  // unclosed quotes is read once, not once per quote.
+  size_t none_after[3] = {std::string_view::npos, std::string_view::npos, std::string_view::npos};
   size_t i = 0;
-  while (i < line.size()) {
+  while (i < line.size() && out->size() < max) {
     std::string_view close;
-    size_t open_len = 1;
+    size_t open_len = 1, kind = 0;
     if (i > 0 && IsAlnum(line[i - 1])) {
       // not an opening quote
-    } else if (line[i] == '\'' || line[i] == '"') {
-      close = line.substr(i, 1);
-    } else if (line[i] == '`') {
+    } else if (line[i] == '\'' || line[i] == '`') {
       close = "'";
+    } else if (line[i] == '"') {
+      close = "\"";
+      kind = 1;
     } else if (line.substr(i).starts_with(kOpenCurly)) {
       close = kCloseCurly;
       open_len = kOpenCurly.size();
+      kind = 2;
     }
-    const size_t end = close.empty() ? std::string_view::npos : line.find(close, i + open_len);
+    size_t end = std::string_view::npos;
+    if (!close.empty() && (none_after[kind] == std::string_view::npos || i < none_after[kind])) {
+      end = line.find(close, i + open_len);
+      if (end == std::string_view::npos) none_after[kind] = i;
+    }
     if (end == std::string_view::npos) {
       rest += line[i++];
       continue;
@@ -106,7 +115,7 @@ void NamedPaths(std::string_view line, std::vector<std::string>* out) {
     i = end + close.size();
   }
   size_t pos = 0;
-  while (pos < rest.size()) {
+  while (pos < rest.size() && out->size() < max) {
     size_t start = rest.find_first_not_of(" \t", pos);
     if (start == std::string::npos) break;
     size_t stop = rest.find_first_of(" \t", start);
@@ -193,10 +202,10 @@ std::optional<Denial> AdvisoryDenial(const RunResult& result, const Policy& poli
     output.remove_prefix(nl == std::string_view::npos ? output.size() : nl + 1);
     if (!HasDenialWording(line)) continue;
     ++lines;
-    NamedPaths(line, &named);
+    NamedPaths(line, kMaxPaths, &named);
   }
   bool explained = false;  // a path it names that the sandbox is not why it failed on
-  for (size_t i = 0; i < named.size() && i < kMaxPaths; ++i) {
+  for (size_t i = 0; i < named.size(); ++i) {
     const std::string& raw = named[i];
     if (raw.empty() || raw.size() > PATH_MAX || raw.find('\0') != std::string::npos) continue;
     if (raw.front() != '/' && (workdir.empty() || workdir.front() != '/')) continue;

@@ -207,6 +207,20 @@ TEST_F(AdvisoryDenialTest, TheWordingAloneIsOnlyAPossibility) {
   EXPECT_EQ(d->evidence, "it failed with a permission error and names no path to check");
 }
 
+// The output is the command's: a megabyte of unclosed quotes or of quoted words is read once,
+// and only so many paths from it are checked.
+TEST_F(AdvisoryDenialTest, HostileOutputIsReadOnce) {
+  auto d = Advise(Unwatched(1, "Permission denied " + std::string(1 << 20, '`')));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->only_wording);
+  // The first 32 name the workspace (not the sandbox's doing); the one outside after them is
+  // never looked at.
+  std::string many = "Permission denied:";
+  for (int i = 0; i < 100000; ++i) many += " 'a/" + std::to_string(i) + "'";
+  EXPECT_FALSE(Advise(Unwatched(1, many + " '" + out("x") + "'")));
+  EXPECT_TRUE(Advise(Unwatched(1, "Permission denied: '" + out("x") + "'")));
+}
+
 TEST_F(AdvisoryDenialTest, NothingWithoutAFailureTheWordingOrWithTheWatch) {
   const std::string named = "touch: cannot touch '" + out("x") + "': Permission denied\n";
   EXPECT_FALSE(Advise(Unwatched(0, named)));
