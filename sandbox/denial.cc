@@ -102,7 +102,7 @@ void NamedPaths(std::string_view line, size_t max, std::vector<std::string>* out
       kind = 2;
     }
     size_t end = std::string_view::npos;
-    if (!close.empty() && (none_after[kind] == std::string_view::npos || i < none_after[kind])) {
+    if (!close.empty() && i < none_after[kind]) {
       end = line.find(close, i + open_len);
       if (end == std::string_view::npos) none_after[kind] = i;
     }
