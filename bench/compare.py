@@ -307,6 +307,11 @@ wire_api = "responses"
         return out
 
     def row4_write_heavy(self):
+        """A write-heavy command (create+delete 4,000 files) in a whole exec run, the command
+        given by a scripted turn as in the other rows: the sandboxed run (workspace-write)
+        against the same run unconfined (danger-full-access), under -a never (the default:
+        no write watch) and -a on-failure (whose rerun needs the watch's record), for
+        agentexec and codex exec alike; the bare command for reference."""
         base = self.shm or self.work
         ws = self.repo("write-heavy", base=base)
         loop = ("import os\n"
@@ -314,38 +319,80 @@ wire_api = "responses"
                 "    p = f'f{i}'\n"
                 "    with open(p, 'w') as f: f.write('x')\n"
                 "    os.unlink(p)\n")
-        cmds = {"bare": ["python3", "-c", loop],
-                "agentexec": [self.ae, "sandbox", "-s", "workspace-write", "--", "python3", "-c",
-                              loop]}
-        if self.codex:
-            cmds["codex"] = [self.codex, "sandbox", "-c", 'sandbox_mode="workspace-write"', "--",
-                             "python3", "-c", loop]
-        walls = {k: [] for k in cmds}
+        # The command as both agents run it (bash -lc), and as the bare reference runs it.
+        cmd = "python3 -c '" + loop.replace("'", "'\\''") + "'"
+        answer = "Wrote and deleted."
+        turns = [command_turn(cmd), message_turn(answer)]
+
+        def agent(who, sandbox, approval):
+            argv = self.exec_argv(who, "do the task", sandbox)
+            argv[-1:-1] = (["-a", approval] if who == "agentexec"
+                           else ["-c", f'approval_policy="{approval}"'])
+            server, port = self.start_server(turns)
+            try:
+                wall, _, rc, out = self.measure(argv, ws, self.env(port))
+            finally:
+                server.terminate()
+                server.wait()
+            if rc != 0:
+                return wall, f"exit {rc}"
+            if answer not in out:
+                return wall, "no final answer"
+            if '"exit_code":0' not in out.replace(" ", ""):
+                return wall, "the command failed"
+            return wall, None
+
+        codex_confined = self.codex_sandbox
+        configs = {("bare", "", ""): None}
+        for approval in ("never", "on-failure"):
+            for who in self.runners():
+                confined = "workspace-write" if who == "agentexec" else codex_confined
+                configs[(who, "confined", approval)] = (confined, approval)
+                configs[(who, "unconfined", approval)] = ("danger-full-access", approval)
+        walls = {k: [] for k in configs}
         errors = {}
         for _ in range(self.args.runs):
-            for k, argv in cmds.items():
-                if k in errors:
+            for key, cfg in configs.items():
+                if key in errors:
                     continue
-                wall, _, rc, _ = self.measure(argv, ws, self.env())
-                if rc:
-                    errors[k] = f"exit {rc}"
+                if cfg is None:
+                    wall, _, rc, _ = self.measure(["bash", "-lc", cmd], ws, self.env())
+                    err = f"exit {rc}" if rc else None
                 else:
-                    walls[k].append(wall)
-        bare = self.med(walls["bare"])
-        cells = {}
-        for k in ("agentexec", "codex"):
-            if k not in cmds:
-                cells[k] = (self.codex_skip, None)
-            elif k in errors:
-                cells[k] = (f"failed: {errors[k]}", None)
-            else:
-                m = self.med(walls[k])
-                cells[k] = (f"{fmt_s(m)} vs bare {fmt_s(bare)} ({ratio(m, bare)})", ratio(m, bare))
+                    wall, err = agent(key[0], *cfg)
+                if err:
+                    errors[key] = err
+                else:
+                    walls[key].append(wall)
+
+        bare = self.med(walls[("bare", "", "")])
         where = "tmpfs" if self.shm else "disk (no /dev/shm)"
-        self.add(4, f"write-heavy: create+delete 4,000 files on {where}, sandboxed vs bare",
-                 cells["agentexec"][0], cells["codex"][0], cells["agentexec"][1],
-                 "sandboxed/bare for agentexec (codex's own ratio in its column)")
-        return walls
+        for approval in ("never", "on-failure"):
+            cells = {}
+            for who in ("agentexec", "codex"):
+                c, u = (who, "confined", approval), (who, "unconfined", approval)
+                if c not in configs:
+                    cells[who] = (self.codex_skip, None)
+                elif c in errors or u in errors:
+                    cells[who] = ("failed: " + (errors.get(c) or errors[u]), None)
+                else:
+                    mc, mu = self.med(walls[c]), self.med(walls[u])
+                    cells[who] = (f"{fmt_s(mc)} vs {fmt_s(mu)} ({ratio(mc, mu)})", ratio(mc, mu))
+            label = (f"write-heavy: create+delete 4,000 files on {where}, -a {approval}: "
+                     "sandboxed run vs unconfined run")
+            if self.codex and codex_confined != "workspace-write":
+                label += "; codex UNSANDBOXED (danger-full-access): its sandbox cannot run here"
+            self.add(4, label, cells["agentexec"][0], cells["codex"][0], cells["agentexec"][1],
+                     "workspace-write/danger-full-access for agentexec (codex's own in its "
+                     f"column); the bare command: {fmt_s(bare)}")
+            if self.codex:
+                a, c = ("agentexec", "confined", approval), ("codex", "confined", approval)
+                if a not in errors and c not in errors:
+                    ma, mc = self.med(walls[a]), self.med(walls[c])
+                    self.add(4, f"write-heavy, -a {approval}: sandboxed run, agentexec vs codex",
+                             fmt_s(ma), fmt_s(mc), ratio(mc, ma),
+                             f"codex/agentexec, median of {len(walls[a])}")
+        return {"/".join(k for k in key if k): v for key, v in walls.items()}
 
     def row5_long_thread(self):
         turns = [command_turn(f"echo step {i}") for i in range(50)]

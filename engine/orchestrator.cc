@@ -41,6 +41,10 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
       CommandExecutionItem{request.display, "", std::nullopt, ItemStatus::kInProgress});
 
   sandbox::SpawnSpec spec{request.argv, request.workdir, env_, sandbox};
+  // The watch's record is what on-failure reruns on; under never nothing is rerun, and the
+  // note to the model makes do with the command's output (AdvisoryDenial) rather than tax
+  // every write the command makes.
+  spec.watch_writes = sandbox != nullptr && turn_.approval == ApprovalPolicy::kOnFailure;
   if (runner) {
     Result<std::optional<sandbox::RunResult>> ran = runner(spec, outcome.item_id);
     if (!ran.ok()) {
@@ -52,7 +56,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
       outcome.running = true;
       return outcome;
     }
-    return Finish(std::move(**ran), sandbox, std::move(outcome));
+    return Finish(std::move(**ran), sandbox, request.workdir, std::move(outcome));
   }
   sandbox::RunLimits limits;
   limits.timeout_ms = request.timeout_ms;
@@ -71,15 +75,18 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                                            std::nullopt, ItemStatus::kFailed});
     return run.error();
   }
-  return Finish(std::move(run).value(), sandbox, std::move(outcome));
+  return Finish(std::move(run).value(), sandbox, request.workdir, std::move(outcome));
 }
 
 CommandOutcome Orchestrator::Finish(sandbox::RunResult run, const sandbox::PreparedSandbox* sandbox,
-                                    CommandOutcome outcome) const {
+                                    const std::string& workdir, CommandOutcome outcome) const {
   outcome.run = std::move(run);
   outcome.aggregated_output = ItemOutput(outcome.run);
   if (sandbox != nullptr) {
     outcome.denial = sandbox::FindDenial(outcome.run, turn_.sandbox);
+    if (!outcome.denial) {
+      outcome.denial = sandbox::AdvisoryDenial(outcome.run, turn_.sandbox, workdir);
+    }
     outcome.sandbox_denied = outcome.denial.has_value();
   }
   return outcome;

@@ -80,7 +80,7 @@ class Orchestrator {
                                  CancelToken& cancel, const AttemptRunner& runner);
 
   CommandOutcome Finish(sandbox::RunResult run, const sandbox::PreparedSandbox* sandbox,
-                        CommandOutcome outcome) const;
+                        const std::string& workdir, CommandOutcome outcome) const;
 
   const TurnContext& turn_;
   const sandbox::PreparedSandbox* prepared_;

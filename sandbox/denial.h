@@ -14,6 +14,10 @@
 // the model, never a rerun): a refused write attempt without the wording, and a socket call
 // failing with EPERM while the network is off. Exit 0, a timeout, a cancellation, SIGSYS (any
 // process can send itself one), paths named in the output and wording alone are no evidence.
+//
+// Where the watch was not in force (approval never: nothing escalates, so the command does
+// not pay for it), AdvisoryDenial reads the command's own output for the note alone: what it
+// finds is never `verified`.
 #pragma once
 
 #include <optional>
@@ -27,9 +31,20 @@ namespace ae::sandbox {
 struct Denial {
   bool verified = false;  // seen by agentexec: may justify an escalation
   std::string evidence;   // for the escalation item, e.g. "the sandbox refused a write to /x"
+  // Nothing but the wording to go on: the note says the sandbox may be the cause.
+  bool only_wording = false;
 };
 
 std::optional<Denial> FindDenial(const RunResult& result, const Policy& policy);
+
+// For the note when the watch did not run (result.writes.watched false): the command failed
+// with EACCES/EPERM/EROFS wording and, on those lines of its output, names a path (absolute,
+// or relative to `workdir`) the policy does not let it write while agentexec could; or names
+// no path at all (only_wording). None when a path it names is one the sandbox allows or
+// agentexec could not write either (the file's mode, a read-only disk: not the sandbox).
+// Never verified: the output is the command's to forge.
+std::optional<Denial> AdvisoryDenial(const RunResult& result, const Policy& policy,
+                                     const std::string& workdir);
 
 // When the command failed saying a permission was refused, but the write watch was not in
 // force (so agentexec could not have seen a refusal): why, for the stream. on-failure then

@@ -143,18 +143,13 @@ void SendWatch(int watch_fd, int listener, int install_err) noexcept {
   }
 }
 
-}  // namespace
-
-bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
-  return ApplyInChild(prepared, -1, -1, failed_step, err);
-}
-
-bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd,
-                  const char** failed_step, int* err) noexcept {
+// `command`: the spawner's (a command agentexec runs), not a probe's or `agentexec sandbox`'s.
+bool Apply(const PreparedSandbox& prepared, bool command, int watch_fd, int terminal_fd,
+           const char** failed_step, int* err) noexcept {
   // Nothing to confine: the spawner's child already leads a session of its own.
   if (!prepared.enforce) return terminal_fd < 0 || EnterNewSession(terminal_fd, failed_step, err);
   bool dev_shm = false;
-  if (!ApplyMountPlan(prepared.mounts, watch_fd >= 0, &dev_shm, failed_step, err)) return false;
+  if (!ApplyMountPlan(prepared.mounts, command, &dev_shm, failed_step, err)) return false;
   if (!HideHostSockets(prepared.host_sockets, failed_step, err)) return false;
   if (prepared.mounts.new_pid_ns) {
     if (!ForkNamespaceInit(failed_step, err)) return false;
@@ -186,6 +181,17 @@ bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd
   }
   if (prepared.mounts.new_pid_ns) return ForkCommandUnderInit(terminal_fd, failed_step, err);
   return EnterNewSession(terminal_fd, failed_step, err);
+}
+
+}  // namespace
+
+bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
+  return Apply(prepared, false, -1, -1, failed_step, err);
+}
+
+bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd,
+                  const char** failed_step, int* err) noexcept {
+  return Apply(prepared, true, watch_fd, terminal_fd, failed_step, err);
 }
 
 }  // namespace ae::sandbox

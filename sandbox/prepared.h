@@ -46,7 +46,8 @@ std::string DescribePrepared(const PreparedSandbox& prepared);
 // Descriptors >= 3 must already be close-on-exec; the supervisor and init close theirs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
 
-// The same, with the write watch (sandbox/write_watch.h): `watch_fd` is the child's end of
+// The same for a command agentexec runs (the spawner; the test hooks act only here), with the
+// write watch (sandbox/write_watch.h) when `watch_fd` is not -1: it is the child's end of
 // WriteWatch's socket. Once the seccomp filter is in place, the process that installed it
 // installs the watch filter and sends its listener over `watch_fd` (or, when this kernel has
 // no watch or installing it fails, the errno), then closes both; a watch that cannot be had

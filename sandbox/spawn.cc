@@ -367,10 +367,12 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
-  auto watch = std::make_unique<WriteWatch>(spec.sandbox);
-  ChildPlan plan{path.c_str(), argv.data(),  envp.data(),      spec.cwd.c_str(), devnull.get(),
-                 out_w.get(),  err_w.get(),  in_r.get(),       slave.get(),      fail_w.get(),
-                 ::getpid(),   spec.sandbox, watch->child_fd()};
+  std::unique_ptr<WriteWatch> watch;
+  if (spec.watch_writes) watch = std::make_unique<WriteWatch>(spec.sandbox);
+  const int watch_fd = watch ? watch->child_fd() : -1;
+  ChildPlan plan{path.c_str(), argv.data(),  envp.data(), spec.cwd.c_str(), devnull.get(),
+                 out_w.get(),  err_w.get(),  in_r.get(),  slave.get(),      fail_w.get(),
+                 ::getpid(),   spec.sandbox, watch_fd};
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
@@ -390,7 +392,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   slave.reset();
   fail_w.reset();
   devnull.reset();
-  watch->Started();
+  if (watch) watch->Started();
   if (on_spawned) on_spawned(pid);
 
   // EOF on the failure pipe means execve succeeded (close-on-exec).

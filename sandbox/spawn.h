@@ -29,6 +29,10 @@ struct SpawnSpec {
   std::string cwd;
   std::vector<std::string> env;              // "NAME=value"
   const PreparedSandbox* sandbox = nullptr;  // null: unconfined
+  // Confined: record the command's refused write attempts (write_watch.h). Every write-intent
+  // call then waits for a round trip to agentexec, so only a caller that acts on the record
+  // asks for it (the orchestrator under on-failure, whose rerun needs that evidence).
+  bool watch_writes = false;
   // stdin is a pipe the caller writes through Process::input_fd (else a /dev/null opened
   // inside the confinement).
   bool stdin_pipe = false;

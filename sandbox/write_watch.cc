@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,7 +16,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "sandbox/landlock.h"
 #include "sandbox/paths.h"
@@ -31,6 +34,15 @@ constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
 constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
 #else
 constexpr uint32_t kNativeArch = 0;  // unknown here: every notification is read as native
+#endif
+
+// Linux 6.6: the kernel switches straight to the thread waiting on the listener, on the
+// notifying task's CPU, and back (headers older than that lack the names).
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
 
 bool RetryIoctl(int fd, unsigned long request, void* arg) {
@@ -64,24 +76,49 @@ bool ReadString(pid_t pid, uint64_t addr, std::string* out) {
   return false;
 }
 
-// Where a relative path of `pid` starts: its working directory or the directory `dirfd` names.
-// Empty when that is not a directory path (a pipe, a deleted directory) or unreadable.
-std::string BaseDir(pid_t pid, int dirfd) {
-  std::string link = dirfd == AT_FDCWD ? fmt::format("/proc/{}/cwd", pid)
-                                       : fmt::format("/proc/{}/fd/{}", pid, dirfd);
-  char target[PATH_MAX];
-  ssize_t n = ::readlink(link.c_str(), target, sizeof target);
-  if (n <= 0 || static_cast<size_t>(n) >= sizeof target || target[0] != '/') return "";
-  std::string base(target, static_cast<size_t>(n));
-  if (base.ends_with(" (deleted)")) return "";
-  return base;
+// Where a relative path of `pid` starts: its working directory or the directory `dirfd` names,
+// as the kernel names it (no symlinks), into *out. False when that is not a directory path (a
+// pipe, a deleted directory) or unreadable. No allocation once *out has grown.
+bool BaseDir(pid_t pid, int dirfd, std::string* out) {
+  char link[64];
+  if (dirfd == AT_FDCWD) {
+    std::snprintf(link, sizeof link, "/proc/%d/cwd", static_cast<int>(pid));
+  } else {
+    std::snprintf(link, sizeof link, "/proc/%d/fd/%d", static_cast<int>(pid), dirfd);
+  }
+  out->resize(PATH_MAX);
+  ssize_t n = ::readlink(link, out->data(), out->size());
+  if (n <= 0 || static_cast<size_t>(n) >= out->size() || (*out)[0] != '/') {
+    out->clear();
+    return false;
+  }
+  out->resize(static_cast<size_t>(n));
+  if (out->ends_with(" (deleted)")) {
+    out->clear();
+    return false;
+  }
+  return true;
+}
+
+// One component: a name in the directory it is relative to.
+bool IsPlainName(std::string_view raw) {
+  return !raw.empty() && raw != "." && raw != ".." && raw.find('/') == std::string_view::npos;
 }
 
 // Where the call lands, as the kernel resolves it: every symlink followed, except a last
 // component the call acts on itself (unlink, rename, mkdir, O_NOFOLLOW): then only its parent
 // is resolved. Empty when the walk passed through /proc, whose links (/proc/self, fd/N)
 // resolved here would name agentexec's own files, or when the last component is "." or "..".
-std::string WhereItLands(const std::string& path, bool follows) {
+// `in_base`: `path` is a plain name in a directory the kernel named (BaseDir), so only the
+// name itself can be a symlink: the common case of a build's writes, resolved with at most one
+// lstat instead of one per component.
+std::string WhereItLands(const std::string& path, bool follows, bool in_base) {
+  if (in_base) {
+    const size_t slash = path.rfind('/');
+    if (IsUnder(std::string_view(path).substr(0, slash == 0 ? 1 : slash), "/proc")) return "";
+    struct stat st {};
+    if (!follows || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  }
   bool via_proc = false;
   std::string resolved;
   if (follows) {
@@ -209,6 +246,10 @@ void WriteWatch::Serve() {
   Fd listener;
   if (!ReceiveListener(&listener)) return;
   evidence_.watched = true;
+  // Each notification is a round trip the command waits for: on Linux 6.6 and later, make it
+  // a direct switch between the two rather than two wake-ups across CPUs. Older kernels say
+  // EINVAL and keep the ordinary wake-ups.
+  ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   pollfd fds[2] = {{listener.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
   for (;;) {
     int rc = ::poll(fds, 2, -1);
@@ -231,26 +272,31 @@ void WriteWatch::HandleOne(int listener) {
   if (!RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req)) return;
   ++evidence_.notifications;
 
-  std::string paths[2];
+  // The command waits from here to NOTIF_SEND: only what must be read while it is stopped
+  // (its memory, its directory) is read here, into buffers reused from call to call.
   const seccomp::WatchedCall* call = kNativeArch == 0 || req->data.arch == kNativeArch
                                          ? seccomp::FindWatchedCall(req->data.nr)
                                          : nullptr;
   const pid_t pid = static_cast<pid_t>(req->pid);
+  bool in_base[2] = {false, false};
+  for (int i = 0; i < 2; ++i) paths_[i].clear();
   for (int i = 0; call != nullptr && i < 2 && call->path[i] >= 0; ++i) {
-    std::string raw;
+    std::string& raw = raw_;
     if (!ReadString(pid, req->data.args[call->path[i]], &raw)) continue;
     if (!raw.empty() && raw.front() == '/') {
-      paths[i] = std::move(raw);
+      paths_[i] = raw;
       continue;
     }
     // The descriptor argument is an int; the register's upper half is not part of it.
     const int dirfd = call->dirfd[i] < 0
                           ? AT_FDCWD
                           : static_cast<int>(static_cast<uint32_t>(req->data.args[call->dirfd[i]]));
-    std::string base = BaseDir(pid, dirfd);
-    if (base.empty()) continue;
+    if (!BaseDir(pid, dirfd, &paths_[i])) continue;
     // Not normalised: ".." after a symlink is resolved as the kernel does (ResolvePath).
-    paths[i] = raw.empty() ? base : base + "/" + raw;  // "": AT_EMPTY_PATH, the dirfd itself
+    if (raw.empty()) continue;  // AT_EMPTY_PATH: the dirfd itself
+    in_base[i] = IsPlainName(raw);
+    if (paths_[i].size() > 1) paths_[i] += '/';
+    paths_[i] += raw;
   }
   bool follows = call != nullptr && call->follows;
   if (follows && call->flags_arg >= 0) {
@@ -272,8 +318,8 @@ void WriteWatch::HandleOne(int listener) {
 
   // Checked after the answer: the command waits only for the read above.
   if (!valid || call == nullptr) return;
-  for (const std::string& path : paths) {
-    if (!path.empty()) Record(path, *call, follows);
+  for (int i = 0; i < 2; ++i) {
+    if (!paths_[i].empty()) Record(paths_[i], *call, follows, in_base[i]);
   }
 }
 
@@ -290,8 +336,9 @@ bool WriteWatch::Refuses(const std::string& target, const seccomp::WatchedCall& 
   return plan.mount_namespace && IsUnderAny(target, carveouts_);
 }
 
-void WriteWatch::Record(const std::string& path, const seccomp::WatchedCall& call, bool follows) {
-  const std::string target = WhereItLands(path, follows);
+void WriteWatch::Record(const std::string& path, const seccomp::WatchedCall& call, bool follows,
+                        bool in_base) {
+  const std::string target = WhereItLands(path, follows, in_base);
   if (target.empty() || !Refuses(target, call)) return;
   if (std::find(evidence_.refused.begin(), evidence_.refused.end(), target) !=
       evidence_.refused.end()) {

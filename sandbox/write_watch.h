@@ -18,6 +18,12 @@
 //
 // Without the watch (a kernel before 5.5, a thread that could not start, a command whose
 // memory agentexec may not read) nothing is recorded, so nothing escalates: closed, not open.
+//
+// Each notified call waits for that round trip, so only a spawn that asks for the record
+// (SpawnSpec::watch_writes: the orchestrator under on-failure) carries the watch. The wait is
+// kept short: the path is read into reused buffers, a plain name in the directory the kernel
+// names (/proc/PID/cwd) costs at most one lstat to resolve, and on Linux 6.6 and later the
+// kernel switches directly between the command and this thread (SYNC_WAKE_UP).
 #pragma once
 
 #include <cstdint>
@@ -64,7 +70,8 @@ class WriteWatch {
   bool ReceiveListener(Fd* listener);
   void HandleOne(int listener);
   bool Refuses(const std::string& target, const seccomp::WatchedCall& call) const;
-  void Record(const std::string& path, const seccomp::WatchedCall& call, bool follows);
+  void Record(const std::string& path, const seccomp::WatchedCall& call, bool follows,
+              bool in_base);
 
   const PreparedSandbox* sandbox_ = nullptr;
   std::vector<std::string> carveouts_;  // the read-only carve-outs in force for this command
@@ -74,6 +81,7 @@ class WriteWatch {
   bool finished_ = false;
   WriteEvidence evidence_;                // the thread's until joined
   std::vector<char> request_, response_;  // sized as the kernel says (SECCOMP_GET_NOTIF_SIZES)
+  std::string raw_, paths_[2];            // the thread's, reused from one notification to the next
 };
 
 }  // namespace ae::sandbox

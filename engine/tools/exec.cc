@@ -83,7 +83,13 @@ Result<bool> RequireEscalated(const rapidjson::Value& obj) {
 
 }  // namespace
 
-std::string SandboxDeniedNote(const TurnContext& turn) {
+std::string SandboxDeniedNote(const TurnContext& turn, bool only_wording) {
+  if (only_wording) {
+    return fmt::format(
+        "\n\nThe {} sandbox may have blocked this command (it failed with a permission error); "
+        "approval_policy is {}, so it was not retried outside the sandbox.",
+        sandbox::ModeName(turn.sandbox.mode), ApprovalPolicyName(turn.approval));
+  }
   return fmt::format(
       "\n\nThe {} sandbox blocked this command; approval_policy is {}, so it was not retried "
       "outside the sandbox.",
@@ -239,7 +245,9 @@ class ShellTool : public ToolHandler {
     if (!outcome.ok()) return Fail(call, outcome.message());
     std::string text = FormatShellOutput(outcome->run, SanitizeCapture(outcome->run),
                                          env.turn.model_output_max_bytes);
-    if (outcome->sandbox_denied) text += SandboxDeniedNote(env.turn);
+    if (outcome->sandbox_denied) {
+      text += SandboxDeniedNote(env.turn, outcome->denial->only_wording);
+    }
     return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
   }
 };

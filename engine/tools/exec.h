@@ -15,8 +15,9 @@ class UnifiedExec;
 std::unique_ptr<ToolHandler> MakeExecCommandTool(std::shared_ptr<UnifiedExec> manager);
 std::unique_ptr<ToolHandler> MakeShellTool();
 
-// Appended to the model's copy of a command's output when the sandbox likely blocked it.
-std::string SandboxDeniedNote(const TurnContext& turn);
+// Appended to the model's copy of a command's output when the sandbox likely blocked it; with
+// `only_wording` (its permission error was all there was to go on), that it may have.
+std::string SandboxDeniedNote(const TurnContext& turn, bool only_wording);
 
 // `workdir` as the model gave it, resolved against the session cwd and normalised.
 std::string ResolveWorkdir(const std::string& cwd, const std::string& workdir);

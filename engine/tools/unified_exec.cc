@@ -436,7 +436,9 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     reply.text =
         Reply(outcome->run, outcome->run.exit_code, std::nullopt, request.budget_bytes, wall);
     reply.success = outcome->run.exit_code == 0;
-    if (outcome->sandbox_denied) reply.text += SandboxDeniedNote(env.turn);
+    if (outcome->sandbox_denied) {
+      reply.text += SandboxDeniedNote(env.turn, outcome->denial->only_wording);
+    }
     return reply;
   }
   {

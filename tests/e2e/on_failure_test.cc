@@ -120,6 +120,45 @@ TEST_F(OnFailureTest, WithoutTheWatchNothingRerunsAndTheStreamSaysWhy) {
       << out.out;
 }
 
+// A command's own word that it was refused (with a path outside the roots that it never
+// touched) is only ever a note: under never the model hears the sandbox likely blocked it,
+// under on-failure (where the watch saw no such write) nothing at all, and nothing reruns.
+TEST_F(OnFailureTest, AForgedRefusalIsAtMostANote) {
+  const std::string forged =
+      "echo \"touch: cannot touch '" + outside_ + "/f': Permission denied\"; exit 1";
+  for (const std::string approval : {"never", "on-failure"}) {
+    SCOPED_TRACE(approval);
+    RunOutput out = Run({forged}, approval);
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    EXPECT_EQ(Count(out.out, R"("type":"error")"), 0) << out.out;
+    EXPECT_EQ(Count(out.out, R"("type":"command_execution")"), 2) << out.out;  // no rerun
+    std::vector<std::string> outputs = ModelOutputs();
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(outputs[0].find(kNote) != std::string::npos, approval == "never") << outputs[0];
+    fs::remove_all(ws_.home() + "/sessions");  // the next run's output alone
+  }
+}
+
+// The watch is paid for only where it is used: under never the command carries one seccomp
+// filter fewer than under on-failure (the watch's), as the command itself sees it.
+TEST_F(OnFailureTest, OnlyOnFailureCarriesTheWriteWatch) {
+  std::map<std::string, int> filters;
+  for (const std::string approval : {"never", "on-failure"}) {
+    RunOutput out =
+        Run({"echo filters=$(sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status)"},
+            approval);
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    std::vector<std::string> outputs = ModelOutputs();
+    ASSERT_EQ(outputs.size(), 1u);
+    const size_t at = outputs[0].find("filters=");
+    ASSERT_NE(at, std::string::npos) << outputs[0];
+    filters[approval] = std::atoi(outputs[0].c_str() + at + 8);
+    fs::remove_all(ws_.home() + "/sessions");
+  }
+  EXPECT_GE(filters["never"], 1);
+  EXPECT_EQ(filters["on-failure"], filters["never"] + 1);
+}
+
 TEST_F(OnFailureTest, ANetworkRefusalGetsTheNoteButIsNotRerun) {
   RunOutput out = Run({"python3 -c 'import socket; socket.socket(socket.AF_INET)'"}, "on-failure");
   ASSERT_EQ(out.exit_code, 0) << out.err;

@@ -155,5 +155,87 @@ TEST_F(DenialTest, WithoutTheWatchAFailureIsUnobservedNotDenied) {
   EXPECT_EQ(UnobservedDenial(r, policy_), std::nullopt);
 }
 
+// AdvisoryDenial: without the watch (approval never), the note's evidence from the output.
+class AdvisoryDenialTest : public DenialTest {
+ protected:
+  static RunResult Unwatched(int code, std::string output) {
+    RunResult r = Exited(code, std::move(output));
+    r.writes.watched = false;
+    return r;
+  }
+  std::optional<Denial> Advise(const RunResult& r) const {
+    return AdvisoryDenial(r, policy_, ws());
+  }
+};
+
+TEST_F(AdvisoryDenialTest, APathTheSandboxRefusesNamedWithTheWordingIsLikely) {
+  auto d = Advise(Unwatched(1, "touch: cannot touch '" + out("x") + "': Permission denied\n"));
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->verified);
+  EXPECT_FALSE(d->only_wording);
+  EXPECT_EQ(d->evidence, "its output names " + out("x") +
+                             " with a permission error: a write there is refused (outside the "
+                             "writable roots) and allowed outside the sandbox");
+  // Relative to the command's directory, unquoted, after an apostrophe, in curly quotes.
+  d = Advise(Unwatched(1, "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system"));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->evidence, "its output names " + ws() +
+                             "/.git/hooks/pre-commit with a permission error: a write there is "
+                             "refused (a read-only .git or .agentexec) and allowed outside the "
+                             "sandbox");
+  d = Advise(Unwatched(1, "error: can't open '../outside/y': Permission denied\n"));
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->evidence.find(out("y")), std::string::npos) << d->evidence;
+  d = Advise(Unwatched(1, "mkdir: cannot create directory \xe2\x80\x98" + out("d") +
+                              "\xe2\x80\x99: Permission denied"));
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->evidence.find(out("d")), std::string::npos) << d->evidence;
+}
+
+TEST_F(AdvisoryDenialTest, APathTheSandboxAllowsOrNobodyCouldWriteExplainsTheFailure) {
+  // A mode-000 file in the workspace, a sysctl file: not the sandbox's doing.
+  EXPECT_FALSE(Advise(Unwatched(1, "cat: ./secret.txt: Permission denied\n")));
+  EXPECT_FALSE(Advise(Unwatched(1, "sh: /proc/sys/kernel/ostype: Permission denied\n")));
+  EXPECT_FALSE(Advise(Unwatched(1, "bash: " + ws() + "/run.sh: Permission denied\n")));
+}
+
+TEST_F(AdvisoryDenialTest, TheWordingAloneIsOnlyAPossibility) {
+  auto d = Advise(Unwatched(1, "PermissionError: [Errno 13] Permission denied\n"));
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->verified);
+  EXPECT_TRUE(d->only_wording);
+  EXPECT_EQ(d->evidence, "it failed with a permission error and names no path to check");
+}
+
+// The output is the command's: a megabyte of unclosed quotes or of quoted words is read once,
+// and only so many paths from it are checked.
+TEST_F(AdvisoryDenialTest, HostileOutputIsReadOnce) {
+  auto d = Advise(Unwatched(1, "Permission denied " + std::string(1 << 20, '`')));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->only_wording);
+  // The first 32 name the workspace (not the sandbox's doing); the one outside after them is
+  // never looked at.
+  std::string many = "Permission denied:";
+  for (int i = 0; i < 100000; ++i) many += " 'a/" + std::to_string(i) + "'";
+  EXPECT_FALSE(Advise(Unwatched(1, many + " '" + out("x") + "'")));
+  EXPECT_TRUE(Advise(Unwatched(1, "Permission denied: '" + out("x") + "'")));
+}
+
+TEST_F(AdvisoryDenialTest, NothingWithoutAFailureTheWordingOrWithTheWatch) {
+  const std::string named = "touch: cannot touch '" + out("x") + "': Permission denied\n";
+  EXPECT_FALSE(Advise(Unwatched(0, named)));
+  EXPECT_FALSE(Advise(Unwatched(1, "FAILED " + out("x") + "\n")));
+  RunResult timed_out = Unwatched(124, named);
+  timed_out.timed_out = true;
+  EXPECT_FALSE(Advise(timed_out));
+  RunResult exec = Unwatched(126, "execve: Permission denied\n");
+  exec.setup_error = "execve: Permission denied";
+  EXPECT_FALSE(Advise(exec));
+  // The watch ran and saw no refusal: its silence is the answer (FindDenial's).
+  EXPECT_FALSE(Advise(Exited(1, named)));
+  policy_.mode = Mode::kDangerFullAccess;
+  EXPECT_FALSE(Advise(Unwatched(1, named)));
+}
+
 }  // namespace
 }  // namespace ae::sandbox

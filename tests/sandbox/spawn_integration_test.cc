@@ -36,12 +36,13 @@ class SpawnIntegration : public testing::WorkspaceWriteTest {
     prepared_ = std::move(prepared.value());
   }
 
-  RunResult Run(const std::string& script) {
+  RunResult Run(const std::string& script, bool watch = true) {
     SpawnSpec spec;
     spec.argv = {"/bin/sh", "-c", script};
     spec.cwd = base_ + "/ws";
     spec.env = {"PATH=/usr/bin:/bin"};
     spec.sandbox = prepared_.get();
+    spec.watch_writes = watch;
     RunLimits limits;
     CancelToken cancel;
     Result<RunResult> ran = RunProcess(spec, limits, cancel);
@@ -185,6 +186,24 @@ TEST_F(SpawnIntegration, WithoutTheWatchNothingIsEvidence) {
   EXPECT_FALSE(FindDenial(r, policy_).has_value());
   EXPECT_EQ(UnobservedDenial(r, policy_),
             std::optional<std::string>("the write watch is switched off"));
+}
+
+// Only a caller that asks for the watch gets it (the orchestrator under on-failure): the
+// command of one that does not carries one seccomp filter fewer, and records nothing.
+TEST_F(SpawnIntegration, TheWatchIsInstalledOnlyWhenAskedFor) {
+  const std::string script = "sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status";
+  RunResult plain = Run(script + "; touch ../outside/x", false);
+  RunResult watched = Run(script + "; touch ../outside/x", true);
+  ASSERT_FALSE(plain.output.empty()) << "no Seccomp_filters line in /proc/self/status";
+  const int plain_filters = std::atoi(plain.output.c_str());
+  const int watched_filters = std::atoi(watched.output.c_str());
+  EXPECT_GE(plain_filters, 1) << plain.output;
+  EXPECT_EQ(watched_filters, plain_filters + 1) << plain.output << watched.output;
+  EXPECT_FALSE(plain.writes.watched);
+  EXPECT_EQ(plain.writes.notifications, 0u);
+  EXPECT_TRUE(plain.writes.refused.empty());
+  EXPECT_TRUE(watched.writes.watched) << watched.writes.unavailable;
+  EXPECT_EQ(watched.writes.refused, (std::vector<std::string>{base_ + "/outside/x"}));
 }
 
 // The watch's cost, for the notes: 5,000 files created and removed in the workspace (10,000

@@ -32,12 +32,15 @@ class OrchestratorTest : public ToolTest {
       return r;
     };
   }
-  // workspace-write over root_/ws, really prepared (the fake never uses it, the
+  // workspace-write over root_/ws alone, really prepared (the fake never uses it, the
   // orchestrator only requires it).
   bool Confine() {
     std::filesystem::create_directories(root_ + "/ws");
     sandbox::Settings settings;
     settings.mode = sandbox::Mode::kWorkspaceWrite;
+    // root_ lies in /tmp: without it and $TMPDIR, root_/out is outside the writable roots.
+    settings.exclude_slash_tmp = true;
+    settings.exclude_tmpdir_env_var = true;
     auto policy = sandbox::BuildPolicy(settings, root_ + "/ws");
     if (!policy.ok()) return false;
     auto prepared = sandbox::Prepare(*policy);
@@ -121,6 +124,71 @@ TEST_F(OrchestratorTest, AWatchedRefusalRerunsItOnceUnconfined) {
                 " was refused (outside the writable roots) and is allowed outside the sandbox); "
                 "retrying it once outside the sandbox because approval_policy is on-failure: "
                 "touch it");
+}
+
+// Under never nothing is rerun, so the command is not watched; the note still comes, from the
+// output's own word, and says only what that word can carry.
+TEST_F(OrchestratorTest, UnderNeverTheCommandIsNotWatchedAndTheNoteComesFromItsOutput) {
+  if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
+  std::filesystem::create_directories(root_ + "/out");
+  turn_.approval = ApprovalPolicy::kNever;
+  results = {Failed("touch: cannot touch '" + root_ + "/out/f': Permission denied\n"),
+             Failed("PermissionError: [Errno 13] Permission denied\n")};
+  Orchestrator orch(turn_, prepared_, Fake());
+  auto named = orch.RunCommand(Request(), emitter_, cancel_);
+  auto worded = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(named.ok()) << named.message();
+  ASSERT_TRUE(worded.ok()) << worded.message();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].spec.sandbox, prepared_);
+  EXPECT_FALSE(calls[0].spec.watch_writes);
+  EXPECT_TRUE(named->sandbox_denied);
+  ASSERT_TRUE(named->denial);
+  EXPECT_FALSE(named->denial->verified);
+  EXPECT_FALSE(named->denial->only_wording);
+  EXPECT_TRUE(worded->sandbox_denied);
+  EXPECT_TRUE(worded->denial->only_wording);
+  EXPECT_FALSE(named->escalated || worded->escalated);
+}
+
+TEST_F(OrchestratorTest, UnderOnFailureTheConfinedCommandIsWatchedAndTheRerunIsNot) {
+  if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
+  turn_.approval = ApprovalPolicy::kOnFailure;
+  const std::string outside = root_ + "/out";
+  sandbox::RunResult denied = Failed("touch: cannot touch '" + outside + "': Permission denied\n");
+  denied.writes.watched = true;
+  denied.writes.refused = {outside};
+  denied.writes.refused_total = 1;
+  results = {denied, sandbox::RunResult{}};
+  Orchestrator orch(turn_, prepared_, Fake());
+  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_TRUE(calls[0].spec.watch_writes);
+  EXPECT_FALSE(calls[1].spec.watch_writes);  // unconfined: nothing to watch
+  EXPECT_TRUE(outcome->escalated);
+}
+
+// The watch was wanted but not in force (a kernel without it): the output's word gives the
+// note, never a rerun.
+TEST_F(OrchestratorTest, WithoutTheWatchTheOutputsWordNeverRerunsIt) {
+  if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
+  std::filesystem::create_directories(root_ + "/out");
+  turn_.approval = ApprovalPolicy::kOnFailure;
+  sandbox::RunResult r = Failed("touch: cannot touch '" + root_ + "/out/f': Permission denied\n");
+  r.writes.unavailable = "Linux 5.4 cannot let a notified call continue (needs 5.5)";
+  results = {r};
+  Orchestrator orch(turn_, prepared_, Fake());
+  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  EXPECT_EQ(calls.size(), 1u);
+  EXPECT_FALSE(outcome->escalated);
+  EXPECT_TRUE(outcome->sandbox_denied);
+  EXPECT_FALSE(outcome->denial->verified);
+  EXPECT_EQ(Completed<ErrorItem>().message,
+            "command failed and may have been denied by the sandbox, but it is not retried outside "
+            "it: agentexec could not observe the sandbox's refusals in this run (Linux 5.4 cannot "
+            "let a notified call continue (needs 5.5))");
 }
 
 }  // namespace
