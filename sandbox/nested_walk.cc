@@ -35,6 +35,7 @@ struct Frame {
   size_t next = 0;   // offset of the next name in `todo`
   dev_t dev = 0;     // identity of the directory, recorded when its descriptor is closed
   ino_t ino = 0;
+  bool toward_skip = false;  // a directory of the walk\'s `skip` lies below this one
 };
 
 // The number of subdirectories of the directory `fd` when its file system keeps st_nlink as
@@ -58,14 +59,15 @@ long SubdirectoryCount(int fd) {
 
 class Walk {
  public:
-  Walk(const std::string& root, const NestedVisitor& visit)
-      : root_(root), visit_(visit), buffer_(kBufferBytes) {}
+  Walk(const std::string& root, const std::vector<std::string>& skip, const NestedVisitor& visit)
+      : root_(root), skip_(skip), visit_(visit), buffer_(kBufferBytes) {}
 
   bool Run(const std::function<bool()>& stop) {
     if (stop()) return false;
     Frame first;
     first.fd.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!first.fd) return true;  // nothing there to walk
+    first.toward_skip = !skip_.empty();
     List(first.fd.get(), nullptr, &first.todo);
     stack_.push_back(std::move(first));
     while (!stack_.empty()) {
@@ -83,6 +85,19 @@ class Walk {
       }
       Frame child;
       child.name = name;
+      // Only on the way to a skipped directory is a path made, and compared.
+      if (top.toward_skip) {
+        const std::string path = PathOf(child.name);
+        bool skipped = false;
+        for (const std::string& other : skip_) {
+          if (other == path) skipped = true;
+          if (other.size() > path.size() && other.compare(0, path.size(), path) == 0 &&
+              other[path.size()] == '/') {
+            child.toward_skip = true;
+          }
+        }
+        if (skipped) continue;
+      }
       child.fd.reset(::openat(top.fd.get(), child.name.c_str(), kOpenFlags));
       if (!child.fd) continue;  // gone, a symlink by now, or not ours to read
       List(child.fd.get(), &child.name, &child.todo);
@@ -179,6 +194,7 @@ class Walk {
   }
 
   const std::string& root_;
+  const std::vector<std::string>& skip_;
   const NestedVisitor& visit_;
   std::vector<char> buffer_;
   std::vector<Frame> stack_;
@@ -186,9 +202,9 @@ class Walk {
 
 }  // namespace
 
-bool WalkNested(const std::string& root, const std::function<bool()>& stop,
-                const NestedVisitor& visit) {
-  return Walk(root, visit).Run(stop);
+bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
+                const std::function<bool()>& stop, const NestedVisitor& visit) {
+  return Walk(root, skip, visit).Run(stop);
 }
 
 }  // namespace ae::sandbox

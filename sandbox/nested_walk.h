@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace ae::sandbox {
 
@@ -19,9 +20,10 @@ using NestedVisitor = std::function<void(NestedHit hit, const std::string& dir)>
 // each hit; the root's own `.git` and `.agentexec` are not reported (the policy lists them
 // whether or not they exist). Symlinks are never followed, a `.git` or `.agentexec` is never
 // entered, and a directory that cannot be opened is skipped (git running as us could not use
-// a repository in it either). `stop` is asked before each directory is opened; when it says
-// yes the walk ends at once and returns false. True: the walk saw the whole tree.
-bool WalkNested(const std::string& root, const std::function<bool()>& stop,
-                const NestedVisitor& visit);
+// a repository in it either). The directories in `skip` (canonical, below `root`: other roots,
+// walked on their own) are not entered. `stop` is asked before each directory is opened; when
+// it says yes the walk ends at once and returns false. True: the walk saw the whole tree.
+bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
+                const std::function<bool()>& stop, const NestedVisitor& visit);
 
 }  // namespace ae::sandbox

@@ -120,29 +120,14 @@ void AddParentRepositories(CarveoutList& carveouts, const std::string& dir) {
   }
 }
 
-// The roots a search must walk: a root inside another is walked with it, unless it lies in a
-// `.git` or `.agentexec` there, which the walk does not enter.
-std::vector<std::string> RootsToWalk(const std::vector<std::string>& roots) {
-  std::vector<std::string> walk;
-  for (const std::string& root : roots) {
-    bool covered = false;
-    for (const std::string& other : roots) {
-      if (other == root || !IsUnder(root, other)) continue;
-      const std::string below = "/" + root.substr(other == "/" ? 0 : other.size()) + "/";
-      if (below.find("/.git/") == std::string::npos &&
-          below.find("/.agentexec/") == std::string::npos) {
-        covered = true;
-        break;
-      }
-    }
-    if (!covered) walk.push_back(root);
-  }
-  return walk;
-}
-
 // Nested repositories, submodules and worktrees inside the writable roots: every `.git`
 // (directory or gitfile) and `.agentexec` below one, and the git dirs gitfiles name (the
-// roots' own are the base policy's). False when `stop` ended the walk first.
+// roots' own are the base policy's). False when `stop` ended the walk first. The shared
+// temporary roots (/tmp, $TMPDIR) are searched to the end like the others: they were once
+// searched only as far as a bound, without a warning (a busy machine's /tmp exceeds any
+// bound, and a warning on every run teaches users to ignore warnings), which left a
+// repository past it writable without a word. The walk runs off a session's start-up path
+// and costs a few system calls a directory, so it is done whole instead.
 bool SearchNested(const std::vector<std::string>& roots, const std::function<bool()>& stop,
                   std::vector<std::string>* found) {
   CarveoutList carveouts(found);
@@ -153,8 +138,15 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
       AddCarveout(carveouts, path);
     }
   };
-  for (const std::string& root : RootsToWalk(roots)) {
-    if (!WalkNested(root, stop, visit)) return false;
+  // Each directory once: a root inside another (a workspace under /tmp) is walked on its own,
+  // not again as part of the outer one (which may not reach it: a directory on the way may
+  // be searchable but not readable to us).
+  for (const std::string& root : roots) {
+    std::vector<std::string> inner;
+    for (const std::string& other : roots) {
+      if (other != root && IsUnder(other, root)) inner.push_back(other);
+    }
+    if (!WalkNested(root, inner, stop, visit)) return false;
   }
   return true;
 }

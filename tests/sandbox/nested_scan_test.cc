@@ -140,6 +140,29 @@ TEST_F(NestedScanTest, ARepositoryInTmpdirPastTheOldCountIsProtected) {
   EXPECT_TRUE(p->warnings.empty());
 }
 
+// The workspace inside $TMPDIR is walked on its own and not again with $TMPDIR: its nested
+// repository is found, and listed once.
+TEST_F(NestedScanTest, ARootInsideAnotherIsSearched) {
+  Sh("git init -q a/nested && git init -q ../beside", ws_);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", base_.c_str(), 1);
+  Settings s = WorkspaceWrite();
+  s.exclude_tmpdir_env_var = false;
+  Result<Policy> p = BuildPolicy(s, ws_);
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->writable_roots, (std::vector<std::string>{ws_, base_}));
+  EXPECT_EQ(std::count(p->read_only_carveouts.begin(), p->read_only_carveouts.end(),
+                       ws_ + "/a/nested/.git"),
+            1);
+  EXPECT_TRUE(Listed(*p, base_ + "/beside/.git"));
+}
+
 TEST_F(NestedScanTest, TheBackgroundSearchCompletesThePolicyAsBuildPolicyDoes) {
   Sh("git init -q a/b/nested && mkdir -p c/.agentexec && echo 'gitdir: ../store' > c/.git && "
      "mkdir store",
