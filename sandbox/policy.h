@@ -50,7 +50,8 @@ struct Policy {
   // every nested repository, submodule and worktree found inside a root, at any depth; and
   // each of Settings::read_only_dirs that lies below a writable root.
   std::vector<std::string> read_only_carveouts;
-  // (st_dev, st_ino) of each carve-out that existed when the policy was built: agentexec's own
+  // (st_dev, st_ino) of each carve-out that existed when the policy was built (a nested one:
+  // when NestedScan::Finish added it): agentexec's own
   // writes (ConfinedFs) refuse to pass through them under whatever name a command has since
   // renamed a parent to, as the mount layer does for commands (HeldCarveout).
   std::vector<std::pair<dev_t, ino_t>> carveout_ids;
