@@ -119,6 +119,23 @@ TEST_F(NestedScanTest, AGitfileInALeafDirectoryProtectsItsGitDir) {
   EXPECT_TRUE(Listed(*p, ws_ + "/store"));
 }
 
+TEST_F(NestedScanTest, TheWalkFollowsNoSymlinkAndEntersNoGitOrAgentexec) {
+  Sh("git init -q ../outside/repo && ln -s ../outside out && ln -s . loop && ln -s / slash && "
+     "mkdir -p sub/.git/deep/.git sub/.agentexec/x/.git",
+     ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_TRUE(Listed(*p, ws_ + "/sub/.git"));
+  EXPECT_TRUE(Listed(*p, ws_ + "/sub/.agentexec"));
+  for (const std::string& c : p->read_only_carveouts) {
+    EXPECT_EQ(c.find("/outside/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/out/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/loop/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/deep/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/x/"), std::string::npos) << c;
+  }
+}
+
 // $TMPDIR (like /tmp) was searched as far as 20,000 directories and then, without a word, no
 // further: a repository beyond was writable. Now there is no such bound.
 TEST_F(NestedScanTest, ARepositoryInTmpdirPastTheOldCountIsProtected) {
