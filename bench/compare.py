@@ -268,7 +268,9 @@ wire_api = "responses"
             return [self.codex, "sandbox", "-c", 'sandbox_mode="workspace-write"', "--", "true"]
 
         out = {}
-        for kind in ("sandbox true", "one message"):
+        # A run waits for the search for nested repositories before its first command, not
+        # before its first model request: "one command" shows what that wait costs.
+        for kind in ("sandbox true", "one message", "one command"):
             walls = {(w, ws): [] for w in self.runners() for ws in ("empty", "15k")}
             errors = {}
             for _ in range(runs):
@@ -279,9 +281,14 @@ wire_api = "responses"
                         if kind == "sandbox true":
                             wall, _, rc, _ = self.measure(sandbox_argv(w), path, self.env())
                             err = f"exit {rc}" if rc else None
-                        else:
+                        elif kind == "one message":
                             wall, _, err = self.run_agent(w, [message_turn("Hi.")], path,
                                                           "workspace-write", "Hi.")
+                        else:
+                            sandbox = "workspace-write" if w == "agentexec" else self.codex_sandbox
+                            wall, _, err = self.run_agent(
+                                w, [command_turn("true"), message_turn("Ran it.")], path,
+                                sandbox, "Ran it.")
                         if err:
                             errors[(w, ws)] = err
                         else:

@@ -109,11 +109,14 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
 
   // The sandbox is settled before anything else: a mode this kernel cannot enforce stops
   // the run here (exit 3) instead of running commands unconfined.
-  Result<sandbox::Policy> policy = sandbox::BuildPolicy(config.sandbox, config.cwd);
+  Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(config.sandbox, config.cwd);
   if (!policy.ok()) {
     return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
                             policy.message());
   }
+  // The nested repositories are searched while the run starts and the model answers; the
+  // turn waits for them before its first tool call (complete_sandbox below).
+  sandbox::NestedScan nested(*policy, cancel);
   sandbox::PreparedPtr prepared;
   std::vector<std::string> warnings = config.warnings;
   std::string enforcement;
@@ -268,6 +271,14 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     return result;
   }
   Orchestrator orchestrator(turn, prepared.get());
+  bool sandbox_complete = false;
+  auto complete_sandbox = [&]() -> Status {
+    if (sandbox_complete) return {};
+    if (Status found = nested.Finish(&turn.sandbox); !found.ok()) return found;
+    if (prepared) sandbox::UpdateCarveouts(*prepared, turn.sandbox);
+    sandbox_complete = true;
+    return {};
+  };
   TurnDeps deps{.turn = turn,
                 .client = **client,
                 .router = *router,
@@ -285,7 +296,8 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                 .resumed_counted_items = config.resume ? config.resume->last_usage_items : 0,
                 .prompt_cache_key = result.thread_id,
                 .final_answer_check = config.final_answer_check,
-                .record = &record};
+                .record = &record,
+                .before_tools = complete_sandbox};
   TurnResult turn_result = RunTurn(deps, history);
 
   result.outcome = turn_result.outcome;

@@ -231,6 +231,16 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     compacted_since_response = false;
     if (calls.empty()) break;
 
+    if (deps.before_tools) {
+      if (Status ready = deps.before_tools(); !ready.ok()) {
+        if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+        TurnResult failed;
+        failed.outcome = SessionOutcome::kSandboxUnavailable;
+        failed.code = ErrorCode::kSandboxUnavailable;
+        failed.error = ready.message();
+        return fail(failed);
+      }
+    }
     std::vector<ToolResult> outputs = deps.router.DispatchAll(calls, env);
     for (const ToolResult& out : outputs) {
       AddToHistory(deps, history, ToolOutputItem(out.call_id, out.output, out.custom));

@@ -2,6 +2,7 @@
 // back, and repeat until a response calls no tools. One turn per run.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct TurnDeps {
   // Empty: none.
   FinalAnswerCheck final_answer_check;
   ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself
+  // Runs before each batch of tool calls; an error fails the turn instead (the session
+  // completes its sandbox here: sandbox::NestedScan). Empty: none.
+  std::function<Status()> before_tools;
 };
 
 struct TurnResult {

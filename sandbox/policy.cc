@@ -1,6 +1,5 @@
 #include "sandbox/policy.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -9,11 +8,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
+#include <functional>
+#include <system_error>
+#include <unordered_set>
 
 #include "base/fd.h"
 #include "base/read_file.h"
 #include "sandbox/confined_fs.h"
+#include "sandbox/nested_walk.h"
 #include "sandbox/paths.h"
 
 namespace ae::sandbox {
@@ -25,6 +27,24 @@ void AddUnique(std::vector<std::string>& list, std::string value) {
   }
   list.push_back(std::move(value));
 }
+
+// A list of carve-outs without repeats, in the order found: a /tmp full of repositories
+// makes it long, so membership is not a linear search.
+class CarveoutList {
+ public:
+  explicit CarveoutList(std::vector<std::string>* list)
+      : list_(list), seen_(list->begin(), list->end()) {}
+  // False when it was listed already.
+  bool Add(std::string path) {
+    if (!seen_.insert(path).second) return false;
+    list_->push_back(std::move(path));
+    return true;
+  }
+
+ private:
+  std::vector<std::string>* list_;
+  std::unordered_set<std::string> seen_;
+};
 
 // realpath(3) of an existing directory, or the errno text.
 bool Canonical(const std::string& path, std::string* out, std::string* why) {
@@ -57,15 +77,15 @@ std::string ReadFirstLine(const std::string& dir, const std::string& name) {
 }
 
 // A path and, when symlinks make it land elsewhere, where it lands: both must stay read-only.
-void AddCarveout(std::vector<std::string>& carveouts, const std::string& path) {
-  AddUnique(carveouts, path);
-  AddUnique(carveouts, ResolvePath(path));
+void AddCarveout(CarveoutList& carveouts, const std::string& path) {
+  carveouts.Add(path);
+  carveouts.Add(ResolvePath(path));
 }
 
 // `<root>/.git`: a directory, or in a linked worktree a file "gitdir: <path>" naming the
 // worktree's git dir, whose "commondir" names the main repository's git dir. Git writes hooks,
 // config and refs there, so all of them stay read-only.
-void AddGitCarveouts(std::vector<std::string>& carveouts, const std::string& root) {
+void AddGitCarveouts(CarveoutList& carveouts, const std::string& root) {
   const std::string dot_git = JoinPath(root, ".git");
   AddCarveout(carveouts, dot_git);
   std::string line = ReadFirstLine(root, ".git");  // empty for a directory
@@ -86,63 +106,59 @@ bool Exists(const std::string& path) {
 }
 
 // `dir/.git` and `dir/.agentexec` when they exist.
-void AddExistingCarveouts(std::vector<std::string>& carveouts, const std::string& dir) {
+void AddExistingCarveouts(CarveoutList& carveouts, const std::string& dir) {
   if (Exists(JoinPath(dir, ".git"))) AddGitCarveouts(carveouts, dir);
   if (Exists(JoinPath(dir, ".agentexec"))) AddCarveout(carveouts, JoinPath(dir, ".agentexec"));
 }
 
 // Repositories git would find from `dir`: its own and every parent directory's (git walks up
 // to the first `.git`; protecting every one on the way is simpler and covers a cwd that moves).
-void AddParentRepositories(std::vector<std::string>& carveouts, const std::string& dir) {
+void AddParentRepositories(CarveoutList& carveouts, const std::string& dir) {
   for (std::string at = dir;; at = NormalizePath(at + "/..")) {
     AddExistingCarveouts(carveouts, at);
     if (at == "/") break;
   }
 }
 
-// Nested repositories, submodules and worktrees inside a writable root: every `.git` (directory
-// or gitfile) and `.agentexec` below it, breadth first, without following symlinks or entering
-// a `.git`, within the bounds (the root's own are added by the caller). Returns false when a
-// bound stopped the scan.
-bool AddNestedRepositories(std::vector<std::string>& carveouts, const std::string& root) {
-  std::deque<std::pair<std::string, int>> todo = {{root, 0}};
-  size_t dirs = 0;
-  bool complete = true;
-  while (!todo.empty()) {
-    auto [dir, depth] = std::move(todo.front());
-    todo.pop_front();
-    if (++dirs > kNestedScanMaxDirs) return false;
-    DIR* handle = ::opendir(dir.c_str());
-    if (handle == nullptr) continue;  // unreadable to us: git running as us cannot use it either
-    while (dirent* entry = ::readdir(handle)) {
-      const std::string name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      const std::string path = JoinPath(dir, name);
-      if (dir != root && (name == ".git" || name == ".agentexec")) {
-        if (name == ".git") {
-          AddGitCarveouts(carveouts, dir);
-        } else {
-          AddCarveout(carveouts, path);
-        }
-        continue;
-      }
-      if (name == ".git") continue;
-      unsigned char type = entry->d_type;
-      if (type == DT_UNKNOWN) {
-        struct stat st;
-        if (::lstat(path.c_str(), &st) != 0) continue;
-        type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-      }
-      if (type != DT_DIR) continue;
-      if (depth + 1 > kNestedScanMaxDepth) {
-        complete = false;
-        continue;
-      }
-      todo.emplace_back(path, depth + 1);
+// Nested repositories, submodules and worktrees inside the writable roots: every `.git`
+// (directory or gitfile) and `.agentexec` below one, and the git dirs gitfiles name (the
+// roots' own are the base policy's). False when `stop` ended the walk first. The shared
+// temporary roots (/tmp, $TMPDIR) are searched to the end like the others: they were once
+// searched only as far as a bound, without a warning (a busy machine's /tmp exceeds any
+// bound, and a warning on every run teaches users to ignore warnings), which left a
+// repository past it writable without a word. The walk runs off a session's start-up path
+// and costs a few system calls a directory, so it is done whole instead.
+bool SearchNested(const std::vector<std::string>& roots, const std::function<bool()>& stop,
+                  std::vector<std::string>* found) {
+  CarveoutList carveouts(found);
+  auto visit = [&](NestedHit hit, const std::string& path) {
+    if (hit == NestedHit::kGit) {
+      AddGitCarveouts(carveouts, path);
+    } else {
+      AddCarveout(carveouts, path);
     }
-    ::closedir(handle);
+  };
+  // Each directory once: a root inside another (a workspace under /tmp) is walked on its own,
+  // not again as part of the outer one (which may not reach it: a directory on the way may
+  // be searchable but not readable to us).
+  for (const std::string& root : roots) {
+    std::vector<std::string> inner;
+    for (const std::string& other : roots) {
+      if (other != root && IsUnder(other, root)) inner.push_back(other);
+    }
+    if (!WalkNested(root, inner, stop, visit)) return false;
   }
-  return complete;
+  return true;
+}
+
+// Adds `found` to the policy's carve-outs, with the identity of each that exists.
+void AddNested(Policy* policy, const std::vector<std::string>& found) {
+  CarveoutList carveouts(&policy->read_only_carveouts);
+  for (const std::string& path : found) {
+    if (!carveouts.Add(path)) continue;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) policy->carveout_ids.emplace_back(st.st_dev, st.st_ino);
+  }
 }
 
 }  // namespace
@@ -174,7 +190,7 @@ bool Policy::CanWrite(std::string_view path) const {
   return ConfinedFs(*this).Target(std::string(path), &resolved) == 0;
 }
 
-Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
+Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::string& cwd) {
   Policy policy;
   policy.mode = settings.mode;
   policy.require_full_isolation = settings.require_full_isolation;
@@ -226,9 +242,10 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
   for (const std::string& dir : settings.writable_roots) add_optional(dir, "writable root");
   for (const std::string& dir : settings.add_dirs) add_optional(dir, "--add-dir");
 
+  CarveoutList carveouts(&policy.read_only_carveouts);
   for (const std::string& writable : policy.writable_roots) {
-    AddGitCarveouts(policy.read_only_carveouts, writable);
-    AddCarveout(policy.read_only_carveouts, JoinPath(writable, ".agentexec"));
+    AddGitCarveouts(carveouts, writable);
+    AddCarveout(carveouts, JoinPath(writable, ".agentexec"));
   }
   // agentexec's home (and codex's) below a root, under whatever name: listed whether or not
   // they exist yet, like `<root>/.agentexec`. One that is a root itself, or holds one, was
@@ -240,7 +257,7 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
     for (const std::string& writable : policy.writable_roots) {
       if ((normal != writable && IsUnder(normal, writable)) ||
           (resolved != writable && IsUnder(resolved, writable))) {
-        AddCarveout(policy.read_only_carveouts, normal);
+        AddCarveout(carveouts, normal);
         break;
       }
     }
@@ -248,42 +265,67 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
   // Every git dir git would use: the repository the working directory is in (its root may be
   // above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
   // roots. Those outside every writable root are read-only anyway.
-  AddParentRepositories(policy.read_only_carveouts, root);
+  AddParentRepositories(carveouts, root);
   for (const char* name : {"GIT_DIR", "GIT_COMMON_DIR"}) {
     const char* value = std::getenv(name);
     if (value != nullptr && *value != '\0') {
-      AddCarveout(policy.read_only_carveouts, ResolvePath(JoinPath(root, value)));
+      AddCarveout(carveouts, ResolvePath(JoinPath(root, value)));
     }
   }
-  // The shared temporary roots (/tmp, $TMPDIR) are scanned too, but only as far as the bound
-  // goes and without a warning: a busy machine's /tmp exceeds any bound, and a warning on every
-  // run would teach users to ignore warnings. The workspace and the roots the user named warn.
-  std::vector<std::string> temp_roots;
-  for (const char* temp :
-       {static_cast<const char*>("/tmp"), static_cast<const char*>(std::getenv("TMPDIR"))}) {
-    std::string canonical, reason;
-    if (temp != nullptr && temp[0] == '/' && Canonical(temp, &canonical, &reason)) {
-      temp_roots.push_back(canonical);
-    }
-  }
-  const size_t roots = policy.writable_roots.size();
-  for (size_t i = 0; i < roots; ++i) {
-    const std::string writable = policy.writable_roots[i];
-    AddParentRepositories(policy.read_only_carveouts, writable);
-    const bool shared_temp = writable != root && std::find(temp_roots.begin(), temp_roots.end(),
-                                                           writable) != temp_roots.end();
-    if (!AddNestedRepositories(policy.read_only_carveouts, writable) && !shared_temp) {
-      policy.warnings.push_back(fmt::format(
-          "sandbox: the search for nested repositories in {} stopped at its bound ({} levels, "
-          "{} directories): a .git or .agentexec beyond it is writable in this run",
-          writable, kNestedScanMaxDepth, kNestedScanMaxDirs));
-    }
+  for (const std::string& writable : policy.writable_roots) {
+    AddParentRepositories(carveouts, writable);
   }
   for (const std::string& carveout : policy.read_only_carveouts) {
     struct stat st;
     if (::stat(carveout.c_str(), &st) == 0) policy.carveout_ids.emplace_back(st.st_dev, st.st_ino);
   }
   return policy;
+}
+
+Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
+  Result<Policy> policy = BuildPolicyWithoutNested(settings, cwd);
+  if (!policy.ok()) return policy;
+  std::vector<std::string> found;
+  SearchNested(
+      policy->writable_roots, [] { return false; }, &found);
+  AddNested(&*policy, found);
+  return policy;
+}
+
+NestedScan::NestedScan(const Policy& base, const CancelToken& cancel)
+    : roots_(base.writable_roots), cancel_(cancel) {
+  if (roots_.empty()) return;
+  try {
+    thread_ = std::thread([this] { Search(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: Finish searches on the caller's, as BuildPolicy does.
+  }
+}
+
+NestedScan::~NestedScan() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void NestedScan::Search() {
+  complete_ = SearchNested(
+      roots_, [this] { return stop_.load(std::memory_order_relaxed) || cancel_.cancelled(); },
+      &found_);
+  searched_ = true;
+}
+
+Status NestedScan::Finish(Policy* policy) {
+  if (finished_) return *finished_;
+  if (thread_.joinable()) thread_.join();
+  if (!searched_ && !roots_.empty()) Search();
+  if (!roots_.empty() && !complete_) {
+    finished_ = MakeError(
+        "sandbox: the search for nested repositories was cancelled before it was complete");
+  } else {
+    AddNested(policy, found_);
+    finished_ = Status{};
+  }
+  return *finished_;
 }
 
 }  // namespace ae::sandbox

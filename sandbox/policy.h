@@ -1,14 +1,19 @@
-// What a sandboxed command may touch, derived from configuration. Pure data: building it
-// does no system calls beyond resolving paths.
+// What a sandboxed command may touch, derived from configuration: the paths resolved, and
+// the nested repositories inside the writable roots found by a walk (nested_walk.h) that a
+// session runs off its start-up path (NestedScan).
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/result.h"
 
 namespace ae::sandbox {
@@ -35,11 +40,6 @@ struct Settings {
   std::vector<std::string> read_only_dirs;
 };
 
-// The bounds of the scan for nested repositories in each writable root; a root deeper or
-// larger gets a warning that the rest is not protected.
-constexpr int kNestedScanMaxDepth = 12;
-constexpr size_t kNestedScanMaxDirs = 20000;
-
 // Resolved policy: absolute, canonical paths.
 struct Policy {
   Mode mode = Mode::kReadOnly;
@@ -47,10 +47,11 @@ struct Policy {
   // `<root>/.git` and `<root>/.agentexec` of each writable root, listed whether or not they
   // exist yet, plus a linked worktree's git dir and common dir; and, where they exist, those
   // of every parent directory of the cwd and of the roots, $GIT_DIR and $GIT_COMMON_DIR, and
-  // every nested repository, submodule and worktree found inside a root (bounded scan); and
+  // every nested repository, submodule and worktree found inside a root, at any depth; and
   // each of Settings::read_only_dirs that lies below a writable root.
   std::vector<std::string> read_only_carveouts;
-  // (st_dev, st_ino) of each carve-out that existed when the policy was built: agentexec's own
+  // (st_dev, st_ino) of each carve-out that existed when the policy was built (a nested one:
+  // when NestedScan::Finish added it): agentexec's own
   // writes (ConfinedFs) refuse to pass through them under whatever name a command has since
   // renamed a parent to, as the mount layer does for commands (HeldCarveout).
   std::vector<std::pair<dev_t, ino_t>> carveout_ids;
@@ -65,7 +66,44 @@ struct Policy {
   bool CanWrite(std::string_view path) const;
 };
 
-// cwd must be absolute. $TMPDIR is read from the environment unless excluded.
+// cwd must be absolute. $TMPDIR is read from the environment unless excluded. The whole
+// policy, nested repositories included: the walk of every writable root runs here.
 Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd);
+
+// The same without the nested repositories: a policy that must not confine anything until
+// NestedScan::Finish has completed it.
+Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::string& cwd);
+
+// The nested repositories of a policy's writable roots, searched on a thread of their own
+// while the session starts and the model answers; the session waits for them before its
+// first tool call, so no command or file change runs before the carve-outs it needs are
+// known, and a run that calls no tool never waits. The walk has no bound (nested_walk.h).
+class NestedScan {
+ public:
+  // Starts the search in the writable roots of `base` (none outside workspace-write), which
+  // ends early once `cancel` is cancelled. Without a thread to be had, Finish searches.
+  NestedScan(const Policy& base, const CancelToken& cancel);
+  ~NestedScan();  // stops the search and waits for it
+  NestedScan(const NestedScan&) = delete;
+  NestedScan& operator=(const NestedScan&) = delete;
+
+  // Waits for the search and adds what it found to `policy` (the base policy, or a copy of
+  // it): the carve-outs and their identities. An error when the search was cancelled before
+  // it was complete: `policy` then lacks carve-outs and must confine nothing. Once: a second
+  // call returns the first one's answer and adds nothing.
+  Status Finish(Policy* policy);
+
+ private:
+  void Search();
+
+  std::vector<std::string> roots_;
+  const CancelToken& cancel_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  bool searched_ = false;           // Search() ran (on the thread, joined, or in Finish)
+  bool complete_ = false;           // ... and saw every directory
+  std::vector<std::string> found_;  // the carve-outs it found
+  std::optional<Status> finished_;  // Finish's answer, once given
+};
 
 }  // namespace ae::sandbox

@@ -101,6 +101,17 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   return prepared;
 }
 
+void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy) {
+  if (!prepared.enforce) return;
+  // Only the mount plan and the watch's view of the policy hold carve-outs; the plan's other
+  // findings are made again from the same policy and host.
+  MountPlan mounts = BuildMountPlan(policy, prepared.mounts.enabled, prepared.mounts.new_pid_ns);
+  mounts.fake_vanish = std::move(prepared.mounts.fake_vanish);
+  prepared.mounts = std::move(mounts);
+  prepared.watch.policy = policy;
+  prepared.watch.carveouts = prepared.mounts.carveouts;
+}
+
 std::string DescribePrepared(const PreparedSandbox& prepared) {
   if (!prepared.enforce) return "none";
   std::string text = fmt::format("landlock abi {} + seccomp", prepared.landlock_abi);

@@ -33,6 +33,11 @@ struct PrepareOptions {
 };
 Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options);
 
+// Gives `prepared` the carve-outs of `policy`: the policy it was prepared from, completed
+// since with the nested repositories a NestedScan found (policy.h). Every later command gets
+// them; not while a command is being set up from `prepared`.
+void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy);
+
 // What the prepared sandbox will do, for headers and logs, e.g.
 // "landlock abi 7 + seccomp + mount namespace + pid namespace".
 std::string DescribePrepared(const PreparedSandbox& prepared);

@@ -1,0 +1,29 @@
+// The walk that finds nested repositories inside a writable root: every `.git` (directory or
+// gitfile) and `.agentexec` below it, at any depth, for the read-only carve-outs (policy.h).
+// It has no bound: a repository past any bound would silently be writable. It is made cheap
+// instead (descriptor-relative opens, one large getdents64 buffer, no path string per entry)
+// and runs off the start-up path (NestedScan in policy.h).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ae::sandbox {
+
+// What the walk found: a directory below the root holding a `.git` entry (`dir` without the
+// name), or an `.agentexec` entry (`dir` is then the whole path of the entry).
+enum class NestedHit { kGit, kAgentexec };
+using NestedVisitor = std::function<void(NestedHit hit, const std::string& dir)>;
+
+// Walks every directory below `root` (absolute, canonical), depth first, calling `visit` for
+// each hit; the root's own `.git` and `.agentexec` are not reported (the policy lists them
+// whether or not they exist). Symlinks are never followed, a `.git` or `.agentexec` is never
+// entered, and a directory that cannot be opened is skipped (git running as us could not use
+// a repository in it either). The directories in `skip` (canonical, below `root`: other roots,
+// walked on their own) are not entered. `stop` is asked before each directory is opened; when
+// it says yes the walk ends at once and returns false. True: the walk saw the whole tree.
+bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
+                const std::function<bool()>& stop, const NestedVisitor& visit);
+
+}  // namespace ae::sandbox

@@ -1,0 +1,346 @@
+// The search for nested repositories (sandbox/nested_walk.h, NestedScan in policy.h): no
+// bound after which a repository is silently writable, and a run that waits for the search
+// before its first command, never before its first model request.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/cancel.h"
+#include "sandbox/paths.h"
+#include "sandbox/policy.h"
+#include "test_util.h"
+
+extern char** environ;
+
+namespace ae::sandbox {
+namespace {
+
+using testing::Exists;
+using testing::ReadText;
+using testing::RunProcess;
+using testing::ScratchDir;
+using testing::Sh;
+using testing::WriteText;
+
+bool Listed(const Policy& policy, const std::string& path) {
+  const auto& c = policy.read_only_carveouts;
+  return std::find(c.begin(), c.end(), path) != c.end();
+}
+
+// `count` empty directories below `dir`, a hundred per parent.
+void MakeTree(const std::string& dir, int count) {
+  for (int i = 0; i < count; ++i) {
+    const std::string parent = dir + "/d" + std::to_string(i / 100);
+    if (i % 100 == 0) ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir((parent + "/e" + std::to_string(i % 100)).c_str(), 0755), 0);
+  }
+}
+
+// A directory for the large trees, used as $TMPDIR: on tmpfs where there is one, since a disk
+// under load takes minutes to make and remove tens of thousands of directories.
+class TreeDir {
+ public:
+  explicit TreeDir(const std::string& fallback) {
+    std::string tmpl = "/dev/shm/ae-test-XXXXXX";
+    const char* made = ::mkdtemp(tmpl.data());
+    if (made != nullptr) {
+      path_ = made;
+    } else {
+      path_ = fallback + "/trees";
+      EXPECT_EQ(::mkdir(path_.c_str(), 0755), 0);
+    }
+  }
+  ~TreeDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TreeDir(const TreeDir&) = delete;
+  TreeDir& operator=(const TreeDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class NestedScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = dir_.path();
+    ws_ = base_ + "/ws";
+    Sh("mkdir ws && git init -q ws", base_);
+  }
+  Settings WorkspaceWrite() {
+    Settings s;
+    s.mode = Mode::kWorkspaceWrite;
+    s.exclude_slash_tmp = true;
+    s.exclude_tmpdir_env_var = true;
+    return s;
+  }
+  ScratchDir dir_;
+  std::string base_, ws_;
+};
+
+// Forty levels, a repository beside the way down at each: past the old bound (12 levels), and
+// past the descriptors the walk keeps open (32), so it comes back up through directories it
+// closed and opens them again.
+TEST_F(NestedScanTest, RepositoriesAtAnyDepthAreCarvedOut) {
+  Sh("p=deep; for i in $(seq 1 40); do mkdir -p $p/r/.git; p=$p/c; done; mkdir -p $p/.agentexec",
+     ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  std::string at = ws_ + "/deep";
+  for (int level = 1; level <= 40; ++level, at += "/c") {
+    EXPECT_TRUE(Listed(*p, at + "/r/.git")) << "level " << level;
+  }
+  EXPECT_TRUE(Listed(*p, at + "/.agentexec"));
+  EXPECT_TRUE(p->warnings.empty());
+}
+
+// A directory without subdirectories can still hold a `.git` file naming a git dir elsewhere
+// (a submodule or worktree of a flat repository): the walk lists it all the same.
+TEST_F(NestedScanTest, AGitfileInALeafDirectoryProtectsItsGitDir) {
+  Sh("mkdir -p sub/leaf store && echo 'gitdir: ../../store' > sub/leaf/.git", ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_TRUE(Listed(*p, ws_ + "/sub/leaf/.git"));
+  EXPECT_TRUE(Listed(*p, ws_ + "/store"));
+}
+
+TEST_F(NestedScanTest, TheWalkFollowsNoSymlinkAndEntersNoGitOrAgentexec) {
+  Sh("git init -q ../outside/repo && ln -s ../outside out && ln -s . loop && ln -s / slash && "
+     "mkdir -p sub/.git/deep/.git sub/.agentexec/x/.git",
+     ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_TRUE(Listed(*p, ws_ + "/sub/.git"));
+  EXPECT_TRUE(Listed(*p, ws_ + "/sub/.agentexec"));
+  for (const std::string& c : p->read_only_carveouts) {
+    EXPECT_EQ(c.find("/outside/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/out/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/loop/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/deep/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("/x/"), std::string::npos) << c;
+  }
+}
+
+// $TMPDIR (like /tmp) was searched as far as 20,000 directories and then, without a word, no
+// further: a repository beyond was writable. Now there is no such bound.
+TEST_F(NestedScanTest, ARepositoryInTmpdirPastTheOldCountIsProtected) {
+  TreeDir tmpdir(base_);
+  Sh("seq 0 20000 | sed 's/^/d/' | xargs mkdir && git init -q d0/repo", tmpdir.path());
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", tmpdir.path().c_str(), 1);
+  Settings s = WorkspaceWrite();
+  s.exclude_tmpdir_env_var = false;
+  Result<Policy> p = BuildPolicy(s, ws_);
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_TRUE(Listed(*p, ResolvePath(tmpdir.path()) + "/d0/repo/.git"));
+  EXPECT_TRUE(p->warnings.empty());
+}
+
+// The workspace inside $TMPDIR is walked on its own and not again with $TMPDIR: its nested
+// repository is found, and listed once.
+TEST_F(NestedScanTest, ARootInsideAnotherIsSearched) {
+  Sh("git init -q a/nested && git init -q ../beside", ws_);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", base_.c_str(), 1);
+  Settings s = WorkspaceWrite();
+  s.exclude_tmpdir_env_var = false;
+  Result<Policy> p = BuildPolicy(s, ws_);
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->writable_roots, (std::vector<std::string>{ws_, base_}));
+  EXPECT_EQ(std::count(p->read_only_carveouts.begin(), p->read_only_carveouts.end(),
+                       ws_ + "/a/nested/.git"),
+            1);
+  EXPECT_TRUE(Listed(*p, base_ + "/beside/.git"));
+}
+
+TEST_F(NestedScanTest, TheBackgroundSearchCompletesThePolicyAsBuildPolicyDoes) {
+  Sh("git init -q a/b/nested && mkdir -p c/.agentexec && echo 'gitdir: ../store' > c/.git && "
+     "mkdir store",
+     ws_);
+  Result<Policy> whole = BuildPolicy(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(base.ok()) << base.message();
+  EXPECT_FALSE(Listed(*base, ws_ + "/a/b/nested/.git"));
+  CancelToken cancel;
+  NestedScan scan(*base, cancel);
+  Policy completed = *base;
+  ASSERT_TRUE(scan.Finish(&completed).ok());
+  const std::set<std::string> expected(whole->read_only_carveouts.begin(),
+                                       whole->read_only_carveouts.end());
+  EXPECT_EQ(std::set<std::string>(completed.read_only_carveouts.begin(),
+                                  completed.read_only_carveouts.end()),
+            expected);
+  EXPECT_EQ(completed.read_only_carveouts.size(), expected.size());  // no repeats
+  EXPECT_EQ(completed.carveout_ids.size(), whole->carveout_ids.size());
+  EXPECT_TRUE(Listed(completed, ws_ + "/a/b/nested/.git"));
+  EXPECT_TRUE(Listed(completed, ws_ + "/c/.agentexec"));
+  EXPECT_TRUE(Listed(completed, ws_ + "/store"));
+  // Once: a second call adds nothing.
+  ASSERT_TRUE(scan.Finish(&completed).ok());
+  EXPECT_EQ(completed.read_only_carveouts.size(), expected.size());
+}
+
+TEST_F(NestedScanTest, ACancelledSearchLeavesThePolicyIncompleteAndSaysSo) {
+  Sh("git init -q nested", ws_);
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(base.ok()) << base.message();
+  CancelToken cancel;
+  cancel.Cancel(CancelReason::kSigint);
+  NestedScan scan(*base, cancel);
+  Policy policy = *base;
+  Status finished = scan.Finish(&policy);
+  ASSERT_FALSE(finished.ok());
+  EXPECT_EQ(finished.message(),
+            "sandbox: the search for nested repositories was cancelled before it was complete");
+  EXPECT_FALSE(Listed(policy, ws_ + "/nested/.git"));
+  EXPECT_EQ(policy.read_only_carveouts, base->read_only_carveouts);
+}
+
+TEST_F(NestedScanTest, NothingToSearchOutsideWorkspaceWrite) {
+  Sh("git init -q nested", ws_);
+  for (Mode mode : {Mode::kReadOnly, Mode::kDangerFullAccess}) {
+    Settings s = WorkspaceWrite();
+    s.mode = mode;
+    Result<Policy> base = BuildPolicyWithoutNested(s, ws_);
+    ASSERT_TRUE(base.ok()) << base.message();
+    CancelToken cancel;
+    cancel.Cancel(CancelReason::kSigint);  // nothing to cancel either
+    NestedScan scan(*base, cancel);
+    Policy policy = *base;
+    EXPECT_TRUE(scan.Finish(&policy).ok());
+    EXPECT_TRUE(policy.read_only_carveouts.empty());
+  }
+}
+
+// ---------------------------------------------------------------- whole runs
+
+// A run of the real binary on the scripted provider in ws_, /tmp and $TMPDIR (trees_)
+// writable as by default.
+class NestedScanRunTest : public NestedScanTest {
+ protected:
+  void SetUp() override {
+    NestedScanTest::SetUp();
+    Sh("mkdir home agentexec-home", base_);
+    trees_.emplace(base_);
+  }
+  std::vector<std::string> Argv(const std::string& turns_json) {
+    const std::string script = base_ + "/turns.json";
+    WriteText(script, turns_json);
+    return {AGENTEXEC_BIN,
+            "-c",
+            "model_provider=scripted",
+            "-c",
+            "model_providers.scripted.script=\"" + script + "\"",
+            "--json",
+            "-s",
+            "workspace-write",
+            "go"};
+  }
+  std::vector<std::pair<std::string, std::string>> Env() {
+    return {{"HOME", base_ + "/home"},
+            {"AGENTEXEC_HOME", base_ + "/agentexec-home"},
+            {"TMPDIR", trees_->path()}};
+  }
+  std::optional<TreeDir> trees_;
+};
+
+// The model's first answer arrives at once, while $TMPDIR (20,000 directories) is still being
+// searched: the command waits for the search, and the nested repository is read-only.
+TEST_F(NestedScanRunTest, ACommandCannotWriteANestedGitWhenTheModelAnswersAtOnce) {
+  MakeTree(trees_->path(), 20000);
+  Sh("mkdir -p sub && git init -q sub/nested", ws_);
+  const std::string turns = R"({"turns":[
+    {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"echo evil > sub/nested/.git/hooks/pre-commit; echo status=$?"}}]},
+    {"items":[{"type":"message","text":"Done."}]}]})";
+  testing::Ran ran = RunProcess(Argv(turns), ws_, Env());
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("sub/nested/.git/hooks/pre-commit: Read-only file "
+                            "system\\nstatus=1\\n"),
+            std::string::npos)
+      << ran.output;
+  EXPECT_FALSE(Exists(ws_ + "/sub/nested/.git/hooks/pre-commit"));
+}
+
+// SIGINT while the first tool call waits for a search of 60,000 directories: the run ends
+// as interrupted (exit 130) and the command never runs on the incomplete policy.
+TEST_F(NestedScanRunTest, SigintDuringTheSearchIsExit130AndNoCommandRuns) {
+  MakeTree(trees_->path(), 60000);
+  const std::string turns = R"({"turns":[
+    {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"touch ran.txt"}}]},
+    {"items":[{"type":"message","text":"Done."}]}]})";
+  std::vector<std::string> args = Argv(turns);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  for (const auto& [k, v] : Env()) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string out_path = base_ + "/out.jsonl";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&actions, ws_.c_str());
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // The header is out and the model's answer (a tool call) follows at once: the run is at, or
+  // within a few milliseconds of, the wait for the search, which is still going (its thread
+  // is alive).
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  bool searching = false;
+  for (int i = 0; i < 20000 && !searching; ++i) {
+    if (ReadText(out_path).find(R"({"type":"turn.started"})") != std::string::npos) {
+      searching = std::distance(std::filesystem::directory_iterator(task_dir),
+                                std::filesystem::directory_iterator()) >= 2;
+      if (!searching) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(searching) << "the search was over before the signal: " << ReadText(out_path);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadText(out_path);
+  const std::string out = ReadText(out_path);
+  EXPECT_NE(out.find(R"("type":"turn.failed","error":{"message":"interrupted by SIGINT")"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("command_execution"), std::string::npos) << out;
+  EXPECT_FALSE(Exists(ws_ + "/ran.txt"));
+}
+
+}  // namespace
+}  // namespace ae::sandbox
