@@ -1,7 +1,7 @@
 # CURL::libcurl as a minimal static libcurl from scripts/build-static-curl.sh (HTTP + OpenSSL +
 # c-ares), with Debian's static OpenSSL, zlib and c-ares: for the portable binary
 # (cmake/Portable.cmake) and, with AGENTEXEC_BUNDLED_CURL, for the dynamic one, where it
-# replaces Debian's libcurl and the 30 shared libraries it loads (GnuTLS, Kerberos, LDAP, SSH,
+# replaces Debian's libcurl and the 29 shared libraries it loads (GnuTLS, Kerberos, LDAP, SSH,
 # RTMP...) at every start. Included before find_package(CURL).
 set(AGENTEXEC_STATIC_CURL "${PROJECT_BINARY_DIR}/static-curl" CACHE PATH
     "Prefix of the static libcurl build (made by scripts/build-static-curl.sh if absent)")
