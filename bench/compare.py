@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Whole-process comparison of agentexec and `codex exec`, side by side, in one table.
 
-Usage: compare.py --agentexec BIN [--codex BIN | --codex-skip REASON] --out DIR
-                  [--runs N] [--server tests/support/model_server.py]
+Usage: compare.py --agentexec BIN [--agentexec-static BIN]
+                  [--codex BIN | --codex-skip REASON] --out DIR [--runs N]
+                  [--server tests/support/model_server.py]
 
 Both binaries talk to the repository's loopback model server (--lenient), one fresh server per
 run, each configured through its home (AGENTEXEC_HOME, CODEX_HOME) with a provider whose
 base_url is that server. Every figure is the median of N runs, the two binaries alternating so
 that the machine's load hits both alike. Wall time is measured around the process; peak RSS is
-wait4's ru_maxrss: the largest single process of the tree (the binary itself, or a command it
-ran when that is larger). A run that fails is reported as failed, with its exit code; nothing
-here asserts: a benchmark never fails the build.
+the ru_maxrss of the binary as GNU time (/usr/bin/time) reports it: the largest single process of
+the tree (the binary itself, or a command it ran when that is larger). Not this script's own
+wait4: a child forked from Python and then exec'd keeps the fork's high-water mark (/bin/true
+"peaks" at ~14 MiB, the size of Python), while time is small. Without GNU time, the binary's
+VmHWM read every 2 ms until it exits stands in (it can read low under load). A run that fails is
+reported as failed, with its exit code; nothing here asserts: a benchmark never fails the build.
 
 Prints one table (each row a ratio from this run) and writes DIR/compare.json.
 """
@@ -41,6 +45,9 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.ae = os.path.abspath(args.agentexec)
+        # Rows 1-2 also measure the static binary of `make dist` (what the release tarball, the
+        # .deb and the Docker image ship) when there is one.
+        self.ae_static = os.path.abspath(args.agentexec_static) if args.agentexec_static else None
         self.codex = os.path.abspath(args.codex) if args.codex else None
         self.codex_skip_reason = args.codex_skip or ("" if self.codex else "codex not installed")
         # The reason is printed once under the table; the cells only say "skipped".
@@ -92,11 +99,19 @@ wire_api = "responses"
     def measure(self, argv, cwd, env, timeout=300):
         """Runs argv; returns (wall seconds, peak RSS KiB, exit status, stdout text)."""
         out = tempfile.TemporaryFile()
+        rss_file = None
+        if GNU_TIME:
+            rss_file = tempfile.NamedTemporaryFile(dir=self.work, prefix="rss-", delete=False)
+            rss_file.close()
+            argv = [GNU_TIME, "-f", "%M", "-o", rss_file.name] + list(argv)
         start = time.monotonic()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = start + timeout
+        hwm = 0
         while True:
+            if not GNU_TIME:
+                hwm = max(hwm, vm_hwm_kib(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -108,8 +123,13 @@ wire_api = "responses"
             time.sleep(0.002)
         wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status) if status != -1 else -1
+        if rss_file:
+            with open(rss_file.name) as f:
+                lines = f.read().split()  # "Command exited with non-zero status N" first
+            os.unlink(rss_file.name)
+            hwm = int(lines[-1]) if lines and lines[-1].isdigit() else 0
         out.seek(0)
-        return wall, usage.ru_maxrss, proc.returncode, out.read().decode(errors="replace")
+        return wall, hwm or None, proc.returncode, out.read().decode(errors="replace")
 
     def start_server(self, turns):
         d = tempfile.mkdtemp(dir=self.work, prefix="server-")
@@ -128,8 +148,9 @@ wire_api = "responses"
             return proc, int(f.read().strip())
 
     def exec_argv(self, who, prompt, sandbox):
-        if who == "agentexec":
-            return [self.ae, "--json", "-s", sandbox, "--ephemeral", prompt]
+        if who in ("agentexec", "agentexec-static"):
+            binary = self.ae if who == "agentexec" else self.ae_static
+            return [binary, "--json", "-s", sandbox, "--ephemeral", prompt]
         # codex syncs its plugin marketplace from github.com at start-up (git ls-remote);
         # switched off so that the bench stays on loopback. Everything else is its default.
         return [self.codex, "exec", "--json", "-s", sandbox, "--ephemeral",
@@ -169,6 +190,16 @@ wire_api = "responses"
 
     def runners(self):
         return ["agentexec", "codex"] if self.codex else ["agentexec"]
+
+    def runners_with_static(self):
+        return self.runners() + (["agentexec-static"] if self.ae_static else [])
+
+    def static_rows(self, row, what, res):
+        """Rows 1-2 again for the static `make dist` binary, against the same codex runs."""
+        if not self.ae_static:
+            return
+        self.pair_rows(row, what + " [static `make dist` binary]",
+                       {"agentexec": res["agentexec-static"], "codex": res.get("codex")})
 
     # ---------------------------------------------------------------- workspaces
 
@@ -224,10 +255,11 @@ wire_api = "responses"
     def row1_one_message(self):
         repo = self.repo("one-message")
         turns = [message_turn("Hello from the bench.")]
-        res = self.series(self.runners(),
+        res = self.series(self.runners_with_static(),
                           lambda w: self.run_agent(w, turns, repo, "workspace-write",
                                                    "Hello from the bench."), self.args.runs)
         self.pair_rows(1, "one message", res)
+        self.static_rows(1, "one message", res)
 
     def codex_sandbox_works(self):
         if not self.codex:
@@ -243,17 +275,18 @@ wire_api = "responses"
             repo = self.repo(self.fresh(f"two-commands-{w}"))
             turns = [command_turn("echo one > a.txt && ls"), command_turn("cat a.txt | wc -c"),
                      message_turn("Both commands ran.")]
-            sandbox = "workspace-write" if w == "agentexec" else self.codex_sandbox
+            sandbox = self.codex_sandbox if w == "codex" else "workspace-write"
             wall, rss, err = self.run_agent(w, turns, repo, sandbox, "Both commands ran.")
             if not err and not os.path.exists(os.path.join(repo, "a.txt")):
                 err = "the command did not run"
             return wall, rss, err
 
-        res = self.series(self.runners(), once, self.args.runs)
+        res = self.series(self.runners_with_static(), once, self.args.runs)
         label = "two sandboxed commands (workspace-write)"
         if self.codex_sandbox != "workspace-write":
             label += "; codex UNSANDBOXED (danger-full-access): its sandbox cannot run here"
         self.pair_rows(2, label, res)
+        self.static_rows(2, "two sandboxed commands", res)
 
     def row3_many_dirs(self):
         empty = self.repo("empty")
@@ -488,6 +521,21 @@ wire_api = "responses"
         return {"small": small, "large": large}
 
 
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def vm_hwm_kib(pid):
+    """The process's peak RSS so far in KiB (0 once it has exited: a zombie has no memory)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def fmt_s(v, per=1):
     if v is None:
         return "-"
@@ -509,6 +557,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--agentexec", required=True)
     p.add_argument("--codex")
+    # The static binary of `make dist`, measured in rows 1-2 next to --agentexec; by default
+    # build-dist/agentexec of this tree when it exists ("" to leave it out).
+    default_static = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build-dist",
+                                  "agentexec")
+    p.add_argument("--agentexec-static",
+                   default=default_static if os.access(default_static, os.X_OK) else "")
     p.add_argument("--codex-skip", default="")
     p.add_argument("--codex-version", default="")
     p.add_argument("--out", required=True)

@@ -16,12 +16,16 @@ namespace {
 
 constexpr size_t kMaxErrorBody = 64 * 1024;
 
+// libcurl's global init starts its TLS library too (OpenSSL reads its configuration), even
+// when every request is plain http; it runs at the first request, not when a client is made,
+// so a run that never sends one (the scripted provider, `agentexec sandbox`) never pays it.
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-// Probed once per process: the portable binary has no built-in CA path (base/tls_roots.h).
+// Probed once per process, at the first https request: the portable binary has no built-in
+// CA path (base/tls_roots.h), and a plain-http request needs none.
 const TlsRoots& Roots() {
   static const TlsRoots roots = HostTlsRoots();
   return roots;
@@ -118,11 +122,7 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-HttpClient::HttpClient() {
-  GlobalInitOnce();
-  multi_ = curl_multi_init();
-  easy_ = curl_easy_init();
-}
+HttpClient::HttpClient() = default;
 
 HttpClient::~HttpClient() {
   if (easy_) curl_easy_cleanup(static_cast<CURL*>(easy_));
@@ -131,6 +131,11 @@ HttpClient::~HttpClient() {
 
 HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, CancelToken& cancel) {
   HttpResponse response;
+  if (!multi_ && !easy_) {  // the first request: libcurl's handles are made once, then reused
+    GlobalInitOnce();
+    multi_ = curl_multi_init();
+    easy_ = curl_easy_init();
+  }
   auto* multi = static_cast<CURLM*>(multi_);
   auto* easy = static_cast<CURL*>(easy_);
   if (!multi || !easy) {
@@ -162,8 +167,10 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &OnWrite);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-  if (!Roots().file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, Roots().file.c_str());
-  if (!Roots().dir.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, Roots().dir.c_str());
+  if (StartsWithNoCase(request.url, "https://")) {
+    if (!Roots().file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, Roots().file.c_str());
+    if (!Roots().dir.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, Roots().dir.c_str());
+  }
 
   curl_multi_add_handle(multi, easy);
   using std::chrono::duration_cast;

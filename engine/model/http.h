@@ -76,8 +76,10 @@ class HttpClient {
   HttpResponse Post(const HttpRequest& request, HttpBodySink& sink, CancelToken& cancel);
 
  private:
-  void* multi_;  // CURLM*; kept across requests so connections are reused
-  void* easy_;   // CURL*
+  // Made by the first Post (libcurl's global init with them), then kept across requests so
+  // connections are reused.
+  void* multi_ = nullptr;  // CURLM*
+  void* easy_ = nullptr;   // CURL*
 };
 
 // "agentexec/<version> (<os> <release>; <arch>)", from uname(2).

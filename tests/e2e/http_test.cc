@@ -457,6 +457,49 @@ TEST_F(HttpTest, AnUnusableBaseUrlIsAConfigurationError) {
                 "(expected http:// or https://)\n");
 }
 
+// libcurl and the TLS roots are set up at the first request, and the roots only for https: a
+// plain-http provider runs where no CA bundle exists (SSL_CERT_FILE names a missing file).
+TEST_F(HttpTest, PlainHttpNeedsNoTlsRoots) {
+  Serve(kAnswer);
+  const std::string missing = ws_.home() + "/no-such-bundle.pem";
+  RunOutput out = Run({"--json", "hi"}, {}, {{"MOCK_KEY", "test-key"}, {"SSL_CERT_FILE", missing}});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  ASSERT_GE(out.lines().size(), 3u);
+  EXPECT_EQ(
+      out.lines()[2],
+      R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"ok"}})");
+  EXPECT_EQ(server_.RequestCount(), 1);
+}
+
+// The same missing bundle with an https base URL: the TLS set-up reads SSL_CERT_FILE and the
+// request fails naming it, before a byte of TLS is exchanged with the (plain-http) server.
+TEST_F(HttpTest, AnHttpsProviderWithAMissingCaBundleFailsNamingIt) {
+  Serve(kAnswer);
+  MockProvider provider;
+  provider.stream_max_retries = 0;
+  std::string config = MockProviderConfig(server_, provider);
+  config.replace(config.find("http://"), 7, "https://");
+  ws_.WriteFile("agentexec-home/config.toml", config);
+  const std::string missing = ws_.home() + "/no-such-bundle.pem";
+  RunOutput out = Run({"--json", "hi"}, {}, {{"MOCK_KEY", "test-key"}, {"SSL_CERT_FILE", missing}});
+  EXPECT_EQ(out.exit_code, 1);
+  const std::string error = fmt::format(
+      "cannot reach 127.0.0.1:{} (error setting certificate file: {})", server_.port(), missing);
+  EXPECT_EQ(
+      Normalized(out),
+      (std::vector<std::string>{
+          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
+          R"({"type":"turn.started"})", R"({"type":"error","message":")" + error + "\"}",
+          R"({"type":"turn.failed","error":{"message":")" + error +
+              R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
+              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+              R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+              R"("requests":1,"duration_ms":<ms>})"}));
+  EXPECT_EQ(out.err, "error: " + error + "\n");
+  EXPECT_EQ(server_.RequestCount(), 0);
+}
+
 TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   Serve(kAnswer, {"status=429:code=insufficient_quota:message=You exceeded your current quota."});
   RunOutput out = Run({"--json", "hi"});
