@@ -32,20 +32,20 @@ set -euo pipefail
 # the time the reader sees the end of the pipe. The caller should exec this script too, so
 # that its own shell does not outlive the hand-off with the key in its block (action.yml).
 if [ -n "${INPUT_API_KEY:-}" ]; then
-  key=$INPUT_API_KEY
-  exec 3< <(printf '%s' "$key")
+  api_key=$INPUT_API_KEY
+  exec 3< <(printf '%s' "$api_key")
   while IFS= read -r v; do
-    [ "${!v}" != "$key" ] || unset "$v"
+    [ "${!v}" != "$api_key" ] || unset "$v"
   done < <(compgen -e)
   export AGENTEXEC_STEP_KEY_FD=3
   exec "$BASH" "${BASH_SOURCE[0]}" "$@"
 fi
-key=
+api_key=
 if [ -n "${AGENTEXEC_STEP_KEY_FD:-}" ]; then
-  IFS= read -r -d '' key <&3 || true
+  IFS= read -r -d '' api_key <&3 || true
   exec 3<&-
   unset AGENTEXEC_STEP_KEY_FD
-  [ -n "$key" ] || { echo "agentexec step: no key on descriptor 3" >&2; exit 2; }
+  [ -n "$api_key" ] || { echo "agentexec step: no key on descriptor 3" >&2; exit 2; }
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${AGENTEXEC_BIN:-agentexec}
@@ -157,18 +157,18 @@ fi
 # agentexec's environment only, never this shell's: agentexec overwrites it in its own
 # startup block once read, and commands the model runs never get it (variables named *KEY*
 # are dropped from their environment).
-agentexec() {
-  if [ -n "$key" ]; then AGENTEXEC_API_KEY=$key "$bin" "$@"; else "$bin" "$@"; fi
+run_agentexec() {
+  if [ -n "$api_key" ]; then AGENTEXEC_API_KEY=$api_key "$bin" "$@"; else "$bin" "$@"; fi
 }
 
 code=0
 if [ -n "${INPUT_PROMPT_FILE:-}" ]; then
   [ -r "$INPUT_PROMPT_FILE" ] || die "prompt-file not readable: $INPUT_PROMPT_FILE"
-  agentexec "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
+  run_agentexec "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
 else
-  agentexec "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
+  run_agentexec "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
 fi
-key=
+api_key=
 echo "$code" >"$out/exit-code"
 
 # The change as a patch, through a scratch index so the job's own index is left alone.

@@ -314,35 +314,10 @@ class ActionTest(support.ReleaseCase):
     def test_unconfined_command_finds_the_key_in_no_process(self):
         # Under danger-full-access a command can read /proc/PID/environ (the environment a
         # process started with, which `unset` does not change) and /proc/PID/cmdline of every
-        # process of its user: the step's shells among them. The command is given the key in
-        # two halves, so that its own command line and the events do not hold it.
+        # process of its user: the step's shells among them.
         key = "test-leak" + "probe-93f1c2"
-        scan = "\n".join([
-            "python3 - <<'EOF'",
-            "import glob, os",
-            "key = ('test-leak' + 'probe-93f1c2').encode()",
-            "found = []",
-            "for d in glob.glob('/proc/[0-9]*'):",
-            "    if int(d[6:]) == os.getpid():",
-            "        continue",
-            "    for part in ('environ', 'cmdline'):",
-            "        try:",
-            "            with open(f'{d}/{part}', 'rb') as f:",
-            "                data = f.read()",
-            "            with open(f'{d}/comm') as f:",
-            "                comm = f.read().strip()",
-            "        except OSError:",
-            "            continue",
-            "        if key in data:",
-            "            found.append(f'{comm} {part}')",
-            "with open(f'/proc/{os.getppid()}/environ', 'rb') as f:",
-            "    print('parent environ readable:', 'yes' if b'PATH=' in f.read() else 'no')",
-            "print('key found in:', ', '.join(sorted(found)) or 'none')",
-            "EOF"])
-        turns = support.write_turns(os.path.join(self.tmp, "scan.json"), [
-            {"items": [{"type": "function_call", "name": "exec_command",
-                        "arguments": {"cmd": scan}}]},
-            {"items": [{"type": "message", "text": "scanned"}]}])
+        turns = support.key_scan_turns(os.path.join(self.tmp, "scan.json"), "test-leak",
+                                       "probe-93f1c2")
         url, log_dir = self.serve(turns, "scan")
         result, summary = self.run_over_http(url, prompt="scan", sandbox="danger-full-access",
                                              **{"api-key": key})
