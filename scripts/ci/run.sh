@@ -26,11 +26,13 @@ set -euo pipefail
 # command can read it for every process of its user, this shell and the shells that started
 # it included. So, given INPUT_API_KEY, the script starts itself again (exec: same process,
 # new environment block) without INPUT_API_KEY and without any other variable holding the
-# same value, and hands the key over on descriptor 3, a pipe; the new shell reads it into an
-# unexported variable and closes the descriptor before it starts any other program. The
-# writer is a subshell of the old one, holding the old environment block; it has exited by
-# the time the reader sees the end of the pipe. The caller should exec this script too, so
-# that its own shell does not outlive the hand-off with the key in its block (action.yml).
+# same value, and hands the key over on descriptor 3, a pipe, which the new shell never reads:
+# the subshell that starts agentexec reads it, closes the descriptor and execs agentexec with
+# the key in its environment, so no shell holds the key in its memory either (a command that
+# may ptrace this shell, as root or without Yama, would find it there). The writer is a
+# subshell of the old shell, holding the old environment block; it has exited by the time the
+# reader sees the end of the pipe. The caller should exec this script too, so that its own
+# shell does not outlive the hand-off with the key in its block (action.yml).
 if [ -n "${INPUT_API_KEY:-}" ]; then
   api_key=$INPUT_API_KEY
   exec 3< <(printf '%s' "$api_key")
@@ -40,12 +42,10 @@ if [ -n "${INPUT_API_KEY:-}" ]; then
   export AGENTEXEC_STEP_KEY_FD=3
   exec "$BASH" "${BASH_SOURCE[0]}" "$@"
 fi
-api_key=
+key_on_fd3=
 if [ -n "${AGENTEXEC_STEP_KEY_FD:-}" ]; then
-  IFS= read -r -d '' api_key <&3 || true
-  exec 3<&-
+  key_on_fd3=1
   unset AGENTEXEC_STEP_KEY_FD
-  [ -n "$api_key" ] || { echo "agentexec step: no key on descriptor 3" >&2; exit 2; }
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${AGENTEXEC_BIN:-agentexec}
@@ -154,11 +154,17 @@ if [ -n "${INPUT_ARGS:-}" ]; then
 fi
 [ -n "${INPUT_BASE_URL:-}" ] && export OPENAI_BASE_URL="$INPUT_BASE_URL"
 # The key goes to AGENTEXEC_API_KEY (which agentexec prefers over OPENAI_API_KEY) in
-# agentexec's environment only, never this shell's: agentexec overwrites it in its own
-# startup block once read, and commands the model runs never get it (variables named *KEY*
-# are dropped from their environment).
+# agentexec's environment only, read from descriptor 3 by the subshell that becomes agentexec
+# (above): agentexec overwrites it in its own startup block once read, and commands the model
+# runs never get it (variables named *KEY* are dropped from their environment).
 run_agentexec() {
-  if [ -n "$api_key" ]; then AGENTEXEC_API_KEY=$api_key "$bin" "$@"; else "$bin" "$@"; fi
+  if [ -z "$key_on_fd3" ]; then "$bin" "$@"; return; fi
+  (
+    IFS= read -r -d '' k <&3 || true
+    exec 3<&-
+    [ -n "$k" ] || { echo "agentexec step: no key on descriptor 3" >&2; exit 2; }
+    AGENTEXEC_API_KEY=$k exec "$bin" "$@"
+  )
 }
 
 code=0
@@ -168,7 +174,7 @@ if [ -n "${INPUT_PROMPT_FILE:-}" ]; then
 else
   run_agentexec "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
 fi
-api_key=
+[ -z "$key_on_fd3" ] || exec 3<&-
 echo "$code" >"$out/exit-code"
 
 # The change as a patch, through a scratch index so the job's own index is left alone.
