@@ -21,6 +21,32 @@
 # outside, to /proc/self/environ) and written or read through. So everything it writes or
 # reads back after the run lives in a directory made fresh outside all of those.
 set -euo pipefail
+# The key's hand-off. /proc/PID/environ shows the environment a process started with (the
+# bytes execve put on its stack), which `unset` does not change; under danger-full-access a
+# command can read it for every process of its user, this shell and the shells that started
+# it included. So, given INPUT_API_KEY, the script starts itself again (exec: same process,
+# new environment block) without INPUT_API_KEY and without any other variable holding the
+# same value, and hands the key over on descriptor 3, a pipe, which the new shell never reads:
+# the subshell that starts agentexec reads it, closes the descriptor and execs agentexec with
+# the key in its environment, so no shell holds the key in its memory either (a command that
+# may ptrace this shell, as root or without Yama, would find it there). The writer is a
+# subshell of the old shell, holding the old environment block; it has exited by the time the
+# reader sees the end of the pipe. The caller should exec this script too, so that its own
+# shell does not outlive the hand-off with the key in its block (action.yml).
+if [ -n "${INPUT_API_KEY:-}" ]; then
+  api_key=$INPUT_API_KEY
+  exec 3< <(printf '%s' "$api_key")
+  while IFS= read -r v; do
+    [ "${!v}" != "$api_key" ] || unset "$v"
+  done < <(compgen -e)
+  export AGENTEXEC_STEP_KEY_FD=3
+  exec "$BASH" "${BASH_SOURCE[0]}" "$@"
+fi
+key_on_fd3=
+if [ -n "${AGENTEXEC_STEP_KEY_FD:-}" ]; then
+  key_on_fd3=1
+  unset AGENTEXEC_STEP_KEY_FD
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${AGENTEXEC_BIN:-agentexec}
 
@@ -126,19 +152,29 @@ if [ -n "${INPUT_ARGS:-}" ]; then
   mapfile -t extra <<<"$split"
   args+=("${extra[@]}")
 fi
-# The key goes to AGENTEXEC_API_KEY, which agentexec prefers over OPENAI_API_KEY; commands the
-# model runs never see it (variables named *KEY* are dropped from their environment), unless
-# the sandbox is danger-full-access: then they can read this shell's /proc/PID/environ.
-[ -n "${INPUT_API_KEY:-}" ] && export AGENTEXEC_API_KEY="$INPUT_API_KEY"
 [ -n "${INPUT_BASE_URL:-}" ] && export OPENAI_BASE_URL="$INPUT_BASE_URL"
+# The key goes to AGENTEXEC_API_KEY (which agentexec prefers over OPENAI_API_KEY) in
+# agentexec's environment only, read from descriptor 3 by the subshell that becomes agentexec
+# (above): agentexec overwrites it in its own startup block once read, and commands the model
+# runs never get it (variables named *KEY* are dropped from their environment).
+run_agentexec() {
+  if [ -z "$key_on_fd3" ]; then "$bin" "$@"; return; fi
+  (
+    IFS= read -r -d '' k <&3 || true
+    exec 3<&-
+    [ -n "$k" ] || { echo "agentexec step: no key on descriptor 3" >&2; exit 2; }
+    AGENTEXEC_API_KEY=$k exec "$bin" "$@"
+  )
+}
 
 code=0
 if [ -n "${INPUT_PROMPT_FILE:-}" ]; then
   [ -r "$INPUT_PROMPT_FILE" ] || die "prompt-file not readable: $INPUT_PROMPT_FILE"
-  "$bin" "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
+  run_agentexec "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
 else
-  "$bin" "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
+  run_agentexec "${args[@]}" -- "$INPUT_PROMPT" </dev/null || code=$?
 fi
+[ -z "$key_on_fd3" ] || exec 3<&-
 echo "$code" >"$out/exit-code"
 
 # The change as a patch, through a scratch index so the job's own index is left alone.

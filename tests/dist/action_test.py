@@ -268,34 +268,40 @@ class ActionTest(support.ReleaseCase):
         run = [s for s in result.steps if s[0] == "Run agentexec"][0]
         self.assertEqual(run[1], "skipped")
 
+    def serve(self, turns, name):
+        """The loopback model server answering `turns`; returns its base URL and its request
+        log directory. Stopped when the test ends."""
+        port_file = os.path.join(self.tmp, f"{name}.port")
+        log_dir = os.path.join(self.tmp, f"{name}.log")
+        server = subprocess.Popen([sys.executable, os.path.join(support.REPO_ROOT,
+                                   "tests/support/model_server.py"), "--script", turns,
+                                   "--port-file", port_file, "--log-dir", log_dir,
+                                   "--max-seconds", "120"])
+        self.addCleanup(server.wait, 30)
+        self.addCleanup(server.send_signal, signal.SIGTERM)
+        for _ in range(600):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{int(_read(port_file))}/v1", log_dir
+
+    def run_over_http(self, url, **inputs):
+        home = os.path.join(self.tmp, "home-http")
+        os.makedirs(home)
+        env = support.base_env(self.tmp, home)
+        env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
+        runner = gha.Runner(self.repo, env=env, tmp=self.tmp)
+        result = runner.run_action(gha.REPO_ROOT, {"version": support.version(),
+                                                   "base-url": url, **inputs})
+        return result, _read(runner.summary_file)
+
     def test_api_key_and_base_url_reach_the_server_not_the_commands(self):
         turns = support.write_turns(os.path.join(self.tmp, "http.json"), [
             {"items": [{"type": "function_call", "name": "exec_command",
                         "arguments": {"cmd": "env | grep -c test-secret-key || true"}}]},
             {"items": [{"type": "message", "text": "done over HTTP"}]}])
-        port_file = os.path.join(self.tmp, "port")
-        log_dir = os.path.join(self.tmp, "log")
-        server = subprocess.Popen([sys.executable, os.path.join(support.REPO_ROOT,
-                                   "tests/support/model_server.py"), "--script", turns,
-                                   "--port-file", port_file, "--log-dir", log_dir,
-                                   "--max-seconds", "120"])
-        try:
-            for _ in range(600):
-                if os.path.exists(port_file):
-                    break
-                time.sleep(0.05)
-            port = int(_read(port_file))
-            home = os.path.join(self.tmp, "home-http")
-            os.makedirs(home)
-            env = support.base_env(self.tmp, home)
-            env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
-            runner = gha.Runner(self.repo, env=env, tmp=self.tmp)
-            result = runner.run_action(gha.REPO_ROOT, {
-                "prompt": "over http", "version": support.version(),
-                "api-key": "test-secret-key", "base-url": f"http://127.0.0.1:{port}/v1"})
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(30)
+        url, log_dir = self.serve(turns, "http")
+        result, _ = self.run_over_http(url, prompt="over http", **{"api-key": "test-secret-key"})
         self.assertTrue(result.success, "\n".join(s[3] for s in result.steps))
         self.assertEqual(result.outputs["final-message"], "done over HTTP")
         first = json.loads(_read(os.path.join(log_dir, "request-001.json")))
@@ -304,6 +310,33 @@ class ActionTest(support.ReleaseCase):
         cmd = [e["item"] for e in events if e["type"] == "item.completed"
                and e["item"]["type"] == "command_execution"][0]
         self.assertEqual(cmd["aggregated_output"], "0\n")
+
+    def test_unconfined_command_finds_the_key_in_no_process(self):
+        # Under danger-full-access a command can read /proc/PID/environ (the environment a
+        # process started with, which `unset` does not change) and /proc/PID/cmdline of every
+        # process of its user: the step's shells among them.
+        key = "test-leak" + "probe-93f1c2"
+        turns = support.key_scan_turns(os.path.join(self.tmp, "scan.json"), "test-leak",
+                                       "probe-93f1c2")
+        url, log_dir = self.serve(turns, "scan")
+        result, summary = self.run_over_http(url, prompt="scan", sandbox="danger-full-access",
+                                             **{"api-key": key})
+        logs = "\n".join(s[3] for s in result.steps)
+        self.assertTrue(result.success, logs)
+        first = json.loads(_read(os.path.join(log_dir, "request-001.json")))
+        self.assertEqual(first["headers"]["authorization"], f"Bearer {key}")
+        events = _read(result.outputs["events-file"])
+        cmd = [json.loads(l)["item"] for l in events.splitlines()
+               if json.loads(l)["type"] == "item.completed"
+               and json.loads(l)["item"]["type"] == "command_execution"][0]
+        self.assertEqual(cmd["aggregated_output"],
+                         "parent environ readable: yes\nkey found in: none\n")
+        self.assertEqual(result.outputs["final-message"], "scanned")
+        self.assertNotIn(key, events)
+        self.assertNotIn(key, summary)
+        self.assertNotIn(key, logs)
+        support.assert_no_links_no_environment(
+            self, os.path.dirname(result.outputs["events-file"]), key)
 
 
 if __name__ == "__main__":

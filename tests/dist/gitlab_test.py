@@ -28,6 +28,7 @@ class GitLabTest(unittest.TestCase):
         home = support.scripted_home(os.path.join(self.tmp, "home"), turns)
         env = support.base_env(self.tmp, home)
         env["PATH"] = self.bindir + ":" + env["PATH"]
+        env.pop("AGENTEXEC_BIN", None)  # the image's agentexec is the one on PATH
         env.update({"CI_PIPELINE_ID": "77", "CI_DEFAULT_BRANCH": "main",
                     "CI_SERVER_HOST": "gitlab.example.com", "CI_PROJECT_PATH": "g/p",
                     "OPENAI_API_KEY": "sk-from-project-variable"})
@@ -121,6 +122,25 @@ class GitLabTest(unittest.TestCase):
         self.assertNotIn(f"planted {private}", _read(os.path.join(private, "events.jsonl")))
         self.assertIn(f"planted {out}", _read(os.path.join(private, "events.jsonl")))
         support.assert_no_links_no_environment(self, private, "sk-from-project-variable")
+
+    def test_unconfined_command_finds_the_key_not_in_run_sh(self):
+        # GitLab hands the CI/CD variable over in the job shell's environment; run.sh starts
+        # with it in its own block (before its hand-off, a command found it there as "bash
+        # environ (run.sh)"). Here the job shell itself is gone: `bash -c` runs its last
+        # command, run.sh, in its own place. A real job shell stays, and holds the key
+        # (docs/CI.md).
+        turns = support.key_scan_turns(os.path.join(self.tmp, "scan.json"), "sk-from-project",
+                                       "-variable")
+        _, job = self.component_job(prompt="scan", sandbox="danger-full-access")
+        r = gitlab.run_job(job, self.repo, self.env(turns), self.IMAGE_VARS)
+        self.assertEqual(r.code, 0, r.log)
+        events = _read(os.path.join(self.repo, "agentexec-out", "events.jsonl"))
+        cmd = [json.loads(l)["item"] for l in events.splitlines()
+               if json.loads(l)["type"] == "item.completed"
+               and json.loads(l)["item"]["type"] == "command_execution"][0]
+        self.assertEqual(cmd["aggregated_output"],
+                         "parent environ readable: yes\nkey found in: none\n")
+        self.assertNotIn("sk-from-project-variable", events)
 
     def test_changes_patch_runs_no_program_the_repository_or_environment_names(self):
         # As if a command had written .git/config (possible when the sandbox has no mount

@@ -176,6 +176,56 @@ def attack_turns(path, dirs, victims):
         {"items": [{"type": "message", "text": "planted what I could"}]}])
 
 
+def key_scan_turns(path, *key_parts):
+    """A run whose one command (meant for danger-full-access) reads /proc/PID/environ and
+    /proc/PID/cmdline of every process it can, and the writable memory of scripts/ci/run.sh's
+    shells where it may (ptrace access: root, or no Yama), and prints which hold the key (the parts
+    joined; given in parts so that the command's own command line and the events do not hold
+    it): "key found in: COMM PART[ (run.sh)], ..." or "none", after "parent environ readable:
+    yes" (the scan is not blind). "(run.sh)" marks scripts/ci/run.sh's shell."""
+    scan = "\n".join([
+        "python3 - <<'EOF'",
+        "import glob, os",
+        f"key = ({' + '.join(repr(p) for p in key_parts)}).encode()",
+        "found = []",
+        "for d in glob.glob('/proc/[0-9]*'):",
+        "    if int(d[6:]) == os.getpid():",
+        "        continue",
+        "    for part in ('environ', 'cmdline'):",
+        "        try:",
+        "            with open(f'{d}/{part}', 'rb') as f:",
+        "                data = f.read()",
+        "            with open(f'{d}/cmdline', 'rb') as f:",
+        "                argv = f.read().split(b'\\0')",
+        "            with open(f'{d}/comm') as f:",
+        "                comm = f.read().strip()",
+        "        except OSError:",
+        "            continue",
+        "        if key in data:",
+        "            run_sh = any(a.endswith(b'/ci/run.sh') for a in argv)",
+        "            found.append(f'{comm} {part}' + (' (run.sh)' if run_sh else ''))",
+        "    if not any(a.endswith(b'/ci/run.sh') for a in argv):",
+        "        continue",
+        "    try:",
+        "        with open(f'{d}/maps') as maps, open(f'{d}/mem', 'rb', 0) as mem:",
+        "            for line in maps:",
+        "                lo, hi = (int(x, 16) for x in line.split()[0].split('-'))",
+        "                if line.split()[1].startswith('rw'):",
+        "                    mem.seek(lo)",
+        "                    if key in mem.read(hi - lo):",
+        "                        found.append(f'{comm} mem (run.sh)')",
+        "    except OSError:",
+        "        continue",
+        "with open(f'/proc/{os.getppid()}/environ', 'rb') as f:",
+        "    print('parent environ readable:', 'yes' if b'PATH=' in f.read() else 'no')",
+        "print('key found in:', ', '.join(sorted(found)) or 'none')",
+        "EOF"])
+    return write_turns(path, [
+        {"items": [{"type": "function_call", "name": "exec_command",
+                    "arguments": {"cmd": scan}}]},
+        {"items": [{"type": "message", "text": "scanned"}]}])
+
+
 def attack_setup(case, repo):
     """Two files outside every writable root and an executable pre-commit hook: what the
     planted links point at."""
