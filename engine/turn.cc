@@ -43,6 +43,7 @@ TurnResult Cancelled(CancelReason reason) {
       break;
     case CancelReason::kOutputFailed:
       r.outcome = SessionOutcome::kOutputFailed;
+      r.code = ErrorCode::kOutputUnwritable;
       r.error = "stdout cannot be written (its reader is gone)";
       break;
     case CancelReason::kLimit:
