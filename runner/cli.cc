@@ -74,22 +74,45 @@ std::string DescribeParseError(const CLI::ParseError& e) {
 }
 
 // The options that choose the configuration and the sandbox: exec and sandbox take them alike.
-void AddConfigOptions(CLI::App& app, CliArgs& args) {
+// -s is read as text into `sandbox_text`, then parsed by SetSandboxMode.
+void AddConfigOptions(CLI::App& app, CliArgs& args, std::optional<std::string>& sandbox_text) {
   const auto last = CLI::MultiOptionPolicy::TakeLast;
   app.add_option("-p,--profile", args.profile)->multi_option_policy(last);
   app.add_option("-c,--config", args.config_overrides)->allow_extra_args(false);
-  app.add_option("-s,--sandbox", args.sandbox)->multi_option_policy(last);
+  app.add_option("-s,--sandbox", sandbox_text)->multi_option_policy(last);
   app.add_option("--add-dir", args.add_dirs)->allow_extra_args(false);
   app.add_flag("--ignore-user-config", args.ignore_user_config);
   app.add_flag("--strict-config", args.strict_config);
 }
 
-Status CheckSandboxMode(const CliArgs& args, const char* usage) {
-  if (args.sandbox &&
-      !OneOf(*args.sandbox, {"read-only", "workspace-write", "danger-full-access"})) {
-    return InvalidValue(*args.sandbox, "--sandbox <MODE>",
-                        "possible values: read-only, workspace-write, danger-full-access", usage);
+// -s MODE, parsed by the mode table (sandbox/mode.h) into args.sandbox.
+Status SetSandboxMode(const std::optional<std::string>& text, CliArgs& args, const char* usage) {
+  if (!text) return {};
+  Result<sandbox::Mode> mode = sandbox::ParseMode(*text);
+  if (!mode.ok()) {
+    return InvalidValue(*text, "--sandbox <MODE>",
+                        "possible values: " + JoinNames(sandbox::kModeNames, ", "), usage);
   }
+  args.sandbox = *mode;
+  return {};
+}
+
+// -a POLICY, parsed by the policy table (engine/approval.h) into args.approval. The
+// interactive policies codex knows get their own answer.
+Status SetApprovalPolicy(const std::optional<std::string>& text, CliArgs& args) {
+  if (!text) return {};
+  if (OneOf(*text, {"untrusted", "on-request"})) {
+    return UsageError(fmt::format(
+        "'--ask-for-approval {}' needs someone to answer prompts, and agentexec is headless; "
+        "use never or on-failure",
+        *text));
+  }
+  std::optional<ApprovalPolicy> policy = FromName(kApprovalPolicyNames, *text);
+  if (!policy) {
+    return InvalidValue(*text, "--ask-for-approval <POLICY>",
+                        "possible values: " + JoinNames(kApprovalPolicyNames, ", "));
+  }
+  args.approval = *policy;
   return {};
 }
 
@@ -99,7 +122,8 @@ Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
   CliArgs args;
   CLI::App app{"agentexec sandbox"};
   app.set_help_flag("-h,--help");
-  AddConfigOptions(app, args);
+  std::optional<std::string> sandbox_text;
+  AddConfigOptions(app, args, sandbox_text);
   app.prefix_command();  // the command's own options are the command's
   try {
     app.parse(argc, argv);
@@ -115,7 +139,7 @@ Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
   } else if (!command.empty() && command.front().starts_with("-")) {
     return UnexpectedArgument(command.front(), kSandboxUsage);
   }
-  if (Status ok = CheckSandboxMode(args, kSandboxUsage); !ok.ok()) return ok.error();
+  if (Status ok = SetSandboxMode(sandbox_text, args, kSandboxUsage); !ok.ok()) return ok.error();
   if (command.empty()) return UsageError("'sandbox' needs a COMMAND to run", kSandboxUsage);
   args.sandbox_command = std::move(command);
   return args;
@@ -362,7 +386,8 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("--events-file", args.events_file)->multi_option_policy(last);
   app.add_option("--output-schema", args.output_schema)->multi_option_policy(last);
   app.add_option("-m,--model", args.model)->multi_option_policy(last);
-  AddConfigOptions(app, args);
+  std::optional<std::string> sandbox_text, approval_text;
+  AddConfigOptions(app, args, sandbox_text);
   app.add_flag("--dangerously-bypass-approvals-and-sandbox,--yolo", args.dangerously_bypass);
   app.add_flag("--full-auto", args.full_auto);
   app.add_option("-C,--cd", args.cd)->multi_option_policy(last);
@@ -371,7 +396,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   app.add_option("--color", color)->multi_option_policy(last);
   app.add_option("-i,--image", args.images)->allow_extra_args(false);
   app.add_flag("--oss", args.oss);
-  app.add_option("-a,--ask-for-approval", args.approval)->multi_option_policy(last);
+  app.add_option("-a,--ask-for-approval", approval_text)->multi_option_policy(last);
   app.add_option("--max-turns", max_turns)->multi_option_policy(last);
   app.add_option("--max-tokens", max_tokens)->multi_option_policy(last);
   app.add_option("--timeout", timeout)->multi_option_policy(last);
@@ -402,7 +427,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     return UnexpectedArgument(extra);
   }
 
-  if (Status ok = CheckSandboxMode(args, kUsage); !ok.ok()) return ok.error();
+  if (Status ok = SetSandboxMode(sandbox_text, args, kUsage); !ok.ok()) return ok.error();
   if (!OneOf(color, {"always", "never", "auto"})) {
     return InvalidValue(color, "--color <COLOR>", "possible values: always, never, auto");
   }
@@ -411,18 +436,7 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   if (args.model && args.model->empty()) {
     return InvalidValue("", "--model <MODEL>", "a model name cannot be empty");
   }
-  if (args.approval) {
-    if (OneOf(*args.approval, {"untrusted", "on-request"})) {
-      return UsageError(fmt::format(
-          "'--ask-for-approval {}' needs someone to answer prompts, and agentexec is headless; "
-          "use never or on-failure",
-          *args.approval));
-    }
-    if (!OneOf(*args.approval, {"never", "on-failure"})) {
-      return InvalidValue(*args.approval, "--ask-for-approval <POLICY>",
-                          "possible values: never, on-failure");
-    }
-  }
+  if (Status ok = SetApprovalPolicy(approval_text, args); !ok.ok()) return ok.error();
   if (!max_turns.empty()) {
     char* end = nullptr;
     long n = std::strtol(max_turns.c_str(), &end, 10);

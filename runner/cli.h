@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/approval.h"
+#include "sandbox/mode.h"
 
 namespace ae {
 
@@ -58,7 +60,7 @@ struct CliArgs {
   std::optional<std::string> model;                // -m
   std::optional<std::string> profile;              // -p
   std::vector<std::string> config_overrides;       // -c key=value, in order
-  std::optional<std::string> sandbox;              // -s, validated
+  std::optional<sandbox::Mode> sandbox;            // -s
   bool dangerously_bypass = false;                 // --dangerously-bypass-approvals-and-sandbox
   bool full_auto = false;                          // --full-auto
   std::optional<std::string> cd;                   // -C DIR, as given
@@ -70,10 +72,10 @@ struct CliArgs {
   std::string color = "auto";       // always | never | auto
   std::vector<std::string> images;  // -i FILE, as given
   bool oss = false;
-  std::optional<std::string> approval;  // -a never | on-failure
-  std::optional<int> max_turns;         // --max-turns N (> 0)
-  std::optional<int64_t> max_tokens;    // --max-tokens N (> 0)
-  std::optional<int64_t> timeout_ms;    // --timeout DURATION
+  std::optional<ApprovalPolicy> approval;  // -a never | on-failure
+  std::optional<int> max_turns;            // --max-turns N (> 0)
+  std::optional<int64_t> max_tokens;       // --max-tokens N (> 0)
+  std::optional<int64_t> timeout_ms;       // --timeout DURATION
   bool print_config = false;
   bool progress = false;  // --progress: item.updated for running commands (--json)
 };

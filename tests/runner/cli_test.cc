@@ -250,7 +250,7 @@ TEST(Cli, AllOptions) {
   EXPECT_EQ(args->output_schema, "s.json");
   EXPECT_EQ(args->model, "m1");
   EXPECT_EQ(args->profile, "ci");
-  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->sandbox, sandbox::Mode::kWorkspaceWrite);
   EXPECT_EQ(args->cd, "dir");
   EXPECT_TRUE(args->skip_git_repo_check);
   EXPECT_TRUE(args->ephemeral);
@@ -258,7 +258,7 @@ TEST(Cli, AllOptions) {
   EXPECT_TRUE(args->strict_config);
   EXPECT_EQ(args->color, "never");
   EXPECT_TRUE(args->oss);
-  EXPECT_EQ(args->approval, "on-failure");
+  EXPECT_EQ(args->approval, ApprovalPolicy::kOnFailure);
   EXPECT_EQ(args->max_turns, 7);
   EXPECT_EQ(args->timeout_ms, 5400000);
   EXPECT_TRUE(args->print_config);
@@ -506,7 +506,7 @@ TEST(CliSandbox, OptionsThenTheCommand) {
              "--strict-config", "--ignore-user-config", "make", "-j2", "--json", "-h"});
   ASSERT_TRUE(args.ok()) << args.message();
   EXPECT_EQ(args->sandbox_command, (std::vector<std::string>{"make", "-j2", "--json", "-h"}));
-  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->sandbox, sandbox::Mode::kWorkspaceWrite);
   EXPECT_EQ(args->add_dirs, (std::vector<std::string>{"/d"}));
   EXPECT_EQ(args->config_overrides, (std::vector<std::string>{"k=v"}));
   EXPECT_EQ(args->profile, "ci");
