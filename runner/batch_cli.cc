@@ -30,26 +30,6 @@ int BatchUsageError(const std::string& what) {
   return ToInt(ExitCode::kUsage);
 }
 
-// exec options that take a value, passed on to every task.
-bool ExecValueOption(std::string_view o) {
-  for (const char* v : {"-m", "--model", "-p", "--profile", "-c", "--config", "-s", "--sandbox",
-                        "--add-dir", "--color", "-i", "--image", "-a", "--ask-for-approval",
-                        "--max-turns", "--max-tokens", "--timeout", "--output-schema"}) {
-    if (o == v) return true;
-  }
-  return false;
-}
-
-bool ExecFlag(std::string_view o) {
-  for (const char* v :
-       {"--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--strict-config",
-        "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--oss",
-        "--progress", "--json", "--experimental-json"}) {
-    if (o == v) return true;
-  }
-  return false;
-}
-
 std::optional<int64_t> PositiveInt(const std::string& s) {
   if (s.empty() || s.size() > 18) return std::nullopt;
   int64_t n = 0;
@@ -133,12 +113,13 @@ int Run(const std::vector<std::string>& args) {
                         *v));
       }
       o.max_total_time_ms = *ms;
-    } else if (ExecValueOption(name)) {
+    } else if (BatchPassOn(name) == PassOn::kValue) {
       std::optional<std::string> v = need(value());
       if (!v) return ToInt(ExitCode::kUsage);
       o.exec_args.push_back(name);
       o.exec_args.push_back(*v);
-    } else if (ExecFlag(name)) {
+    } else if (BatchPassOn(name) == PassOn::kFlag) {
+      // Batch reads every task's events itself, so --json is implied, not passed on.
       if (name != "--json" && name != "--experimental-json") o.exec_args.push_back(name);
     } else if (name.starts_with("-") && name.size() > 1) {
       return BatchUsageError(fmt::format(

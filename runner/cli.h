@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -83,6 +84,11 @@ struct CliArgs {
 // argv[0] is the program name. Errors are complete messages, ready for stderr (exit 2),
 // e.g. "error: unexpected argument '--foo' found\n\nUsage: ...".
 Result<CliArgs> ParseCli(int argc, const char* const* argv);
+
+// How `agentexec batch run` passes an exec option (e.g. "-m", "--full-auto") on to every
+// task, by exec's option table: kNo for an option it does not pass on (or exec lacks).
+enum class PassOn { kNo, kFlag, kValue };
+PassOn BatchPassOn(std::string_view option);
 
 // The --help text (ends with a newline).
 std::string HelpText();
