@@ -553,5 +553,26 @@ TEST(CliSandbox, HelpIsTheSandboxsOwn) {
             std::string::npos);
 }
 
+// batch run passes on exactly the exec options that configure a task, as exec's table says;
+// the ones batch sets itself (-o, --events-file, -C) and the run-only ones are refused.
+TEST(CliBatchPassOn, FollowsExecsOptionTable) {
+  for (const char* value : {"-m", "--model", "-p", "--profile", "-c", "--config", "-s", "--sandbox",
+                            "--add-dir", "--color", "-i", "--image", "-a", "--ask-for-approval",
+                            "--max-turns", "--max-tokens", "--timeout", "--output-schema"}) {
+    EXPECT_EQ(BatchPassOn(value), PassOn::kValue) << value;
+  }
+  for (const char* flag :
+       {"--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--strict-config",
+        "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--oss",
+        "--progress", "--json", "--experimental-json"}) {
+    EXPECT_EQ(BatchPassOn(flag), PassOn::kFlag) << flag;
+  }
+  for (const char* other :
+       {"-o", "--output-last-message", "--events-file", "-C", "--cd", "--print-config", "--last",
+        "--base", "--format", "-h", "-V", "--thread-source", "--nope", "model"}) {
+    EXPECT_EQ(BatchPassOn(other), PassOn::kNo) << other;
+  }
+}
+
 }  // namespace
 }  // namespace ae
