@@ -10,6 +10,7 @@
 
 #include "base/duration.h"
 #include "runner/exit_code.h"
+#include "runner/option_table.h"
 
 // The git commit, set at configure time for ae_config only (cmake/Version.cmake), so a new
 // commit rebuilds one file, not the tree.
@@ -199,17 +200,6 @@ const OptionSpec kOptions[] = {
      [](Given& g) -> Field { return &g.sdk_cyber_access; }},
 };
 
-// An option's names: "-o,--output-last-message" -> "-o", "--output-last-message".
-std::vector<std::string_view> Names(const OptionSpec& o) {
-  std::vector<std::string_view> names;
-  for (std::string_view rest = o.names; !rest.empty();) {
-    const size_t comma = rest.find(',');
-    names.push_back(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
-  return names;
-}
-
 // Registers the options that have every bit of `only` (0: all of them) with CLI11.
 void AddOptions(CLI::App& app, Given& given, unsigned only) {
   for (const OptionSpec& o : kOptions) {
@@ -225,33 +215,14 @@ void AddOptions(CLI::App& app, Given& given, unsigned only) {
   }
 }
 
-// Help text starts in this column.
+// exec's and sandbox's help text starts in this column.
 constexpr size_t kHelpColumn = 35;
-
-// "  -o, --output-last-message FILE   Also write ...": the first short and the first long name,
-// the value, then the help from kHelpColumn (two spaces after a longer left side).
-std::string OptionHelpLine(const OptionSpec& o, const char* help) {
-  std::string shorts, longs;
-  for (std::string_view name : Names(o)) {
-    std::string& into = name.starts_with("--") ? longs : shorts;
-    if (into.empty()) into = std::string(name);
-  }
-  std::string line = shorts.empty() ? "      " : "  " + shorts + ", ";
-  line += longs;
-  if (*o.value != '\0') line += std::string(" ") + o.value;
-  line += line.size() + 2 <= kHelpColumn ? std::string(kHelpColumn - line.size(), ' ') : "  ";
-  for (const char* c = help; *c != '\0'; ++c) {
-    line += *c;
-    if (*c == '\n') line += std::string(kHelpColumn, ' ');
-  }
-  return line + "\n";
-}
 
 // The --help lines of one section of exec's options.
 std::string SectionHelp(Section section) {
   std::string out;
   for (const OptionSpec& o : kOptions) {
-    if (o.section == section) out += OptionHelpLine(o, o.help);
+    if (o.section == section) out += OptionHelpLine(o.names, o.value, o.help, kHelpColumn);
   }
   return out;
 }
@@ -411,7 +382,10 @@ std::string ExitCodesHelp() {
 std::string SandboxOptionsHelp() {
   std::string out;
   for (const OptionSpec& o : kOptions) {
-    if (o.flags & kSandboxToo) out += OptionHelpLine(o, o.sandbox_help ? o.sandbox_help : o.help);
+    if (o.flags & kSandboxToo) {
+      out +=
+          OptionHelpLine(o.names, o.value, o.sandbox_help ? o.sandbox_help : o.help, kHelpColumn);
+    }
   }
   return out;
 }
@@ -692,7 +666,7 @@ PassOn BatchPassOn(std::string_view option) {
   Given probe;  // only to learn what kind of field the option fills
   for (const OptionSpec& o : kOptions) {
     if (!(o.flags & kPassedOn)) continue;
-    for (std::string_view name : Names(o)) {
+    for (std::string_view name : OptionNames(o.names)) {
       if (name == option) {
         return std::holds_alternative<bool*>(o.field(probe)) ? PassOn::kFlag : PassOn::kValue;
       }
