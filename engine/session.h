@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/cancel.h"
+#include "engine/error_code.h"
 #include "engine/event_sink.h"
 #include "engine/mcp/mcp_config.h"
 #include "engine/model/client.h"
@@ -51,19 +52,43 @@ struct SessionConfig {
   FinalAnswerCheck final_answer_check;            // empty: any final answer completes the turn
 };
 
+// A coarse view of SessionResult::code, derived from it by OutcomeOf and never set beside it:
+// ErrorCode is the one failure taxonomy and runner/exit_code.h maps it, alone, to the exit
+// code. The view stays while engine/session.cc still writes it.
 enum class SessionOutcome {
-  kCompleted,           // exit 0
-  kFailed,              // exit 1: model/API error, missing key, broken stream
-  kSandboxUnavailable,  // exit 3
-  kLimitReached,        // exit 4: --max-turns, --timeout
-  kOutputFailed,        // exit 5: stdout (the event stream) cannot be written
-  kInterrupted,         // exit 130
-  kTerminated,          // exit 143
+  kCompleted,           // code kNone
+  kFailed,              // every code not below
+  kSandboxUnavailable,  // sandbox_unavailable
+  kLimitReached,        // max_turns, timeout, max_tokens
+  kOutputFailed,        // output_unwritable
+  kInterrupted,         // interrupted
+  kTerminated,          // terminated
 };
 
+inline SessionOutcome OutcomeOf(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
+      return SessionOutcome::kCompleted;
+    case ErrorCode::kSandboxUnavailable:
+      return SessionOutcome::kSandboxUnavailable;
+    case ErrorCode::kMaxTurns:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kMaxTokens:
+      return SessionOutcome::kLimitReached;
+    case ErrorCode::kOutputUnwritable:
+      return SessionOutcome::kOutputFailed;
+    case ErrorCode::kInterrupted:
+      return SessionOutcome::kInterrupted;
+    case ErrorCode::kTerminated:
+      return SessionOutcome::kTerminated;
+    default:
+      return SessionOutcome::kFailed;
+  }
+}
+
 struct SessionResult {
-  SessionOutcome outcome = SessionOutcome::kFailed;
-  ErrorCode code = ErrorCode::kNone;  // why it failed; runner/exit_code.h maps it
+  SessionOutcome outcome = SessionOutcome::kFailed;  // OutcomeOf(code)
+  ErrorCode code = ErrorCode::kNone;  // why it failed (kNone: completed); exit_code.h maps it
   TurnStats stats;                    // duration, requests, last usage
   std::string thread_id;
   std::string final_message;  // last agent_message text; empty if none

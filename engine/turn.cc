@@ -22,32 +22,28 @@ class TurnObserver : public StreamObserver {
   Emitter& emitter_;
 };
 
-// Why the run was cancelled, as an outcome and a message.
+// Why the run was cancelled, as a code and a message.
 TurnResult Cancelled(CancelReason reason) {
   TurnResult r;
   switch (reason) {
     case CancelReason::kSigint:
-      r.outcome = SessionOutcome::kInterrupted;
       r.code = ErrorCode::kInterrupted;
       r.error = "interrupted by SIGINT";
       break;
     case CancelReason::kSigterm:
-      r.outcome = SessionOutcome::kTerminated;
       r.code = ErrorCode::kTerminated;
       r.error = "terminated by SIGTERM";
       break;
     case CancelReason::kTimeout:
-      r.outcome = SessionOutcome::kLimitReached;
       r.code = ErrorCode::kTimeout;
       r.error = "the run exceeded its --timeout";
       break;
     case CancelReason::kOutputFailed:
-      r.outcome = SessionOutcome::kOutputFailed;
+      r.code = ErrorCode::kOutputUnwritable;
       r.error = "stdout cannot be written (its reader is gone)";
       break;
     case CancelReason::kLimit:
     case CancelReason::kNone:
-      r.outcome = SessionOutcome::kLimitReached;
       r.code = ErrorCode::kMaxTokens;
       r.error = "a limit was reached";
       break;
@@ -114,6 +110,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     failed.usage = result.usage;
     failed.final_message = result.final_message;
     failed.stats = record.Stats();
+    failed.outcome = OutcomeOf(failed.code);
     deps.emitter.Emit(StreamError{failed.error});
     deps.emitter.Emit(TurnFailed{failed.error, failed.code, failed.usage, failed.stats});
     return failed;
@@ -161,7 +158,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   auto compaction_failed = [&](const Status& why) {
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     TurnResult failed;
-    failed.outcome = SessionOutcome::kFailed;
     failed.error = "context compaction failed: " + why.message();
     failed.code = ClassifyModelError(why.error());
     return fail(failed);
@@ -171,7 +167,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
     if (deps.max_turns > 0 && request > deps.max_turns) {
       TurnResult limit;
-      limit.outcome = SessionOutcome::kLimitReached;
       limit.code = ErrorCode::kMaxTurns;
       limit.error = fmt::format(
           "max turns reached: the model asked for more work after {} request{} (--max-turns {})",
@@ -181,7 +176,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     if (const int64_t used = result.usage.input_tokens + result.usage.output_tokens;
         deps.max_tokens > 0 && used >= deps.max_tokens) {
       TurnResult limit;
-      limit.outcome = SessionOutcome::kLimitReached;
       limit.code = ErrorCode::kMaxTokens;
       limit.error = fmt::format(
           "token budget reached: the thread used {} input+output tokens and the model asked for "
@@ -206,7 +200,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       // The service counted more than we estimated: compact and retry, once.
       if (retried) {
         TurnResult failed;
-        failed.outcome = SessionOutcome::kFailed;
         failed.code = ErrorCode::kContextLength;
         failed.error = StillTooLarge(response.message());
         return fail(failed);
@@ -215,7 +208,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     }
     if (!response.ok()) {
       TurnResult failed;
-      failed.outcome = SessionOutcome::kFailed;
       failed.code = ClassifyModelError(response.error());
       failed.error = response.message();
       return fail(failed);
@@ -263,7 +255,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
                                   : Status(MakeError("--output-schema: " + validator.message()));
     if (!valid.ok()) {
       TurnResult invalid;
-      invalid.outcome = SessionOutcome::kFailed;
       invalid.code = ErrorCode::kOutputSchema;
       invalid.error = valid.message();
       return fail(invalid);
@@ -274,7 +265,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     Result<std::optional<ItemDetails>> checked = deps.final_answer_check(result.final_message);
     if (!checked.ok()) {
       TurnResult invalid;
-      invalid.outcome = SessionOutcome::kFailed;
       invalid.code = ErrorCode::kOutputSchema;
       invalid.error = checked.message();
       return fail(invalid);
@@ -285,7 +275,7 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   deps.router.OnTurnEnd(deps.emitter);
   result.stats = record.Stats();
   deps.emitter.Emit(TurnCompleted{result.usage, result.stats});
-  result.outcome = SessionOutcome::kCompleted;
+  result.outcome = OutcomeOf(ErrorCode::kNone);
   return result;
 }
 

@@ -45,9 +45,9 @@ struct TurnDeps {
 };
 
 struct TurnResult {
-  SessionOutcome outcome = SessionOutcome::kFailed;
-  ErrorCode code = ErrorCode::kNone;  // why it failed (kNone when it completed)
-  TurnStats stats;                    // as reported in turn.completed / turn.failed
+  SessionOutcome outcome = SessionOutcome::kFailed;  // OutcomeOf(code)
+  ErrorCode code = ErrorCode::kNone;                 // why it failed (kNone when it completed)
+  TurnStats stats;                                   // as reported in turn.completed / turn.failed
   std::string error;
   std::string final_message;
   Usage usage;

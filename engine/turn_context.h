@@ -6,15 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/approval.h"
 #include "sandbox/policy.h"
 
 namespace ae {
-
-enum class ApprovalPolicy { kNever, kOnFailure };
-
-inline const char* ApprovalPolicyName(ApprovalPolicy p) {
-  return p == ApprovalPolicy::kOnFailure ? "on-failure" : "never";
-}
 
 // shell_environment_policy (CONTRACT §7): which variables model-run commands see.
 struct ShellEnvPolicy {

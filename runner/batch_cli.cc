@@ -15,6 +15,7 @@
 #include "runner/batch_shard.h"
 #include "runner/cli.h"
 #include "runner/exit_code.h"
+#include "runner/option_table.h"
 
 namespace ae {
 namespace {
@@ -28,26 +29,6 @@ int BatchUsageError(const std::string& what) {
   std::fprintf(stderr, "error: %s\n\n%s\nFor more information, try 'agentexec batch --help'.\n",
                what.c_str(), kBatchUsage);
   return ToInt(ExitCode::kUsage);
-}
-
-// exec options that take a value, passed on to every task.
-bool ExecValueOption(std::string_view o) {
-  for (const char* v : {"-m", "--model", "-p", "--profile", "-c", "--config", "-s", "--sandbox",
-                        "--add-dir", "--color", "-i", "--image", "-a", "--ask-for-approval",
-                        "--max-turns", "--max-tokens", "--timeout", "--output-schema"}) {
-    if (o == v) return true;
-  }
-  return false;
-}
-
-bool ExecFlag(std::string_view o) {
-  for (const char* v :
-       {"--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--strict-config",
-        "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--oss",
-        "--progress", "--json", "--experimental-json"}) {
-    if (o == v) return true;
-  }
-  return false;
 }
 
 std::optional<int64_t> PositiveInt(const std::string& s) {
@@ -70,9 +51,94 @@ std::pair<std::string, std::optional<std::string>> SplitOption(const std::string
   return {arg, std::nullopt};
 }
 
-int Run(const std::vector<std::string>& args) {
+// What `batch run`'s command line has given so far.
+struct RunGiven {
   BatchRunOptions o;
   std::optional<std::string> manifest, out;
+};
+
+// How a batch option's value is read before its row stores it: not at all (a flag), as
+// text, as a positive integer, or as a duration.
+enum class ValueKind { kFlag, kText, kPositive, kDuration };
+
+// One `batch run` option: how it is parsed and its --help line.
+struct RunOption {
+  const char* names;
+  const char* value;  // the value's name in --help and in errors; "" for a flag
+  const char* help;
+  ValueKind kind;
+  // Keeps the value (`text` as given; `number` for kPositive, the milliseconds for
+  // kDuration); returns the usage error for a value its kind admits but the option does not.
+  std::string (*store)(RunGiven&, const std::string& text, int64_t number);
+};
+
+const RunOption kRunOptions[] = {
+    {"--out", "DIR", "Results: DIR/results.jsonl and DIR/tasks/<id>/", ValueKind::kText,
+     [](RunGiven& g, const std::string& text, int64_t) -> std::string {
+       g.out = text;
+       return "";
+     }},
+    {"-j,--jobs", "N", "Tasks at once (default 1)", ValueKind::kPositive,
+     [](RunGiven& g, const std::string&, int64_t n) -> std::string {
+       if (n > 256) return fmt::format("invalid value '{}' for '-j <N>': at most 256", n);
+       g.o.jobs = static_cast<int>(n);
+       return "";
+     }},
+    {"--work-dir", "DIR", "Where the clones go (default DIR/work)", ValueKind::kText,
+     [](RunGiven& g, const std::string& text, int64_t) -> std::string {
+       g.o.work_dir = text;
+       return "";
+     }},
+    {"--shard", "I/N",
+     "Run every N-th task starting at I (0-based); default\n"
+     "from CI_NODE_INDEX/CI_NODE_TOTAL (GitLab),\n"
+     "JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_*",
+     ValueKind::kText,
+     [](RunGiven& g, const std::string& text, int64_t) -> std::string {
+       g.o.shard = text;
+       Result<Shard> s = ParseShard(text);
+       return s.ok() ? "" : s.message();
+     }},
+    {"--shard-total", "N",
+     "With JOB_COMPLETION_INDEX: the number of shards\n"
+     "(or AGENTEXEC_SHARD_TOTAL)",
+     ValueKind::kPositive,
+     [](RunGiven& g, const std::string&, int64_t n) -> std::string {
+       g.o.shard_total = static_cast<size_t>(n);
+       return "";
+     }},
+    {"--resume", "",
+     "Run only the tasks without a completed record in\n"
+     "DIR/results.jsonl",
+     ValueKind::kFlag,
+     [](RunGiven& g, const std::string&, int64_t) -> std::string {
+       g.o.resume = true;
+       return "";
+     }},
+    {"--max-failures", "N", "Start no task after N tasks failed", ValueKind::kPositive,
+     [](RunGiven& g, const std::string&, int64_t n) -> std::string {
+       g.o.max_failures = n;
+       return "";
+     }},
+    {"--max-total-tokens", "N", "Start no task once the tasks used N tokens", ValueKind::kPositive,
+     [](RunGiven& g, const std::string&, int64_t n) -> std::string {
+       g.o.max_total_tokens = n;
+       return "";
+     }},
+    {"--max-total-time", "DURATION", "Stop (SIGTERM to running tasks) after DURATION",
+     ValueKind::kDuration,
+     [](RunGiven& g, const std::string&, int64_t ms) -> std::string {
+       g.o.max_total_time_ms = ms;
+       return "";
+     }},
+};
+
+// batch's help text starts in this column.
+constexpr size_t kBatchHelpColumn = 33;
+
+int Run(const std::vector<std::string>& args) {
+  RunGiven given;
+  BatchRunOptions& o = given.o;
   for (size_t i = 0; i < args.size(); ++i) {
     auto [name_, inline_value_] = SplitOption(args[i]);
     const std::string name = name_;
@@ -82,77 +148,64 @@ int Run(const std::vector<std::string>& args) {
       if (i + 1 < args.size()) return args[++i];
       return std::nullopt;
     };
-    auto need = [&](std::optional<std::string> v) {
-      if (!v)
-        BatchUsageError(fmt::format("a value is required for '{}' but none was supplied", name));
-      return v;
-    };
-    auto positive = [&](std::optional<int64_t>* into, const char* what) -> bool {
-      std::optional<std::string> v = need(value());
-      if (!v) return false;
-      *into = PositiveInt(*v);
-      if (!*into) {
-        BatchUsageError(fmt::format("invalid value '{}' for '{} <{}>': expected a positive integer",
-                                    *v, name, what));
-        return false;
+    const RunOption* option = nullptr;
+    for (const RunOption& r : kRunOptions) {
+      if (OptionHasName(r.names, name)) option = &r;
+    }
+    if (option != nullptr) {
+      std::optional<std::string> v;
+      int64_t number = 0;
+      if (option->kind != ValueKind::kFlag) {
+        v = value();
+        if (!v) {
+          return BatchUsageError(
+              fmt::format("a value is required for '{}' but none was supplied", name));
+        }
       }
-      return true;
-    };
-    if (name == "--out") {
-      if (!(out = need(value()))) return ToInt(ExitCode::kUsage);
-    } else if (name == "--work-dir") {
-      if (!(o.work_dir = need(value()))) return ToInt(ExitCode::kUsage);
-    } else if (name == "-j" || name == "--jobs") {
-      std::optional<int64_t> j;
-      if (!positive(&j, "N")) return ToInt(ExitCode::kUsage);
-      if (*j > 256)
-        return BatchUsageError(fmt::format("invalid value '{}' for '-j <N>': at most 256", *j));
-      o.jobs = static_cast<int>(*j);
-    } else if (name == "--shard") {
-      if (!(o.shard = need(value()))) return ToInt(ExitCode::kUsage);
-      Result<Shard> s = ParseShard(*o.shard);
-      if (!s.ok()) return BatchUsageError(s.message());
-    } else if (name == "--shard-total") {
-      std::optional<int64_t> n;
-      if (!positive(&n, "N")) return ToInt(ExitCode::kUsage);
-      o.shard_total = static_cast<size_t>(*n);
-    } else if (name == "--resume") {
-      o.resume = true;
-    } else if (name == "--max-total-tokens") {
-      if (!positive(&o.max_total_tokens, "N")) return ToInt(ExitCode::kUsage);
-    } else if (name == "--max-failures") {
-      if (!positive(&o.max_failures, "N")) return ToInt(ExitCode::kUsage);
-    } else if (name == "--max-total-time") {
-      std::optional<std::string> v = need(value());
-      if (!v) return ToInt(ExitCode::kUsage);
-      Result<int64_t> ms = ParseDurationMs(*v);
-      if (!ms.ok()) {
+      if (option->kind == ValueKind::kPositive) {
+        std::optional<int64_t> n = PositiveInt(*v);
+        if (!n) {
+          return BatchUsageError(
+              fmt::format("invalid value '{}' for '{} <{}>': expected a positive integer", *v, name,
+                          option->value));
+        }
+        number = *n;
+      } else if (option->kind == ValueKind::kDuration) {
+        Result<int64_t> ms = ParseDurationMs(*v);
+        if (!ms.ok()) {
+          return BatchUsageError(
+              fmt::format("invalid value '{}' for '{} <{}>': expected e.g. 90s, 10m, 1h30m", *v,
+                          name, option->value));
+        }
+        number = *ms;
+      }
+      if (std::string error = option->store(given, v.value_or(""), number); !error.empty()) {
+        return BatchUsageError(error);
+      }
+    } else if (BatchPassOn(name) == PassOn::kValue) {
+      std::optional<std::string> v = value();
+      if (!v) {
         return BatchUsageError(
-            fmt::format("invalid value '{}' for '--max-total-time <DURATION>': expected "
-                        "e.g. 90s, 10m, 1h30m",
-                        *v));
+            fmt::format("a value is required for '{}' but none was supplied", name));
       }
-      o.max_total_time_ms = *ms;
-    } else if (ExecValueOption(name)) {
-      std::optional<std::string> v = need(value());
-      if (!v) return ToInt(ExitCode::kUsage);
       o.exec_args.push_back(name);
       o.exec_args.push_back(*v);
-    } else if (ExecFlag(name)) {
+    } else if (BatchPassOn(name) == PassOn::kFlag) {
+      // batch reads every task's events itself: --json is implied, not passed on.
       if (name != "--json" && name != "--experimental-json") o.exec_args.push_back(name);
     } else if (name.starts_with("-") && name.size() > 1) {
       return BatchUsageError(fmt::format(
           "'{}' cannot be used with 'batch run' (batch sets the output, the directory and the "
           "prompt of each task itself)",
           name));
-    } else if (!manifest) {
-      manifest = args[i];
+    } else if (!given.manifest) {
+      given.manifest = args[i];
     } else {
       return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
     }
   }
-  if (!manifest) return BatchUsageError("'batch run' needs a MANIFEST");
-  if (!out) return BatchUsageError("'batch run' needs --out DIR");
+  if (!given.manifest) return BatchUsageError("'batch run' needs a MANIFEST");
+  if (!given.out) return BatchUsageError("'batch run' needs --out DIR");
   // The options for every task must be ones exec accepts together.
   std::vector<const char*> argv{"agentexec"};
   for (const std::string& a : o.exec_args) argv.push_back(a.c_str());
@@ -165,8 +218,8 @@ int Run(const std::vector<std::string>& args) {
     std::fputs(m.c_str(), stderr);
     return ToInt(ExitCode::kUsage);
   }
-  o.manifest = *manifest;
-  o.out = *out;
+  o.manifest = *given.manifest;
+  o.out = *given.out;
   return RunBatch(o);
 }
 
@@ -252,6 +305,14 @@ int Plan(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string RunOptionsHelp() {
+  std::string out;
+  for (const RunOption& r : kRunOptions) {
+    out += OptionHelpLine(r.names, r.value, r.help, kBatchHelpColumn);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string BatchHelpText() {
@@ -267,19 +328,7 @@ std::string BatchHelpText() {
       "  Relative paths are relative to the manifest's directory.\n"
       "\n"
       "batch run:\n"
-      "      --out DIR                  Results: DIR/results.jsonl and DIR/tasks/<id>/\n"
-      "  -j, --jobs N                   Tasks at once (default 1)\n"
-      "      --work-dir DIR             Where the clones go (default DIR/work)\n"
-      "      --shard I/N                Run every N-th task starting at I (0-based); default\n"
-      "                                 from CI_NODE_INDEX/CI_NODE_TOTAL (GitLab),\n"
-      "                                 JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_*\n"
-      "      --shard-total N            With JOB_COMPLETION_INDEX: the number of shards\n"
-      "                                 (or AGENTEXEC_SHARD_TOTAL)\n"
-      "      --resume                   Run only the tasks without a completed record in\n"
-      "                                 DIR/results.jsonl\n"
-      "      --max-failures N           Start no task after N tasks failed\n"
-      "      --max-total-tokens N       Start no task once the tasks used N tokens\n"
-      "      --max-total-time DURATION  Stop (SIGTERM to running tasks) after DURATION\n"
+      "{}"
       "  Every exec option (-m, -s, -c, -p, --max-turns, --timeout, ...) applies to every task;\n"
       "  a task's own fields win.\n"
       "\n"
@@ -293,7 +342,7 @@ std::string BatchHelpText() {
       "Exit codes (batch run): 0 every task succeeded, 1 a task failed or was skipped,\n"
       "2 usage or manifest error (nothing ran), 4 a batch-wide limit stopped it,\n"
       "130/143 interrupted by SIGINT/SIGTERM.\n",
-      kBatchUsage);
+      kBatchUsage, RunOptionsHelp());
 }
 
 int RunBatchCommand(int argc, const char* const* argv) {

@@ -12,6 +12,7 @@
 #include "base/duration.h"
 #include "base/json.h"
 #include "base/read_file.h"
+#include "sandbox/mode.h"
 
 namespace ae {
 namespace {
@@ -246,11 +247,11 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
   if (!task.prompt && !task.prompt_file) {
     return field_error("prompt", "missing (give 'prompt' or 'prompt_file')");
   }
-  if (task.sandbox && *task.sandbox != "read-only" && *task.sandbox != "workspace-write" &&
-      *task.sandbox != "danger-full-access") {
-    return field_error("sandbox", fmt::format("'{}' is not one of read-only, workspace-write, "
-                                              "danger-full-access",
-                                              *task.sandbox));
+  // Passed on to the task's exec as -s; checked here by the same table, so a bad value stops
+  // the batch before anything ran.
+  if (task.sandbox && !FromName(sandbox::kModeNames, *task.sandbox)) {
+    return field_error("sandbox", fmt::format("'{}' is not one of {}", *task.sandbox,
+                                              JoinNames(sandbox::kModeNames, ", ")));
   }
   if (task.ref && (task.ref->starts_with("-") || task.ref->find("..") != std::string::npos)) {
     return field_error("ref", fmt::format("'{}' is not a branch, tag or commit", *task.ref));

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <variant>
 
 #include "base/duration.h"
 #include "runner/exit_code.h"
+#include "runner/option_table.h"
 
 // The git commit, set at configure time for ae_config only (cmake/Version.cmake), so a new
 // commit rebuilds one file, not the tree.
@@ -24,15 +26,6 @@ constexpr const char* kUsage =
     "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
     "[PROMPT]\n";
-
-// The --help lines of AddConfigOptions' options, shown by exec's and sandbox's help alike.
-constexpr const char* kConfigOptionsHelp =
-    "  -c, --config KEY=VALUE           Override a config key, VALUE parsed as TOML "
-    "(repeatable)\n"
-    "  -p, --profile NAME               Use [profiles.NAME] or $AGENTEXEC_HOME/NAME.config.toml\n"
-    "      --ignore-user-config         Do not read $AGENTEXEC_HOME/config.toml or profile "
-    "files\n"
-    "      --strict-config              Unknown config keys are errors, not warnings\n";
 
 constexpr const char* kSandboxUsage =
     "Usage: agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... [--] COMMAND "
@@ -73,33 +66,206 @@ std::string DescribeParseError(const CLI::ParseError& e) {
   return what;
 }
 
-// The options that choose the configuration and the sandbox: exec and sandbox take them alike.
-void AddConfigOptions(CLI::App& app, CliArgs& args) {
-  const auto last = CLI::MultiOptionPolicy::TakeLast;
-  app.add_option("-p,--profile", args.profile)->multi_option_policy(last);
-  app.add_option("-c,--config", args.config_overrides)->allow_extra_args(false);
-  app.add_option("-s,--sandbox", args.sandbox)->multi_option_policy(last);
-  app.add_option("--add-dir", args.add_dirs)->allow_extra_args(false);
-  app.add_flag("--ignore-user-config", args.ignore_user_config);
-  app.add_flag("--strict-config", args.strict_config);
+// Everything the command line gave, as given: CheckOptions turns the values that need it into
+// CliArgs' types, ReadWords the positionals into keywords, SESSION_ID and PROMPT.
+struct Given {
+  CliArgs args;  // the options read straight into their place
+  std::optional<std::string> sandbox, approval, color, max_turns, max_tokens, timeout;
+  ReviewArgs review;
+  std::optional<std::string> review_format;
+  // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
+  // (and left out of --help) rather than failing the SDK's call.
+  std::optional<std::string> sdk_thread_source, sdk_cyber_access;
+  std::vector<std::string> words;
+};
+
+using Field = std::variant<bool*, std::optional<std::string>*, std::vector<std::string>*>;
+
+// Where exec's --help lists an option.
+enum class Section { kHidden, kOutput, kModel, kSandbox, kConfig, kRun, kReview };
+
+enum OptionFlags : unsigned {
+  kExecOnly = 0,
+  kSandboxToo = 1 << 0,  // `agentexec sandbox` takes it too (the configuration and sandbox)
+  kPassedOn = 1 << 1,    // `agentexec batch run` passes it on to every task
+};
+
+// One option: how it is parsed and how --help shows it. A flag is set when given; a value
+// option keeps its last value; a repeatable one (a vector) keeps every value.
+struct OptionSpec {
+  const char* names;  // CLI11's form; --help shows the first short and the first long name
+  const char* value;  // the value's name in --help; "" for a flag
+  Section section;
+  const char* help;        // lines after the first are indented to the text column
+  Field (*field)(Given&);  // nullptr: handled before parsing (-h, -V)
+  unsigned flags = kExecOnly;
+  const char* sandbox_help = nullptr;  // `agentexec sandbox --help`'s text, where it differs
+};
+
+// In the order --help lists them, section by section.
+const OptionSpec kOptions[] = {
+    {"--json,--experimental-json", "", Section::kOutput,
+     "Print events to stdout as JSON lines (alias --experimental-json)",
+     [](Given& g) -> Field { return &g.args.json; }, kPassedOn},
+    {"-o,--output-last-message", "FILE", Section::kOutput,
+     "Also write the final agent message to FILE",
+     [](Given& g) -> Field { return &g.args.output_last_message; }},
+    {"--events-file", "FILE", Section::kOutput,
+     "Also write the JSON lines to FILE (with or without --json)",
+     [](Given& g) -> Field { return &g.args.events_file; }},
+    {"--output-schema", "FILE", Section::kOutput,
+     "JSON Schema the final message must follow (strict:\n"
+     "checked at start, the answer validated at the end)",
+     [](Given& g) -> Field { return &g.args.output_schema; }, kPassedOn},
+    {"--color", "always|never|auto", Section::kOutput,
+     "Colour on stderr (auto: only on a terminal)", [](Given& g) -> Field { return &g.color; },
+     kPassedOn},
+    {"--progress", "", Section::kOutput,
+     "With --json: item.updated with a running command's output",
+     [](Given& g) -> Field { return &g.args.progress; }, kPassedOn},
+
+    {"-m,--model", "MODEL", Section::kModel, "Model to use",
+     [](Given& g) -> Field { return &g.args.model; }, kPassedOn},
+    {"--oss", "", Section::kModel, "Use the local provider 'ollama'",
+     [](Given& g) -> Field { return &g.args.oss; }, kPassedOn},
+    {"-i,--image", "FILE", Section::kModel, "Attach an image to the prompt (repeatable)",
+     [](Given& g) -> Field { return &g.args.images; }, kPassedOn},
+
+    {"-s,--sandbox", "MODE", Section::kSandbox, "read-only | workspace-write | danger-full-access",
+     [](Given& g) -> Field { return &g.sandbox; }, kSandboxToo | kPassedOn,
+     "read-only (default) | workspace-write | danger-full-access"},
+    {"--full-auto", "", Section::kSandbox, "Same as --sandbox workspace-write",
+     [](Given& g) -> Field { return &g.args.full_auto; }, kPassedOn},
+    {"--add-dir", "DIR", Section::kSandbox, "Also make DIR writable (repeatable)",
+     [](Given& g) -> Field { return &g.args.add_dirs; }, kSandboxToo | kPassedOn},
+    {"-a,--ask-for-approval", "POLICY", Section::kSandbox,
+     "never | on-failure (retry a denied command unsandboxed)",
+     [](Given& g) -> Field { return &g.approval; }, kPassedOn},
+    {"--dangerously-bypass-approvals-and-sandbox", "", Section::kSandbox,
+     "No sandbox, and approval never", [](Given& g) -> Field { return &g.args.dangerously_bypass; },
+     kPassedOn},
+    {"--yolo", "", Section::kSandbox, "Same as --dangerously-bypass-approvals-and-sandbox",
+     [](Given& g) -> Field { return &g.args.dangerously_bypass; }, kPassedOn},
+
+    {"-c,--config", "KEY=VALUE", Section::kConfig,
+     "Override a config key, VALUE parsed as TOML (repeatable)",
+     [](Given& g) -> Field { return &g.args.config_overrides; }, kSandboxToo | kPassedOn},
+    {"-p,--profile", "NAME", Section::kConfig,
+     "Use [profiles.NAME] or $AGENTEXEC_HOME/NAME.config.toml",
+     [](Given& g) -> Field { return &g.args.profile; }, kSandboxToo | kPassedOn},
+    {"--ignore-user-config", "", Section::kConfig,
+     "Do not read $AGENTEXEC_HOME/config.toml or profile files",
+     [](Given& g) -> Field { return &g.args.ignore_user_config; }, kSandboxToo | kPassedOn},
+    {"--strict-config", "", Section::kConfig, "Unknown config keys are errors, not warnings",
+     [](Given& g) -> Field { return &g.args.strict_config; }, kSandboxToo | kPassedOn},
+    {"--print-config", "", Section::kConfig,
+     "Print each effective setting and its source, then exit",
+     [](Given& g) -> Field { return &g.args.print_config; }},
+
+    {"-C,--cd", "DIR", Section::kRun, "Work in DIR", [](Given& g) -> Field { return &g.args.cd; }},
+    {"--skip-git-repo-check", "", Section::kRun, "Allow running outside a git repository",
+     [](Given& g) -> Field { return &g.args.skip_git_repo_check; }, kPassedOn},
+    {"--ephemeral", "", Section::kRun, "Write no session file",
+     [](Given& g) -> Field { return &g.args.ephemeral; }, kPassedOn},
+    {"--max-turns", "N", Section::kRun, "Stop after N model requests",
+     [](Given& g) -> Field { return &g.max_turns; }, kPassedOn},
+    {"--max-tokens", "N", Section::kRun, "Stop when the thread has used N input+output tokens",
+     [](Given& g) -> Field { return &g.max_tokens; }, kPassedOn},
+    {"--timeout", "DURATION", Section::kRun, "Stop after DURATION: 90s, 10m, 1h30m, 500ms",
+     [](Given& g) -> Field { return &g.timeout; }, kPassedOn},
+    {"--last", "", Section::kRun, "With resume: the newest session in this directory",
+     [](Given& g) -> Field { return &g.args.resume_last; }},
+    {"-h,--help", "", Section::kRun, "Print this help", nullptr, kSandboxToo},
+    {"-V,--version", "", Section::kRun, "Print the version", nullptr},
+
+    {"--uncommitted", "", Section::kReview,
+     "Review staged, unstaged and untracked changes (default)",
+     [](Given& g) -> Field { return &g.review.uncommitted; }},
+    {"--base", "BRANCH", Section::kReview, "Review the changes since the merge base with BRANCH",
+     [](Given& g) -> Field { return &g.review.base; }},
+    {"--commit", "SHA", Section::kReview, "Review the changes introduced by a commit",
+     [](Given& g) -> Field { return &g.review.commit; }},
+    {"--title", "TITLE", Section::kReview,
+     "The change's title, shown to the model and in the review",
+     [](Given& g) -> Field { return &g.review.title; }},
+    {"--format", "FORMAT", Section::kReview,
+     "What stdout and -o get: json (default), markdown (a pull\n"
+     "request comment), sarif (GitHub code scanning),\n"
+     "codequality (GitLab Code Quality report)",
+     [](Given& g) -> Field { return &g.review_format; }},
+
+    {"--thread-source", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.sdk_thread_source; }},
+    {"--cyber-access-program", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.sdk_cyber_access; }},
+};
+
+// Registers the options that have every bit of `only` (0: all of them) with CLI11.
+void AddOptions(CLI::App& app, Given& given, unsigned only) {
+  for (const OptionSpec& o : kOptions) {
+    if (o.field == nullptr || (o.flags & only) != only) continue;
+    Field field = o.field(given);
+    if (bool** flag = std::get_if<bool*>(&field)) {
+      app.add_flag(o.names, **flag);
+    } else if (auto** value = std::get_if<std::optional<std::string>*>(&field)) {
+      app.add_option(o.names, **value)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    } else if (auto** values = std::get_if<std::vector<std::string>*>(&field)) {
+      app.add_option(o.names, **values)->allow_extra_args(false);
+    }
+  }
 }
 
-Status CheckSandboxMode(const CliArgs& args, const char* usage) {
-  if (args.sandbox &&
-      !OneOf(*args.sandbox, {"read-only", "workspace-write", "danger-full-access"})) {
-    return InvalidValue(*args.sandbox, "--sandbox <MODE>",
-                        "possible values: read-only, workspace-write, danger-full-access", usage);
+// exec's and sandbox's help text starts in this column.
+constexpr size_t kHelpColumn = 35;
+
+// The --help lines of one section of exec's options.
+std::string SectionHelp(Section section) {
+  std::string out;
+  for (const OptionSpec& o : kOptions) {
+    if (o.section == section) out += OptionHelpLine(o.names, o.value, o.help, kHelpColumn);
   }
+  return out;
+}
+
+// -s MODE, parsed by the mode table (sandbox/mode.h) into args.sandbox.
+Status SetSandboxMode(const std::optional<std::string>& text, CliArgs& args, const char* usage) {
+  if (!text) return {};
+  Result<sandbox::Mode> mode = sandbox::ParseMode(*text);
+  if (!mode.ok()) {
+    return InvalidValue(*text, "--sandbox <MODE>",
+                        "possible values: " + JoinNames(sandbox::kModeNames, ", "), usage);
+  }
+  args.sandbox = *mode;
+  return {};
+}
+
+// -a POLICY, parsed by the policy table (engine/approval.h) into args.approval. The
+// interactive policies codex knows get their own answer.
+Status SetApprovalPolicy(const std::optional<std::string>& text, CliArgs& args) {
+  if (!text) return {};
+  if (OneOf(*text, {"untrusted", "on-request"})) {
+    return UsageError(fmt::format(
+        "'--ask-for-approval {}' needs someone to answer prompts, and agentexec is headless; "
+        "use never or on-failure",
+        *text));
+  }
+  std::optional<ApprovalPolicy> policy = FromName(kApprovalPolicyNames, *text);
+  if (!policy) {
+    return InvalidValue(*text, "--ask-for-approval <POLICY>",
+                        "possible values: " + JoinNames(kApprovalPolicyNames, ", "));
+  }
+  args.approval = *policy;
   return {};
 }
 
 // `agentexec [exec] sandbox ...`, argv[0] being "sandbox": the options up to the first word
 // that is not one of them, then the command.
 Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
-  CliArgs args;
+  Given given;
+  CliArgs& args = given.args;
   CLI::App app{"agentexec sandbox"};
   app.set_help_flag("-h,--help");
-  AddConfigOptions(app, args);
+  AddOptions(app, given, kSandboxToo);
   app.prefix_command();  // the command's own options are the command's
   try {
     app.parse(argc, argv);
@@ -115,7 +281,7 @@ Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
   } else if (!command.empty() && command.front().starts_with("-")) {
     return UnexpectedArgument(command.front(), kSandboxUsage);
   }
-  if (Status ok = CheckSandboxMode(args, kSandboxUsage); !ok.ok()) return ok.error();
+  if (Status ok = SetSandboxMode(given.sandbox, args, kSandboxUsage); !ok.ok()) return ok.error();
   if (command.empty()) return UsageError("'sandbox' needs a COMMAND to run", kSandboxUsage);
   args.sandbox_command = std::move(command);
   return args;
@@ -212,6 +378,18 @@ std::string ExitCodesHelp() {
   return out;
 }
 
+// `agentexec sandbox --help`'s option lines.
+std::string SandboxOptionsHelp() {
+  std::string out;
+  for (const OptionSpec& o : kOptions) {
+    if (o.flags & kSandboxToo) {
+      out +=
+          OptionHelpLine(o.names, o.value, o.sandbox_help ? o.sandbox_help : o.help, kHelpColumn);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string HelpText() {
@@ -231,63 +409,30 @@ std::string HelpText() {
       "  [PROMPT]  The task. Absent or '-': all of stdin. When given, stdin is never read.\n"
       "\n"
       "Output:\n"
-      "      --json                       Print events to stdout as JSON lines "
-      "(alias --experimental-json)\n"
-      "  -o, --output-last-message FILE   Also write the final agent message to FILE\n"
-      "      --events-file FILE           Also write the JSON lines to FILE (with or without "
-      "--json)\n"
-      "      --output-schema FILE         JSON Schema the final message must follow (strict:\n"
-      "                                   checked at start, the answer validated at the end)\n"
-      "      --color always|never|auto    Colour on stderr (auto: only on a terminal)\n"
-      "      --progress                   With --json: item.updated with a running command's "
-      "output\n"
+      "{}"
       "\n"
       "Model:\n"
-      "  -m, --model MODEL                Model to use\n"
-      "      --oss                        Use the local provider 'ollama'\n"
-      "  -i, --image FILE                 Attach an image to the prompt (repeatable)\n"
+      "{}"
       "\n"
       "Sandbox and approval:\n"
-      "  -s, --sandbox MODE               read-only | workspace-write | danger-full-access\n"
-      "      --full-auto                  Same as --sandbox workspace-write\n"
-      "      --add-dir DIR                Also make DIR writable (repeatable)\n"
-      "  -a, --ask-for-approval POLICY    never | on-failure (retry a denied command "
-      "unsandboxed)\n"
-      "      --dangerously-bypass-approvals-and-sandbox  No sandbox, and approval never\n"
-      "      --yolo                       Same as --dangerously-bypass-approvals-and-sandbox\n"
+      "{}"
       "\n"
       "Configuration:\n"
       "{}"
-      "      --print-config               Print each effective setting and its source, then exit\n"
       "\n"
       "Run:\n"
-      "  -C, --cd DIR                     Work in DIR\n"
-      "      --skip-git-repo-check        Allow running outside a git repository\n"
-      "      --ephemeral                  Write no session file\n"
-      "      --max-turns N                Stop after N model requests\n"
-      "      --max-tokens N               Stop when the thread has used N input+output tokens\n"
-      "      --timeout DURATION           Stop after DURATION: 90s, 10m, 1h30m, 500ms\n"
-      "      --last                       With resume: the newest session in this directory\n"
-      "  -h, --help                       Print this help\n"
-      "  -V, --version                    Print the version\n"
+      "{}"
       "\n"
       "Review (agentexec review; PROMPT = extra review instructions, '-' reads stdin):\n"
-      "      --uncommitted                Review staged, unstaged and untracked changes "
-      "(default)\n"
-      "      --base BRANCH                Review the changes since the merge base with BRANCH\n"
-      "      --commit SHA                 Review the changes introduced by a commit\n"
-      "      --title TITLE                The change's title, shown to the model and in the "
-      "review\n"
-      "      --format FORMAT              What stdout and -o get: json (default), markdown (a "
-      "pull\n"
-      "                                   request comment), sarif (GitHub code scanning),\n"
-      "                                   codequality (GitLab Code Quality report)\n"
+      "{}"
       "\n"
       "Exit codes:\n"
       "{}"
       "\n"
       "Configuration: $AGENTEXEC_HOME/config.toml (default ~/.agentexec); see docs/CONFIG.md.\n",
-      AGENTEXEC_VERSION, kUsage, kConfigOptionsHelp, ExitCodesHelp());
+      AGENTEXEC_VERSION, kUsage, SectionHelp(Section::kOutput), SectionHelp(Section::kModel),
+      SectionHelp(Section::kSandbox), SectionHelp(Section::kConfig), SectionHelp(Section::kRun),
+      SectionHelp(Section::kReview), ExitCodesHelp());
 }
 
 std::string SandboxHelpText() {
@@ -300,11 +445,7 @@ std::string SandboxHelpText() {
       "The sandbox is configured as for a run: the config files, -p, -c and the flags below.\n"
       "\n"
       "Options:\n"
-      "  -s, --sandbox MODE               read-only (default) | workspace-write | "
-      "danger-full-access\n"
-      "      --add-dir DIR                Also make DIR writable (repeatable)\n"
       "{}"
-      "  -h, --help                       Print this help\n"
       "\n"
       "Example: agentexec sandbox -s workspace-write -- make test\n"
       "\n"
@@ -313,27 +454,23 @@ std::string SandboxHelpText() {
       "  2        usage or configuration error\n"
       "  3        the chosen sandbox cannot be enforced on this kernel\n"
       "  126/127  the command cannot be run / was not found\n",
-      kSandboxUsage, kConfigOptionsHelp);
+      kSandboxUsage, SandboxOptionsHelp());
 }
 
-Result<CliArgs> ParseCli(int argc, const char* const* argv) {
-  // `sandbox` first (after an optional `exec`): everything after its options is a command.
-  const int at = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
-  if (argc > at && std::strcmp(argv[at], "sandbox") == 0) {
-    return ParseSandbox(argc - at, argv + at);
-  }
+namespace {
 
-  CliArgs args;
-
-  // Arguments after "--" are always positional: never options, never keywords.
-  int literal_from = argc;
+// The index of the first argument after "--" (argc when there is none): those are always
+// positional, never options, never keywords.
+int LiteralFrom(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) {
-      literal_from = i + 1;
-      break;
-    }
+    if (std::strcmp(argv[i], "--") == 0) return i + 1;
   }
-  // -h and -V win over everything else on the line, as with clap.
+  return argc;
+}
+
+// -h and -V win over everything else on the line, as with clap.
+std::optional<CliArgs> HelpOrVersion(const char* const* argv, int literal_from) {
+  CliArgs args;
   for (int i = 1; i < literal_from; ++i) {
     std::string_view a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -348,50 +485,16 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
       return args;
     }
   }
+  return std::nullopt;
+}
 
+// Every option into `given`, by the option table; the other words into given.words.
+Status ReadOptions(int argc, const char* const* argv, Given& given) {
   CLI::App app{"agentexec"};
   app.set_help_flag();
   app.allow_extras();  // unknown options are reported below, in our words
-
-  std::vector<std::string> positionals;
-  std::string color = "auto", max_turns, max_tokens, timeout;
-  const auto last = CLI::MultiOptionPolicy::TakeLast;
-
-  app.add_flag("--json,--experimental-json", args.json);
-  app.add_option("-o,--output-last-message", args.output_last_message)->multi_option_policy(last);
-  app.add_option("--events-file", args.events_file)->multi_option_policy(last);
-  app.add_option("--output-schema", args.output_schema)->multi_option_policy(last);
-  app.add_option("-m,--model", args.model)->multi_option_policy(last);
-  AddConfigOptions(app, args);
-  app.add_flag("--dangerously-bypass-approvals-and-sandbox,--yolo", args.dangerously_bypass);
-  app.add_flag("--full-auto", args.full_auto);
-  app.add_option("-C,--cd", args.cd)->multi_option_policy(last);
-  app.add_flag("--skip-git-repo-check", args.skip_git_repo_check);
-  app.add_flag("--ephemeral", args.ephemeral);
-  app.add_option("--color", color)->multi_option_policy(last);
-  app.add_option("-i,--image", args.images)->allow_extra_args(false);
-  app.add_flag("--oss", args.oss);
-  app.add_option("-a,--ask-for-approval", args.approval)->multi_option_policy(last);
-  app.add_option("--max-turns", max_turns)->multi_option_policy(last);
-  app.add_option("--max-tokens", max_tokens)->multi_option_policy(last);
-  app.add_option("--timeout", timeout)->multi_option_policy(last);
-  app.add_flag("--print-config", args.print_config);
-  app.add_flag("--progress", args.progress);
-  app.add_flag("--last", args.resume_last);
-  ReviewArgs review;
-  app.add_flag("--uncommitted", review.uncommitted);
-  app.add_option("--base", review.base)->multi_option_policy(last);
-  app.add_option("--commit", review.commit)->multi_option_policy(last);
-  app.add_option("--title", review.title)->multi_option_policy(last);
-  std::optional<std::string> review_format;
-  app.add_option("--format", review_format)->multi_option_policy(last);
-  // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
-  // (and left out of --help) rather than failing the SDK's call.
-  std::string sdk_thread_source, sdk_cyber_access;
-  app.add_option("--thread-source", sdk_thread_source)->multi_option_policy(last);
-  app.add_option("--cyber-access-program", sdk_cyber_access)->multi_option_policy(last);
-  app.add_option("args", positionals);
-
+  AddOptions(app, given, 0);
+  app.add_option("args", given.words);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -401,8 +504,15 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     if (extra == "--") continue;
     return UnexpectedArgument(extra);
   }
+  return {};
+}
 
-  if (Status ok = CheckSandboxMode(args, kUsage); !ok.ok()) return ok.error();
+// The option values that are not plain text, into their types; the options that exclude
+// each other.
+Status CheckOptions(Given& given) {
+  CliArgs& args = given.args;
+  if (Status ok = SetSandboxMode(given.sandbox, args, kUsage); !ok.ok()) return ok.error();
+  const std::string color = given.color.value_or("auto");
   if (!OneOf(color, {"always", "never", "auto"})) {
     return InvalidValue(color, "--color <COLOR>", "possible values: always, never, auto");
   }
@@ -411,18 +521,11 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   if (args.model && args.model->empty()) {
     return InvalidValue("", "--model <MODEL>", "a model name cannot be empty");
   }
-  if (args.approval) {
-    if (OneOf(*args.approval, {"untrusted", "on-request"})) {
-      return UsageError(fmt::format(
-          "'--ask-for-approval {}' needs someone to answer prompts, and agentexec is headless; "
-          "use never or on-failure",
-          *args.approval));
-    }
-    if (!OneOf(*args.approval, {"never", "on-failure"})) {
-      return InvalidValue(*args.approval, "--ask-for-approval <POLICY>",
-                          "possible values: never, on-failure");
-    }
-  }
+  if (Status ok = SetApprovalPolicy(given.approval, args); !ok.ok()) return ok.error();
+  // An empty value counts as not given.
+  const std::string max_turns = given.max_turns.value_or("");
+  const std::string max_tokens = given.max_tokens.value_or("");
+  const std::string timeout = given.timeout.value_or("");
   if (!max_turns.empty()) {
     char* end = nullptr;
     long n = std::strtol(max_turns.c_str(), &end, 10);
@@ -461,9 +564,14 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   if (args.full_auto && args.sandbox) {
     return UsageError("the argument '--full-auto' cannot be used with '--sandbox <MODE>'");
   }
+  return {};
+}
 
-  // Keywords: an optional leading `exec`, then an optional `resume`, never after "--".
-  const size_t literal_count = static_cast<size_t>(argc - literal_from);
+// The words: an optional leading `exec`, then an optional `resume` or `review` (never after
+// "--": the last `literal_count` words), then SESSION_ID and PROMPT.
+Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
+  CliArgs& args = given.args;
+  const std::vector<std::string>& positionals = given.words;
   const size_t keyword_end =
       positionals.size() > literal_count ? positionals.size() - literal_count : 0;
   size_t next = 0;
@@ -497,10 +605,12 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     ++next;
   }
   if (!args.resume && next < keyword_end && positionals[next] == "review") {
-    args.review = review;
+    args.review = given.review;
     ++next;
   }
-  if (Status ok = CheckReviewOptions(args, review, review_format); !ok.ok()) return ok.error();
+  if (Status ok = CheckReviewOptions(args, given.review, given.review_format); !ok.ok()) {
+    return ok.error();
+  }
   if (args.resume_last && !args.resume) {
     return UsageError("'--last' is only valid after 'resume'");
   }
@@ -534,6 +644,35 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
     return UsageError(fmt::format("unexpected argument '{}' found", positionals[next]));
   }
   return args;
+}
+
+}  // namespace
+
+Result<CliArgs> ParseCli(int argc, const char* const* argv) {
+  // `sandbox` first (after an optional `exec`): everything after its options is a command.
+  const int at = (argc >= 2 && std::strcmp(argv[1], "exec") == 0) ? 2 : 1;
+  if (argc > at && std::strcmp(argv[at], "sandbox") == 0) {
+    return ParseSandbox(argc - at, argv + at);
+  }
+  const int literal_from = LiteralFrom(argc, argv);
+  if (std::optional<CliArgs> early = HelpOrVersion(argv, literal_from)) return *early;
+  Given given;
+  if (Status ok = ReadOptions(argc, argv, given); !ok.ok()) return ok.error();
+  if (Status ok = CheckOptions(given); !ok.ok()) return ok.error();
+  return ReadWords(given, static_cast<size_t>(argc - literal_from));
+}
+
+PassOn BatchPassOn(std::string_view option) {
+  Given probe;  // only to learn what kind of field the option fills
+  for (const OptionSpec& o : kOptions) {
+    if (!(o.flags & kPassedOn)) continue;
+    for (std::string_view name : OptionNames(o.names)) {
+      if (name == option) {
+        return std::holds_alternative<bool*>(o.field(probe)) ? PassOn::kFlag : PassOn::kValue;
+      }
+    }
+  }
+  return PassOn::kNo;
 }
 
 }  // namespace ae

@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/approval.h"
+#include "sandbox/mode.h"
 
 namespace ae {
 
@@ -58,7 +61,7 @@ struct CliArgs {
   std::optional<std::string> model;                // -m
   std::optional<std::string> profile;              // -p
   std::vector<std::string> config_overrides;       // -c key=value, in order
-  std::optional<std::string> sandbox;              // -s, validated
+  std::optional<sandbox::Mode> sandbox;            // -s
   bool dangerously_bypass = false;                 // --dangerously-bypass-approvals-and-sandbox
   bool full_auto = false;                          // --full-auto
   std::optional<std::string> cd;                   // -C DIR, as given
@@ -70,10 +73,10 @@ struct CliArgs {
   std::string color = "auto";       // always | never | auto
   std::vector<std::string> images;  // -i FILE, as given
   bool oss = false;
-  std::optional<std::string> approval;  // -a never | on-failure
-  std::optional<int> max_turns;         // --max-turns N (> 0)
-  std::optional<int64_t> max_tokens;    // --max-tokens N (> 0)
-  std::optional<int64_t> timeout_ms;    // --timeout DURATION
+  std::optional<ApprovalPolicy> approval;  // -a never | on-failure
+  std::optional<int> max_turns;            // --max-turns N (> 0)
+  std::optional<int64_t> max_tokens;       // --max-tokens N (> 0)
+  std::optional<int64_t> timeout_ms;       // --timeout DURATION
   bool print_config = false;
   bool progress = false;  // --progress: item.updated for running commands (--json)
 };
@@ -81,6 +84,11 @@ struct CliArgs {
 // argv[0] is the program name. Errors are complete messages, ready for stderr (exit 2),
 // e.g. "error: unexpected argument '--foo' found\n\nUsage: ...".
 Result<CliArgs> ParseCli(int argc, const char* const* argv);
+
+// How `agentexec batch run` passes an exec option (e.g. "-m", "--full-auto") on to every
+// task, by exec's option table: kNo for an option it does not pass on (or exec lacks).
+enum class PassOn { kNo, kFlag, kValue };
+PassOn BatchPassOn(std::string_view option);
 
 // The --help text (ends with a newline).
 std::string HelpText();

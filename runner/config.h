@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/approval.h"
+#include "sandbox/mode.h"
+
 #include "base/result.h"
 
 namespace ae {
@@ -59,13 +62,13 @@ struct Config {
   std::string model_verbosity;                            // "" = let the model decide
   int64_t model_context_window = 0;                       // tokens; 0 = from the model table
   int64_t model_auto_compact_token_limit = 0;             // tokens; 0 = from the model table
-  std::string sandbox_mode = "read-only";
+  sandbox::Mode sandbox_mode = sandbox::Mode::kReadOnly;
   std::vector<std::string> writable_roots;  // sandbox_workspace_write.*
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
-  bool require_full_isolation = false;    // top level: degraded sandbox = exit 3
-  std::string approval_policy = "never";  // never | on-failure
+  bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
+  ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;
   std::map<std::string, std::string> shell_env_set;

@@ -47,18 +47,27 @@ void SetMcpEnabledTools(Config& c, const std::string& id, ConfigValue v) {
   s.enabled_tools_set = true;
 }
 
-int Rank(const ConfigValue& v, std::span<const std::string_view> tight_to_loose) {
-  const std::string& s = std::get<std::string>(v);
-  auto it = std::find(tight_to_loose.begin(), tight_to_loose.end(), s);
-  return static_cast<int>(it - tight_to_loose.begin());
+// An enum key (sandbox_mode, approval_policy): the config layers hold its name, checked
+// against `choices`, which come from the same name table; Config holds the enum.
+template <auto Member, const auto& Names>
+ConfigValue GetNamed(const Config& c, const std::string&) {
+  return std::string(NameOf(Names, c.*Member));
 }
-constexpr std::string_view kSandboxOrder[] = {"read-only", "workspace-write", "danger-full-access"};
-constexpr std::string_view kApprovalOrder[] = {"never", "on-failure"};
-bool SandboxLooser(const ConfigValue& cur, const ConfigValue& next) {
-  return Rank(next, kSandboxOrder) > Rank(cur, kSandboxOrder);
+template <auto Member, const auto& Names>
+void SetNamed(Config& c, const std::string&, ConfigValue v) {
+  if (auto value = FromName(Names, std::get<std::string>(v))) c.*Member = *value;
 }
-bool ApprovalLooser(const ConfigValue& cur, const ConfigValue& next) {
-  return Rank(next, kApprovalOrder) > Rank(cur, kApprovalOrder);
+// The tables list their values from the tightest to the loosest; a name not in the table
+// counts as looser than all of them.
+template <const auto& Names>
+bool LaterInTable(const ConfigValue& cur, const ConfigValue& next) {
+  auto rank = [](const ConfigValue& v) {
+    const std::string& name = std::get<std::string>(v);
+    auto it =
+        std::find_if(Names.begin(), Names.end(), [&](const auto& e) { return name == e.name; });
+    return it - Names.begin();
+  };
+  return rank(next) > rank(cur);
 }
 bool AddsRoots(const ConfigValue& cur, const ConfigValue& next) {
   const auto& have = std::get<std::vector<std::string>>(cur);
@@ -245,8 +254,9 @@ const KeySpec kKeys[] = {
 
     // Sandbox and approval (CONTRACT §8).
     {"sandbox_mode", K::kEnum, "\"read-only\"", "What commands may write.",
-     "read-only,workspace-write,danger-full-access", kNoFlags, Get<&Config::sandbox_mode>,
-     Set<&Config::sandbox_mode>, SandboxLooser},
+     kCommaNames<sandbox::kModeNames>, kNoFlags,
+     GetNamed<&Config::sandbox_mode, sandbox::kModeNames>,
+     SetNamed<&Config::sandbox_mode, sandbox::kModeNames>, LaterInTable<sandbox::kModeNames>},
     {"sandbox_workspace_write.writable_roots",
      K::kPathList,
      "[]",
@@ -294,8 +304,9 @@ const KeySpec kKeys[] = {
      FalseIsLooser},
     {"approval_policy", K::kEnum, "\"never\"",
      "never: denials go back to the model; on-failure: a denied command is retried unsandboxed.",
-     "never,on-failure", kInteractiveValues, Get<&Config::approval_policy>,
-     Set<&Config::approval_policy>, ApprovalLooser},
+     kCommaNames<kApprovalPolicyNames>, kInteractiveValues,
+     GetNamed<&Config::approval_policy, kApprovalPolicyNames>,
+     SetNamed<&Config::approval_policy, kApprovalPolicyNames>, LaterInTable<kApprovalPolicyNames>},
 
     // What model-run commands see.
     {"shell_environment_policy.inherit", K::kEnum, "\"all\"",

@@ -507,32 +507,26 @@ Config DefaultConfig() {
   return c;
 }
 
-Result<Config> LoadConfig(const LoadOptions& options) {
-  const std::string user_file = options.home + "/config.toml";
-  Loader loader(options, user_file);
+namespace {
+
+// The layers, lowest first; each adds what it sets to the loader's Config.
+
+Status LoadUserLayer(const LoadOptions& options, const std::string& user_file, Loader& loader,
+                     ParsedFile& user) {
+  if (options.ignore_user_config) return {};
+  Result<ParsedFile> parsed = ReadToml(user_file);
+  if (!parsed.ok()) return parsed.error();
+  user = std::move(*parsed);
+  if (!user.exists) return {};
+  Origin origin{Layer::kUser, user_file};
+  origin.base_dir = options.home;
   std::vector<std::string> path;
+  return loader.Walk(user.table, path, origin);
+}
 
-  std::vector<Override> overrides;
-  for (const std::string& text : options.overrides) {
-    Result<Override> o = ParseOverride(text);
-    if (!o.ok()) return o.error();
-    overrides.push_back(std::move(*o));
-  }
-
-  // User config.
-  ParsedFile user;
-  if (!options.ignore_user_config) {
-    Result<ParsedFile> parsed = ReadToml(user_file);
-    if (!parsed.ok()) return parsed.error();
-    user = std::move(*parsed);
-    if (user.exists) {
-      Origin origin{Layer::kUser, user_file};
-      origin.base_dir = options.home;
-      if (Status s = loader.Walk(user.table, path, origin); !s.ok()) return s.error();
-    }
-  }
-
-  // Profile: -p, else the last -c profile=..., else `profile` from the user config.
+// -p, else the last -c profile=..., else `profile` from the user config.
+std::string ChooseProfile(const LoadOptions& options, const std::vector<Override>& overrides,
+                          Loader& loader) {
   std::string profile = loader.config().profile;
   for (const Override& o : overrides) {
     if (o.path == std::vector<std::string>{"profile"} && o.value->is_string()) {
@@ -544,91 +538,101 @@ Result<Config> LoadConfig(const LoadOptions& options) {
     loader.config().profile = profile;
     loader.config().sources["profile"] = "--profile";
   }
-  if (!profile.empty()) {
-    if (profile.find('/') != std::string::npos || profile == "." || profile == "..") {
-      return MakeError(fmt::format("profile '{}' is not a valid profile name", profile));
+  return profile;
+}
+
+// [profiles.NAME] in the user config, then $AGENTEXEC_HOME/NAME.config.toml; one must exist.
+Status LoadProfileLayer(const LoadOptions& options, const std::string& user_file,
+                        const ParsedFile& user, const std::string& profile, Loader& loader) {
+  if (profile.find('/') != std::string::npos || profile == "." || profile == "..") {
+    return MakeError(fmt::format("profile '{}' is not a valid profile name", profile));
+  }
+  const std::string profile_file = options.home + "/" + profile + ".config.toml";
+  if (options.ignore_user_config) {
+    return MakeError(fmt::format("profile '{}' not found: --ignore-user-config skips {} and {}",
+                                 profile, user_file, profile_file));
+  }
+  std::vector<std::string> path;
+  bool found = false;
+  if (const toml::node* profiles = user.table.get("profiles")) {
+    const toml::table* table = profiles->as_table();
+    if (!table) {
+      return MakeError(fmt::format("{}:{}:{}: 'profiles' expects a table, got {}", user_file,
+                                   profiles->source().begin.line, profiles->source().begin.column,
+                                   Describe(*profiles)));
     }
-    const std::string profile_file = options.home + "/" + profile + ".config.toml";
-    if (options.ignore_user_config) {
-      return MakeError(fmt::format("profile '{}' not found: --ignore-user-config skips {} and {}",
-                                   profile, user_file, profile_file));
-    }
-    bool found = false;
-    if (const toml::node* profiles = user.table.get("profiles")) {
-      const toml::table* table = profiles->as_table();
-      if (!table) {
-        return MakeError(fmt::format("{}:{}:{}: 'profiles' expects a table, got {}", user_file,
-                                     profiles->source().begin.line, profiles->source().begin.column,
-                                     Describe(*profiles)));
+    if (const toml::node* entry = table->get(profile)) {
+      const toml::table* body = entry->as_table();
+      if (!body) {
+        return MakeError(fmt::format("{}:{}:{}: 'profiles.{}' expects a table, got {}", user_file,
+                                     entry->source().begin.line, entry->source().begin.column,
+                                     profile, Describe(*entry)));
       }
-      if (const toml::node* entry = table->get(profile)) {
-        const toml::table* body = entry->as_table();
-        if (!body) {
-          return MakeError(fmt::format("{}:{}:{}: 'profiles.{}' expects a table, got {}", user_file,
-                                       entry->source().begin.line, entry->source().begin.column,
-                                       profile, Describe(*entry)));
-        }
-        Origin origin{Layer::kProfile, user_file, profile};
-        origin.base_dir = options.home;
-        origin.display_prefix = {"profiles", profile};
-        if (Status s = loader.Walk(*body, path, origin); !s.ok()) return s.error();
-        found = true;
-      }
-    }
-    Result<ParsedFile> file = ReadToml(profile_file);
-    if (!file.ok()) return file.error();
-    if (file->exists) {
-      Origin origin{Layer::kProfile, profile_file, profile};
+      Origin origin{Layer::kProfile, user_file, profile};
       origin.base_dir = options.home;
-      if (Status s = loader.Walk(file->table, path, origin); !s.ok()) return s.error();
+      origin.display_prefix = {"profiles", profile};
+      if (Status s = loader.Walk(*body, path, origin); !s.ok()) return s.error();
       found = true;
     }
-    if (!found) {
-      return MakeError(fmt::format("profile '{}' not found: no [profiles.{}] in {} and no {}",
-                                   profile, profile, user_file, profile_file));
-    }
   }
-
-  // Project config at the git root, unless that directory is the home itself.
-  if (options.git_root) {
-    const std::string dir = *options.git_root + "/.agentexec";
-    std::error_code ec;
-    bool is_home = std::filesystem::equivalent(dir, options.home, ec);
-    if (!is_home) {
-      const std::string project_file = dir + "/config.toml";
-      Result<ParsedFile> file = ReadToml(project_file, *options.git_root);
-      if (!file.ok()) return file.error();
-      if (file->exists) {
-        Origin origin{Layer::kProject, project_file};
-        origin.base_dir = *options.git_root;
-        if (Status s = loader.Walk(file->table, path, origin); !s.ok()) return s.error();
-      }
-    }
+  Result<ParsedFile> file = ReadToml(profile_file);
+  if (!file.ok()) return file.error();
+  if (file->exists) {
+    Origin origin{Layer::kProfile, profile_file, profile};
+    origin.base_dir = options.home;
+    if (Status s = loader.Walk(file->table, path, origin); !s.ok()) return s.error();
+    found = true;
   }
-
-  // Environment: a documented few.
-  if (options.getenv) {
-    const struct {
-      const char* var;
-      std::vector<std::string> key;
-    } env_keys[] = {
-        {"OPENAI_BASE_URL", {"openai_base_url"}},
-        {"AGENTEXEC_SCRIPT", {"model_providers", "scripted", "script"}},
-    };
-    for (const auto& e : env_keys) {
-      std::optional<std::string> value = options.getenv(e.var);
-      if (!value || value->empty()) continue;
-      Origin origin{Layer::kEnv};
-      origin.label = fmt::format("env {}", e.var);
-      origin.context = origin.label;
-      origin.base_dir = options.process_cwd;
-      toml::value<std::string> node(*value);
-      std::vector<std::string> key = e.key;
-      if (Status s = loader.Visit(key, node, {}, origin); !s.ok()) return s.error();
-    }
+  if (!found) {
+    return MakeError(fmt::format("profile '{}' not found: no [profiles.{}] in {} and no {}",
+                                 profile, profile, user_file, profile_file));
   }
+  return {};
+}
 
-  // -c, in order.
+// The project config at the git root, unless that directory is the home itself.
+Status LoadProjectLayer(const LoadOptions& options, Loader& loader) {
+  if (!options.git_root) return {};
+  const std::string dir = *options.git_root + "/.agentexec";
+  std::error_code ec;
+  if (std::filesystem::equivalent(dir, options.home, ec)) return {};
+  const std::string project_file = dir + "/config.toml";
+  Result<ParsedFile> file = ReadToml(project_file, *options.git_root);
+  if (!file.ok()) return file.error();
+  if (!file->exists) return {};
+  Origin origin{Layer::kProject, project_file};
+  origin.base_dir = *options.git_root;
+  std::vector<std::string> path;
+  return loader.Walk(file->table, path, origin);
+}
+
+// The environment: a documented few.
+Status LoadEnvLayer(const LoadOptions& options, Loader& loader) {
+  if (!options.getenv) return {};
+  const struct {
+    const char* var;
+    std::vector<std::string> key;
+  } env_keys[] = {
+      {"OPENAI_BASE_URL", {"openai_base_url"}},
+      {"AGENTEXEC_SCRIPT", {"model_providers", "scripted", "script"}},
+  };
+  for (const auto& e : env_keys) {
+    std::optional<std::string> value = options.getenv(e.var);
+    if (!value || value->empty()) continue;
+    Origin origin{Layer::kEnv};
+    origin.label = fmt::format("env {}", e.var);
+    origin.context = origin.label;
+    origin.base_dir = options.process_cwd;
+    toml::value<std::string> node(*value);
+    std::vector<std::string> key = e.key;
+    if (Status s = loader.Visit(key, node, {}, origin); !s.ok()) return s.error();
+  }
+  return {};
+}
+
+// -c, in order.
+Status LoadOverrideLayer(const LoadOptions& options, std::vector<Override>& overrides,
+                         Loader& loader) {
   for (Override& o : overrides) {
     Origin origin{Layer::kOverride};
     origin.label = "-c";
@@ -636,8 +640,11 @@ Result<Config> LoadConfig(const LoadOptions& options) {
     origin.base_dir = options.process_cwd;
     if (Status s = loader.Visit(o.path, *o.value, {}, origin); !s.ok()) return s.error();
   }
+  return {};
+}
 
-  // Specific flags.
+// The flags that set a key (--model, --sandbox, ...), last.
+Status LoadFlagLayer(const LoadOptions& options, Loader& loader) {
   for (const FlagSetting& flag : options.flags) {
     Origin origin{Layer::kFlag};
     origin.label = flag.flag;
@@ -654,6 +661,33 @@ Result<Config> LoadConfig(const LoadOptions& options) {
     std::vector<std::string> key = SplitDots(flag.key);
     if (Status s = loader.Visit(key, *holder.get("v"), {}, origin); !s.ok()) return s.error();
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Config> LoadConfig(const LoadOptions& options) {
+  const std::string user_file = options.home + "/config.toml";
+  Loader loader(options, user_file);
+
+  // Every -c is parsed up front, so a bad one fails before any file is read.
+  std::vector<Override> overrides;
+  for (const std::string& text : options.overrides) {
+    Result<Override> o = ParseOverride(text);
+    if (!o.ok()) return o.error();
+    overrides.push_back(std::move(*o));
+  }
+
+  ParsedFile user;
+  if (Status s = LoadUserLayer(options, user_file, loader, user); !s.ok()) return s.error();
+  if (const std::string profile = ChooseProfile(options, overrides, loader); !profile.empty()) {
+    Status s = LoadProfileLayer(options, user_file, user, profile, loader);
+    if (!s.ok()) return s.error();
+  }
+  if (Status s = LoadProjectLayer(options, loader); !s.ok()) return s.error();
+  if (Status s = LoadEnvLayer(options, loader); !s.ok()) return s.error();
+  if (Status s = LoadOverrideLayer(options, overrides, loader); !s.ok()) return s.error();
+  if (Status s = LoadFlagLayer(options, loader); !s.ok()) return s.error();
 
   Config config = std::move(loader.config());
   for (auto& [id, provider] : config.model_providers) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/session.h"
+#include "engine/error_code.h"
 
 namespace ae {
 
@@ -52,8 +52,9 @@ inline constexpr std::array<ExitCodeInfo, 9> kExitCodes = {{
     {ExitCode::kTerminated, "terminated (SIGTERM)", "terminated by SIGTERM"},
 }};
 
-ExitCode ExitCodeFor(SessionOutcome outcome);
-// turn.failed's error.code -> the exit code (README "Exit codes" lists the table); kNone is 0.
+// How a run ends -> its exit code: the one mapping (README "Exit codes" lists the table).
+// `code` is turn.failed's error.code, or output_unwritable when the turn completed and an
+// output failed after it; kNone (completed) is 0.
 ExitCode ExitCodeFor(ErrorCode code);
 inline int ToInt(ExitCode code) {
   return static_cast<int>(code);

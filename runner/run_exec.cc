@@ -93,12 +93,13 @@ SessionResult RunSessionGuarded(const SessionConfig& session, const std::string&
     what = "unknown exception";
   }
   SessionResult failed;
-  failed.outcome = SessionOutcome::kFailed;
+  failed.code = ErrorCode::kModelError;
+  failed.outcome = OutcomeOf(failed.code);
   failed.error = "internal error: " + what;
   try {
     for (EventSink* sink : sinks) {
       sink->Emit(StreamError{failed.error});
-      sink->Emit(TurnFailed{failed.error});
+      sink->Emit(TurnFailed{failed.error, failed.code});
     }
   } catch (...) {
   }
@@ -213,11 +214,13 @@ int RunExec(const CliArgs& args) {
 
   SessionResult result = RunSessionGuarded(session, *prompt, sinks, cancel);
   if (progress) progress->Close();  // stops its ticker and erases a live line
-  const bool completed = result.outcome == SessionOutcome::kCompleted;
-  // turn.failed's error.code decides; outcomes without one keep their own mapping.
-  ExitCode code = completed                         ? ExitCode::kOk
-                  : result.code != ErrorCode::kNone ? ExitCodeFor(result.code)
-                                                    : ExitCodeFor(result.outcome);
+  const bool completed = result.code == ErrorCode::kNone;
+  // turn.failed's error.code; a completed turn whose outputs could not all be written ends
+  // as output_unwritable. ExitCodeFor maps the result, once, at the end.
+  ErrorCode failure = result.code;
+  auto output_failed = [&failure] {
+    if (failure == ErrorCode::kNone) failure = ErrorCode::kOutputUnwritable;
+  };
 
   if (run.json && !completed && !result.error.empty()) {
     std::fprintf(stderr, "error: %s\n", result.error.c_str());
@@ -232,13 +235,13 @@ int RunExec(const CliArgs& args) {
   for (const JsonlSink* sink : {&jsonl, events_file ? &*events_file : nullptr}) {
     if (sink == nullptr || !sink->failed()) continue;
     std::fprintf(stderr, "error: %s\n", sink->error().c_str());
-    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+    output_failed();
   }
   // The session file could not be written (not --ephemeral): the run cannot be resumed. The
   // warning item already told the event stream (and, in human mode, stderr).
   if (!result.session_error.empty()) {
     if (run.json) std::fprintf(stderr, "warning: %s\n", result.session_error.c_str());
-    if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+    output_failed();
   }
   if (!run.json && completed && has_final) {
     Status written =
@@ -246,7 +249,7 @@ int RunExec(const CliArgs& args) {
     if (!written.ok()) {
       std::fprintf(stderr, "error: cannot write the final message to stdout: %s\n",
                    written.message().c_str());
-      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+      output_failed();
     }
   }
   if (output_file) {
@@ -255,10 +258,10 @@ int RunExec(const CliArgs& args) {
     Status written = WriteOutputFile(*output_file, completed ? final_text : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
-      if (code == ExitCode::kOk) code = ExitCode::kOutputFailed;
+      output_failed();
     }
   }
-  return ToInt(code);
+  return ToInt(ExitCodeFor(failure));
 }
 
 }  // namespace ae

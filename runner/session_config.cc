@@ -201,13 +201,20 @@ std::vector<FlagSetting> FlagsFrom(const CliArgs& args) {
   std::vector<FlagSetting> flags;
   if (args.model) flags.push_back({"model", *args.model, "--model"});
   if (args.oss) flags.push_back({"model_provider", "ollama", "--oss"});
-  if (args.sandbox) flags.push_back({"sandbox_mode", *args.sandbox, "--sandbox"});
-  if (args.full_auto) flags.push_back({"sandbox_mode", "workspace-write", "--full-auto"});
-  if (args.approval) flags.push_back({"approval_policy", *args.approval, "--ask-for-approval"});
+  // The flags' enums go in as their names, the form every config layer holds.
+  auto mode = [](sandbox::Mode m) { return std::string(sandbox::ModeName(m)); };
+  auto policy = [](ApprovalPolicy p) { return std::string(ApprovalPolicyName(p)); };
+  if (args.sandbox) flags.push_back({"sandbox_mode", mode(*args.sandbox), "--sandbox"});
+  if (args.full_auto) {
+    flags.push_back({"sandbox_mode", mode(sandbox::Mode::kWorkspaceWrite), "--full-auto"});
+  }
+  if (args.approval) {
+    flags.push_back({"approval_policy", policy(*args.approval), "--ask-for-approval"});
+  }
   if (args.dangerously_bypass) {
     const char* flag = "--dangerously-bypass-approvals-and-sandbox";
-    flags.push_back({"sandbox_mode", "danger-full-access", flag});
-    flags.push_back({"approval_policy", "never", flag});
+    flags.push_back({"sandbox_mode", mode(sandbox::Mode::kDangerFullAccess), flag});
+    flags.push_back({"approval_policy", policy(ApprovalPolicy::kNever), flag});
   }
   if (args.max_turns) {
     flags.push_back({"max_turns", std::to_string(*args.max_turns), "--max-turns", true});
@@ -288,9 +295,7 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
                                       const std::string& process_cwd,
                                       const std::vector<std::string>& add_dirs) {
   sandbox::Settings sb;
-  sb.mode = config.sandbox_mode == "danger-full-access" ? sandbox::Mode::kDangerFullAccess
-            : config.sandbox_mode == "workspace-write"  ? sandbox::Mode::kWorkspaceWrite
-                                                        : sandbox::Mode::kReadOnly;
+  sb.mode = config.sandbox_mode;
   for (const std::string& root : config.writable_roots) {
     sb.writable_roots.push_back(Absolute(root, cwd));
   }
@@ -330,8 +335,7 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
 
   session.sandbox = SandboxSettingsFrom(config, inputs.cwd, inputs.process_cwd, inputs.add_dirs);
 
-  session.approval =
-      config.approval_policy == "on-failure" ? ApprovalPolicy::kOnFailure : ApprovalPolicy::kNever;
+  session.approval = config.approval_policy;
 
   ShellEnvPolicy& env = session.shell_env;
   env.inherit = config.shell_env_inherit == "none"   ? ShellEnvPolicy::Inherit::kNone

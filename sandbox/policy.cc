@@ -163,27 +163,6 @@ void AddNested(Policy* policy, const std::vector<std::string>& found) {
 
 }  // namespace
 
-const char* ModeName(Mode mode) {
-  switch (mode) {
-    case Mode::kReadOnly:
-      return "read-only";
-    case Mode::kWorkspaceWrite:
-      return "workspace-write";
-    case Mode::kDangerFullAccess:
-      return "danger-full-access";
-  }
-  return "read-only";
-}
-
-Result<Mode> ParseMode(std::string_view text) {
-  if (text == "read-only") return Mode::kReadOnly;
-  if (text == "workspace-write") return Mode::kWorkspaceWrite;
-  if (text == "danger-full-access") return Mode::kDangerFullAccess;
-  return MakeError(fmt::format(
-      "invalid sandbox mode '{}' (expected read-only, workspace-write or danger-full-access)",
-      text));
-}
-
 bool Policy::CanWrite(std::string_view path) const {
   // One rule for every write check: the one agentexec's own writes are held to.
   std::string resolved;

@@ -15,13 +15,9 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
+#include "sandbox/mode.h"
 
 namespace ae::sandbox {
-
-enum class Mode { kReadOnly, kWorkspaceWrite, kDangerFullAccess };
-
-const char* ModeName(Mode mode);
-Result<Mode> ParseMode(std::string_view text);
 
 // The configuration's view (CONTRACT §7/§8), before paths are resolved.
 struct Settings {

@@ -24,6 +24,7 @@ build=(
 # kept: Debian's npm package would conflict with it.
 test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps
   clang libclang-rt-14-dev  # clang: make test-asan, make fuzz (libFuzzer)
+  clang-format clang-tidy   # tests/lint: the format check and clang-tidy (scripts/lint.py)
   lintian                   # tests/dist/package_test.py: the .deb has no lintian error
   man-db)                   # tests/dist/manpage_test.py: agentexec.1 renders, no warning
 command -v npm >/dev/null || test+=(nodejs npm)

@@ -88,7 +88,7 @@ TEST(InstructionsTest, AgentsOverrideShadowsAgentsMdInItsDirectory) {
   EXPECT_EQ(ProjectDocs(cwd, 1000, &warnings), "");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0].rfind((root / "AGENTS.override.md").string() + " is not sent to the "
-                                                                          "model: ",
+                                                                       "model: ",
                               0),
             0u)
       << warnings[0];

@@ -206,6 +206,21 @@ TEST_F(TurnTest, TimeoutIsALimit) {
   EXPECT_EQ(r.code, ErrorCode::kTimeout);
 }
 
+// stdout's reader went away: the turn.failed that still reaches the other sinks (an
+// --events-file) carries a code the schema knows, not an empty one.
+TEST_F(TurnTest, AnUnwritableStdoutIsOutputUnwritable) {
+  cancel_.Cancel(CancelReason::kOutputFailed);
+  TurnResult r = Run();
+  EXPECT_EQ(r.outcome, SessionOutcome::kOutputFailed);
+  EXPECT_EQ(r.code, ErrorCode::kOutputUnwritable);
+  EXPECT_EQ(sink_.lines.back().rfind(
+                R"j({"type":"turn.failed","error":{"message":"stdout cannot be written )j"
+                R"j((its reader is gone)","code":"output_unwritable"},)j",
+                0),
+            0u)
+      << sink_.lines.back();
+}
+
 // The client classifies (Error::code); the message text is never read, so a message that
 // only mentions a status or a service code stays a model_error.
 TEST_F(TurnTest, ModelErrorsAreClassifiedByTheClientsCodeNotByTheirText) {

@@ -250,7 +250,7 @@ TEST(Cli, AllOptions) {
   EXPECT_EQ(args->output_schema, "s.json");
   EXPECT_EQ(args->model, "m1");
   EXPECT_EQ(args->profile, "ci");
-  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->sandbox, sandbox::Mode::kWorkspaceWrite);
   EXPECT_EQ(args->cd, "dir");
   EXPECT_TRUE(args->skip_git_repo_check);
   EXPECT_TRUE(args->ephemeral);
@@ -258,7 +258,7 @@ TEST(Cli, AllOptions) {
   EXPECT_TRUE(args->strict_config);
   EXPECT_EQ(args->color, "never");
   EXPECT_TRUE(args->oss);
-  EXPECT_EQ(args->approval, "on-failure");
+  EXPECT_EQ(args->approval, ApprovalPolicy::kOnFailure);
   EXPECT_EQ(args->max_turns, 7);
   EXPECT_EQ(args->timeout_ms, 5400000);
   EXPECT_TRUE(args->print_config);
@@ -506,7 +506,7 @@ TEST(CliSandbox, OptionsThenTheCommand) {
              "--strict-config", "--ignore-user-config", "make", "-j2", "--json", "-h"});
   ASSERT_TRUE(args.ok()) << args.message();
   EXPECT_EQ(args->sandbox_command, (std::vector<std::string>{"make", "-j2", "--json", "-h"}));
-  EXPECT_EQ(args->sandbox, "workspace-write");
+  EXPECT_EQ(args->sandbox, sandbox::Mode::kWorkspaceWrite);
   EXPECT_EQ(args->add_dirs, (std::vector<std::string>{"/d"}));
   EXPECT_EQ(args->config_overrides, (std::vector<std::string>{"k=v"}));
   EXPECT_EQ(args->profile, "ci");
@@ -551,6 +551,27 @@ TEST(CliSandbox, HelpIsTheSandboxsOwn) {
   EXPECT_NE(HelpText().find("agentexec sandbox [-s MODE] [--add-dir DIR]... [-c KEY=VALUE]... "
                             "[--] COMMAND [ARGS]..."),
             std::string::npos);
+}
+
+// batch run passes on exactly the exec options that configure a task, as exec's table says;
+// the ones batch sets itself (-o, --events-file, -C) and the run-only ones are refused.
+TEST(CliBatchPassOn, FollowsExecsOptionTable) {
+  for (const char* value : {"-m", "--model", "-p", "--profile", "-c", "--config", "-s", "--sandbox",
+                            "--add-dir", "--color", "-i", "--image", "-a", "--ask-for-approval",
+                            "--max-turns", "--max-tokens", "--timeout", "--output-schema"}) {
+    EXPECT_EQ(BatchPassOn(value), PassOn::kValue) << value;
+  }
+  for (const char* flag :
+       {"--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--strict-config",
+        "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--oss",
+        "--progress", "--json", "--experimental-json"}) {
+    EXPECT_EQ(BatchPassOn(flag), PassOn::kFlag) << flag;
+  }
+  for (const char* other :
+       {"-o", "--output-last-message", "--events-file", "-C", "--cd", "--print-config", "--last",
+        "--base", "--format", "-h", "-V", "--thread-source", "--nope", "model"}) {
+    EXPECT_EQ(BatchPassOn(other), PassOn::kNo) << other;
+  }
 }
 
 }  // namespace

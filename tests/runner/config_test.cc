@@ -312,7 +312,7 @@ TEST_F(ConfigTest, ProjectCannotRedirectKeysOrStartProgramsOrPickProfiles) {
   EXPECT_EQ(config->model_providers["openai"].base_url, "https://api.openai.com/v1");
   EXPECT_EQ(config->model_providers["openai"].env_key, "OPENAI_API_KEY");
   EXPECT_TRUE(config->mcp_servers.empty());
-  EXPECT_EQ(config->sandbox_mode, "read-only");
+  EXPECT_EQ(config->sandbox_mode, sandbox::Mode::kReadOnly);
 }
 
 TEST_F(ConfigTest, ProjectConfigThatIsTheUserConfigIsReadOnce) {
@@ -324,7 +324,7 @@ TEST_F(ConfigTest, ProjectConfigThatIsTheUserConfigIsReadOnce) {
   Result<Config> config = LoadConfig(o);
   ASSERT_TRUE(config.ok());
   EXPECT_TRUE(config->warnings.empty()) << config->warnings[0];
-  EXPECT_EQ(config->sandbox_mode, "workspace-write");
+  EXPECT_EQ(config->sandbox_mode, sandbox::Mode::kWorkspaceWrite);
 }
 
 // ---- errors and warnings, exactly ----
@@ -522,7 +522,7 @@ TEST_F(ConfigTest, InteractiveApprovalFromAFileFallsBackToNever) {
     WriteFile(user_file(), "approval_policy = \"" + value + "\"\n");
     Result<Config> config = LoadConfig(Options());
     ASSERT_TRUE(config.ok()) << config.message();
-    EXPECT_EQ(config->approval_policy, "never");
+    EXPECT_EQ(config->approval_policy, ApprovalPolicy::kNever);
     ASSERT_EQ(config->warnings.size(), 1u);
     EXPECT_EQ(config->warnings[0],
               user_file() + ":1:19: 'approval_policy' value '" + value +
@@ -536,7 +536,7 @@ TEST_F(ConfigTest, InteractiveApprovalFromOverridesFallsBackToNever) {
     o.overrides = {"approval_policy=" + value};
     Result<Config> config = LoadConfig(o);
     ASSERT_TRUE(config.ok()) << config.message();
-    EXPECT_EQ(config->approval_policy, "never");
+    EXPECT_EQ(config->approval_policy, ApprovalPolicy::kNever);
     EXPECT_EQ(config->sources["approval_policy"], "-c");
     ASSERT_EQ(config->warnings.size(), 1u);
     EXPECT_EQ(config->warnings[0], "-c approval_policy=" + value + ": 'approval_policy' value '" +
@@ -644,7 +644,7 @@ TEST_F(ConfigTest, OverrideValueCannotSmuggleOtherKeys) {
   o.overrides = {"model=x\nsandbox_mode = \"danger-full-access\""};
   Result<Config> config = LoadConfig(o);
   ASSERT_TRUE(config.ok()) << config.message();
-  EXPECT_EQ(config->sandbox_mode, "read-only");
+  EXPECT_EQ(config->sandbox_mode, sandbox::Mode::kReadOnly);
   EXPECT_EQ(config->model, "x\nsandbox_mode = \"danger-full-access\"");
 }
 
