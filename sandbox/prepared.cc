@@ -17,17 +17,6 @@ void PreparedDeleter::operator()(PreparedSandbox* p) const {
   delete p;
 }
 
-Result<PreparedPtr> Prepare(const Policy& policy) {
-  PrepareOptions options;
-  if (!policy.unrestricted()) {
-    Isolation isolation = UsableIsolation(policy);
-    options.mount_namespace = isolation.mount_namespace;
-    options.pid_namespace = isolation.pid_namespace;
-    options.write_watch = isolation.write_watch;
-  }
-  return Prepare(policy, options);
-}
-
 Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options) {
   PreparedPtr prepared(new PreparedSandbox);
   if (policy.unrestricted()) return prepared;

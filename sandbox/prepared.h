@@ -22,8 +22,9 @@ using PreparedPtr = std::unique_ptr<PreparedSandbox, PreparedDeleter>;
 
 // Builds the Landlock ruleset, seccomp program and mount plan for `policy`. An error means
 // the policy cannot be enforced here (the caller fails closed). Under danger-full-access the
-// result is empty and ApplyInChild does nothing. Whether the mount namespace is used follows
-// the preflight's finding (MountNamespaceUsable in sandbox/preflight.h).
+// result is empty and ApplyInChild does nothing. Without a preflight's report to follow
+// (Prepare(policy, report) in sandbox/preflight.h), this one probes the kernel's namespaces
+// now, as the preflight does, and prepares as it finds.
 Result<PreparedPtr> Prepare(const Policy& policy);
 
 struct PrepareOptions {
