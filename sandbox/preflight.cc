@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,13 +20,6 @@ namespace {
 
 constexpr const char* kDangerAdvice =
     "Run with -s danger-full-access where the container is the boundary";
-
-// 0: not probed; else 1 + (mount namespace usable) + 2 * (PID namespace usable).
-std::atomic<int> g_isolation{0};
-
-int Encode(Isolation i) {
-  return 1 + (i.mount_namespace ? 1 : 0) + (i.pid_namespace ? 2 : 0);
-}
 
 bool FakeEnv(const char* name) {
   const char* value = std::getenv(name);
@@ -143,6 +135,13 @@ std::string MetadataExposure(bool root) {
          "owns outside the writable roots";
 }
 
+// The namespaces commands can have, strongest first: mount + PID namespace, then the mount
+// namespace alone, then neither.
+struct Isolation {
+  bool mount_namespace = false;
+  bool pid_namespace = false;
+};
+
 // The strongest isolation that works, with the reasons for what does not.
 Isolation ProbeIsolation(const Policy& policy, ProbeFailure* mount_why, ProbeFailure* pid_why) {
   Isolation found;
@@ -177,22 +176,24 @@ std::string LandlockUnavailableMessage(Mode mode, int err) {
       ModeName(mode), what, std::strerror(err), kDangerAdvice);
 }
 
-Isolation UsableIsolation(const Policy& policy) {
-  int state = g_isolation.load();
-  if (state == 0) {
-    ProbeFailure mount_why, pid_why;
-    state = Encode(ProbeIsolation(policy, &mount_why, &pid_why));
-    g_isolation.store(state);
-  }
-  Isolation isolation;
-  isolation.mount_namespace = ((state - 1) & 1) != 0;
-  isolation.pid_namespace = ((state - 1) & 2) != 0;
-  isolation.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
-  return isolation;
+Result<PreparedPtr> Prepare(const Policy& policy, const PreflightReport& report) {
+  PrepareOptions options;
+  options.mount_namespace = report.mount_namespace;
+  options.pid_namespace = report.pid_namespace;
+  options.write_watch = report.write_watch;
+  return Prepare(policy, options);
 }
 
-void ForgetMountNamespaceFinding() {
-  g_isolation.store(0);
+Result<PreparedPtr> Prepare(const Policy& policy) {
+  PreflightReport found;
+  if (!policy.unrestricted()) {
+    ProbeFailure mount_why, pid_why;
+    Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why);
+    found.mount_namespace = isolation.mount_namespace;
+    found.pid_namespace = isolation.pid_namespace;
+    found.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
+  }
+  return Prepare(policy, found);
 }
 
 Result<PreflightReport> Preflight(const Policy& policy) {
@@ -225,9 +226,9 @@ Result<PreflightReport> Preflight(const Policy& policy) {
   // user (an unprivileged one loses the carve-outs and the tree containment as well).
   ProbeFailure mount_why, pid_why;
   Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why);
-  g_isolation.store(Encode(isolation));
   report.mount_namespace = isolation.mount_namespace;
   report.pid_namespace = isolation.pid_namespace;
+  report.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
   report.description = fmt::format("landlock abi {} + seccomp", abi);
   if (report.mount_namespace) report.description += " + mount namespace";
   if (report.pid_namespace) report.description += " + pid namespace";

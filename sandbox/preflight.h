@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "sandbox/policy.h"
+#include "sandbox/prepared.h"
 
 namespace ae::sandbox {
 
@@ -25,6 +26,7 @@ struct PreflightReport {
   int landlock_abi = 0;          // 0 under danger-full-access
   bool mount_namespace = false;  // the read-only tree and carve-outs are enforced
   bool pid_namespace = false;    // every command's process tree ends with it
+  bool write_watch = true;       // false: AGENTEXEC_SANDBOX_FAKE_NO_WATCH (the test hook)
   // What the run lacks against the full sandbox, one reason each (also among `warnings`).
   // Policy::require_full_isolation turns a non-empty list into an error (exit 3).
   std::vector<std::string> degradations;
@@ -33,17 +35,11 @@ struct PreflightReport {
 // An error means the mode cannot be enforced here; its message says why and what to do.
 Result<PreflightReport> Preflight(const Policy& policy);
 
-// The namespaces commands get, strongest first: mount + PID namespace, then the mount
-// namespace alone, then neither.
-struct Isolation {
-  bool mount_namespace = false;
-  bool pid_namespace = false;
-  bool write_watch = true;  // the write watch (write_watch.h), where the kernel has it
-};
-// Preflight records its finding; without a preflight the first call probes (once per process).
-Isolation UsableIsolation(const Policy& policy);
-// For tests that fake a missing namespace: the next UsableIsolation probes again.
-void ForgetMountNamespaceFinding();
+// The sandbox for commands as `report` found this kernel: the namespaces it can have (mount
+// and PID namespace, then the mount namespace alone, then neither), and the write watch unless
+// a test switched it off. The session passes its preflight's report here; nothing is kept
+// between calls.
+Result<PreparedPtr> Prepare(const Policy& policy, const PreflightReport& report);
 
 // "sandbox: cannot enforce MODE: Landlock is not supported by this kernel (...). Run with ..."
 std::string LandlockUnavailableMessage(Mode mode, int err);

@@ -22,8 +22,9 @@ using PreparedPtr = std::unique_ptr<PreparedSandbox, PreparedDeleter>;
 
 // Builds the Landlock ruleset, seccomp program and mount plan for `policy`. An error means
 // the policy cannot be enforced here (the caller fails closed). Under danger-full-access the
-// result is empty and ApplyInChild does nothing. Whether the mount namespace is used follows
-// the preflight's finding (MountNamespaceUsable in sandbox/preflight.h).
+// result is empty and ApplyInChild does nothing. Without a preflight's report to follow
+// (Prepare(policy, report) in sandbox/preflight.h), this one probes the kernel's namespaces
+// now, as the preflight does, and prepares as it finds.
 Result<PreparedPtr> Prepare(const Policy& policy);
 
 struct PrepareOptions {
@@ -42,26 +43,15 @@ void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy);
 // "landlock abi 7 + seccomp + mount namespace + pid namespace".
 std::string DescribePrepared(const PreparedSandbox& prepared);
 
-// In the child after fork, before execve. Async-signal-safe. On failure returns false and
-// sets *failed_step to a string naming the step (static, or owned by `prepared`, e.g.
-// "make read-only /ws/.git") and *err to errno. Order: mount namespace and carve-outs,
-// PID namespace init, capability drop, no_new_privs, Landlock, seccomp, new session (see
-// docs/SANDBOX.md). With a PID namespace the caller's process does not return: it supervises
-// (sandbox/containment.h), and true is returned in a grandchild, the command's process.
-// Descriptors >= 3 must already be close-on-exec; the supervisor and init close theirs.
+// The sandbox's steps of the child's checklist (sandbox/checklist.h), for a process that
+// confines itself and then execs on its own (`agentexec sandbox`, the preflight's probe); the
+// spawner runs the whole list. After fork, before execve; async-signal-safe. On failure
+// returns false with *failed_step naming the step (static, or owned by `prepared`, e.g.
+// "make read-only /ws/.git") and *err its errno. With a PID namespace the caller's process
+// does not return: it supervises (sandbox/containment.h), and true is returned in a
+// grandchild, the command's process. Descriptors >= 3 must already be close-on-exec; the
+// supervisor and init close theirs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
-
-// The same for a command agentexec runs (the spawner; the test hooks act only here), with the
-// write watch (sandbox/write_watch.h) when `watch_fd` is not -1: it is the child's end of
-// WriteWatch's socket. Once the seccomp filter is in place, the process that installed it
-// installs the watch filter and sends its listener over `watch_fd` (or, when this kernel has
-// no watch or installing it fails, the errno), then closes both; a watch that cannot be had
-// never stops the command, it only leaves agentexec without evidence. -1: no watch.
-// `terminal_fd` (-1: none) is a fresh terminal of agentexec's own that no session controls yet
-// (exec_command with tty): the command's session takes it as its controlling terminal, as an
-// unconfined command's would (containment.h).
-bool ApplyInChild(const PreparedSandbox& prepared, int watch_fd, int terminal_fd,
-                  const char** failed_step, int* err) noexcept;
 
 // What the write watch checks attempts against: what the sandbox really refuses (not
 // ConfinedFs's stricter rule for agentexec's own writes, which refuses any nested .git), and

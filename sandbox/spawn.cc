@@ -24,9 +24,9 @@
 
 #include <fmt/format.h>
 
-#include "base/child.h"
 #include "base/exec_path.h"
 #include "base/fd.h"
+#include "sandbox/checklist.h"
 
 namespace ae::sandbox {
 namespace {
@@ -47,82 +47,20 @@ struct ChildFailure {
   ::_exit(code);
 }
 
-struct ChildPlan {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* cwd;
-  int devnull;
-  int out_w;   // stdout and stderr (a pipe), or -1 with a terminal
-  int err_w2;  // stderr's own pipe, or -1 (stderr shares out_w)
-  int in_r;    // stdin pipe, or -1
-  int tty;     // the pseudo-terminal's slave side, or -1
-  int err_w;   // the failure pipe
-  pid_t parent;
-  const PreparedSandbox* sandbox;
-  int watch_fd;  // WriteWatch's child end, or -1
-};
-
-[[noreturn]] void RunChild(const ChildPlan& p) noexcept {
-  ResetSignalsInChild();
-  // A new session: the whole tree can be killed as a group, and no controlling terminal.
-  const char* group_step = nullptr;
-  int group_err = 0;
-  if (!EnterOwnSessionTiedToParent(p.parent, 126, &group_step, &group_err)) {
-    ChildFail(p.err_w, group_step, group_err, 126);
+// The child's whole life before execve is the checklist (sandbox/checklist.h); a step that
+// fails is reported here. Confinement steps read "sandbox: STEP".
+[[noreturn]] void RunChild(const ChildPlan& plan, int fail_fd) noexcept {
+  StepFailure failure;
+  RunChecklist(plan, &failure);  // returns only when a step failed: execve is the last
+  if (!failure.sandbox) {
+    ChildFail(fail_fd, failure.step, failure.err,
+              failure.step == kExecStep && failure.err == ENOENT ? 127 : 126);
   }
-
-  if (p.tty >= 0) {
-    // The controlling terminal is agentexec's fresh pty; nothing of the user's terminal is
-    // ever reachable (setsid above dropped it). Unconfined, this process is the command's and
-    // takes it now. Confined, the command's process is the last the sandbox starts (under the
-    // PID namespace's init, in a session of its own), and it takes the terminal there: a
-    // terminal controls one session, and it must be the command's.
-    if (p.sandbox == nullptr && !TakeControllingTerminal(p.tty, &group_step, &group_err)) {
-      ChildFail(p.err_w, group_step, group_err, 126);
-    }
-    for (int fd = 0; fd <= 2; ++fd) {
-      if (::dup2(p.tty, fd) < 0) ChildFail(p.err_w, "dup2(terminal)", errno, 126);
-    }
-  } else {
-    // Nothing of agentexec's stdin reaches even the sandbox's supervisor; without a stdin
-    // pipe the command's own stdin is opened again below, inside the confinement.
-    if (::dup2(p.in_r >= 0 ? p.in_r : p.devnull, 0) < 0) {
-      ChildFail(p.err_w, "dup2(stdin)", errno, 126);
-    }
-    if (::dup2(p.out_w, 1) < 0) ChildFail(p.err_w, "dup2(stdout)", errno, 126);
-    if (::dup2(p.err_w2 >= 0 ? p.err_w2 : p.out_w, 2) < 0) {
-      ChildFail(p.err_w, "dup2(stderr)", errno, 126);
-    }
-  }
-  CloseOnExecFrom3();
-  if (p.cwd[0] != '\0' && ::chdir(p.cwd) != 0) ChildFail(p.err_w, "chdir", errno, 126);
-
-  if (p.sandbox != nullptr) {
-    const char* step = "apply";
-    int err = 0;
-    // Stdin is the terminal's slave side (dup2 above) when there is one.
-    if (!ApplyInChild(*p.sandbox, p.watch_fd, p.tty >= 0 ? 0 : -1, &step, &err)) {
-      char buf[sizeof(ChildFailure::step)] = "sandbox: ";
-      size_t i = 9;
-      for (size_t k = 0; step[k] != '\0' && i + 1 < sizeof buf; ++k) buf[i++] = step[k];
-      buf[i] = '\0';
-      ChildFail(p.err_w, buf, err, 126);
-    }
-  }
-  // The command's only descriptors are 0-2 (the rest are close-on-exec). Without a pipe or a
-  // terminal its stdin is a /dev/null opened here, inside the mount namespace: one opened
-  // before it would still carry write access to the host's mount (fchmod, fchown, futimens
-  // through it reached agentexec's own /dev/null).
-  if (p.tty < 0 && p.in_r < 0) {
-    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0) ChildFail(p.err_w, "open /dev/null", errno, 126);
-    if (::dup2(null_fd, 0) < 0) ChildFail(p.err_w, "dup2(stdin)", errno, 126);
-    ::close(null_fd);
-  }
-  ::execve(p.path, p.argv, p.envp);
-  int err = errno;
-  ChildFail(p.err_w, "execve", err, err == ENOENT ? 127 : 126);
+  char buf[sizeof(ChildFailure::step)] = "sandbox: ";
+  size_t i = 9;
+  for (size_t k = 0; failure.step[k] != '\0' && i + 1 < sizeof buf; ++k) buf[i++] = failure.step[k];
+  buf[i] = '\0';
+  ChildFail(fail_fd, buf, failure.err, 126);
 }
 
 int PidfdOpen(pid_t pid) {
@@ -370,16 +308,27 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   std::unique_ptr<WriteWatch> watch;
   if (spec.watch_writes) watch = std::make_unique<WriteWatch>(spec.sandbox);
   const int watch_fd = watch ? watch->child_fd() : -1;
-  ChildPlan plan{path.c_str(), argv.data(),  envp.data(), spec.cwd.c_str(), devnull.get(),
-                 out_w.get(),  err_w.get(),  in_r.get(),  slave.get(),      fail_w.get(),
-                 ::getpid(),   spec.sandbox, watch_fd};
+  ChildPlan plan;
+  plan.spawner = true;
+  plan.sandbox = spec.sandbox;
+  plan.path = path.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.cwd = spec.cwd.c_str();
+  plan.devnull = devnull.get();
+  plan.out_w = out_w.get();
+  plan.err_w2 = err_w.get();
+  plan.in_r = in_r.get();
+  plan.tty = slave.get();
+  plan.parent = ::getpid();
+  plan.watch_fd = watch_fd;
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
-  if (pid == 0) RunChild(plan);
+  if (pid == 0) RunChild(plan, fail_w.get());
   int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return MakeError(fmt::format("fork failed: {}", std::strerror(fork_errno)));

@@ -32,16 +32,15 @@ enum class End { kCommandExits, kTimeout, kCancel };
 
 class Containment : public testing::WorkspaceWriteTest {
  protected:
-  void TearDown() override { ForgetMountNamespaceFinding(); }
-
   // The sandbox as the preflight finds it; `no_pid_namespace` fakes a host without one.
   PreparedPtr Sandbox(bool no_pid_namespace, PreflightReport* report) {
     if (no_pid_namespace) ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1", 1);
     Result<PreflightReport> found = Preflight(policy_);
     ::unsetenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS");
     EXPECT_TRUE(found.ok()) << found.message();
-    if (found.ok()) *report = *found;
-    Result<PreparedPtr> prepared = Prepare(policy_);
+    if (!found.ok()) return PreparedPtr();
+    *report = *found;
+    Result<PreparedPtr> prepared = Prepare(policy_, *found);
     EXPECT_TRUE(prepared.ok()) << prepared.message();
     return prepared.ok() ? std::move(prepared.value()) : PreparedPtr();
   }
@@ -148,7 +147,6 @@ TEST_F(Containment, WithoutAPidNamespaceTheLimitIsAnnounced) {
   }
   std::printf("[ limits   ] spawner without a pid namespace: %d of 3 setsid daemons survive\n",
               limits);
-  ForgetMountNamespaceFinding();
   policy_.require_full_isolation = true;
   ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1", 1);
   Result<PreflightReport> refused = Preflight(policy_);
