@@ -22,7 +22,7 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 #include "engine/model/client.h"
 
 namespace ae {

@@ -20,7 +20,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/cancel.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "outputs/run_summary.h"
 
 namespace ae {

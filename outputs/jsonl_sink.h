@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "base/cancel.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace ae {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/event_sink.h"
-#include "engine/result_record.h"
+#include "engine/events/event_sink.h"
+#include "engine/events/result_record.h"
 
 namespace ae {
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

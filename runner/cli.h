@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/mode.h"
 
 namespace ae {

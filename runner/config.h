@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/mode.h"
 
 #include "base/result.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 
 namespace ae {
 

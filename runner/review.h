@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "engine/review/git.h"
 #include "engine/session.h"
 #include "runner/cli.h"

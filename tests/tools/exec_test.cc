@@ -7,10 +7,10 @@
 
 #include "base/utf8.h"
 
-#include "engine/tools/env_policy.h"
+#include "engine/exec/env_policy.h"
+#include "engine/exec/model_output.h"
+#include "engine/exec/shell_quote.h"
 #include "engine/tools/exec.h"
-#include "engine/tools/model_output.h"
-#include "engine/tools/shell_quote.h"
 #include "tool_fixture.h"
 
 namespace ae::testing {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

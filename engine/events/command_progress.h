@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/result_record.h"
+#include "engine/events/result_record.h"
 
 namespace ae {
 

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 
 namespace ae {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/policy.h"
 
 namespace ae {
