@@ -1,4 +1,4 @@
-// The one place outcomes become process exit codes (CONTRACT §2).
+// The one place outcomes become process exit codes.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// `agentexec review` (CONTRACT §10): from the command line to a review run (the change, the
+// `agentexec review`: from the command line to a review run (the change, the
 // prompt, a confined session), and the structured result back out as JSON, Markdown, SARIF or
 // a GitLab Code Quality report.
 #pragma once

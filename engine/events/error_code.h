@@ -1,4 +1,4 @@
-// Why a run failed, as a machine-readable code (turn.failed error.code, CONTRACT §10). The
+// Why a run failed, as a machine-readable code (turn.failed error.code). The
 // names are part of the published event schema; runner/exit_code.h maps each to an exit code.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The result record of a run (CONTRACT §10): how long it took, how many model requests it
+// The result record of a run: how long it took, how many model requests it
 // sent and the last one's usage. turn.completed and turn.failed carry it besides `usage`.
 #pragma once
 

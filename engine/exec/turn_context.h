@@ -11,7 +11,7 @@
 
 namespace ae {
 
-// shell_environment_policy (CONTRACT §7): which variables model-run commands see.
+// shell_environment_policy: which variables model-run commands see.
 struct ShellEnvPolicy {
   enum class Inherit { kAll, kCore, kNone };
   Inherit inherit = Inherit::kAll;

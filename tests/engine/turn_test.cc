@@ -297,7 +297,7 @@ TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
       R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}})");
 }
 
-// Issue 14: the history is compacted before the request that would reach the limit, with a
+// The history is compacted before the request that would reach the limit, with a
 // summarisation request that offers no tools, and the turn goes on from the compacted history.
 TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
   client_.responses.push_back(Response({Call("echo", "{}", "c1")}, Usage{200, 0, 0, 10, 0}));

@@ -1,4 +1,4 @@
-// The top-level exception boundary (issue 12): an exception escaping the session ends the run
+// The top-level exception boundary: an exception escaping the session ends the run
 // as a failed turn, with well-formed events, never through std::terminate.
 #include <gtest/gtest.h>
 
