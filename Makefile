@@ -86,7 +86,7 @@ lint-baseline: configure-asan
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD) $(DIST_BUILD)
 
-# --- clang, sanitizers and fuzzing (issue 12) ---
+# --- clang, sanitizers and fuzzing ---
 # build-clang: everything (product, tests, bench) with clang, warnings as errors.
 # test-asan:   the test suite built with clang, AddressSanitizer + UndefinedBehaviorSanitizer
 #              (-O1, no benchmarks), plus each fuzz harness over its seeds and for

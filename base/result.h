@@ -13,7 +13,7 @@ struct Error {
   std::string message;
   // Why, for callers that must tell failures apart without reading the message: the producer
   // sets a machine-readable name (the model client sets turn.failed's error.code names, see
-  // engine/error_code.h); "" when nobody classified it.
+  // engine/events/error_code.h); "" when nobody classified it.
   std::string code;
 };
 

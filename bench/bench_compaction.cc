@@ -1,4 +1,4 @@
-// Issue 14: request building and memory across a long thread, with and without context
+// Request building and memory across a long thread, with and without context
 // compaction. A thread grows as a long agent session does (commentary, encrypted reasoning, a
 // call and a 2 KB output per step, one model request per step); with compaction the history is
 // compacted as the turn loop does when the next request would reach the limit. Each benchmark

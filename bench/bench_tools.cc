@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "base/cancel.h"
-#include "engine/emitter.h"
-#include "engine/orchestrator.h"
+#include "engine/events/emitter.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/tools/apply_patch/applier.h"
 #include "engine/tools/apply_patch/parser.h"
 #include "engine/tools/router.h"

@@ -1,4 +1,4 @@
-// Context management for long runs (issue 14): how full the context window is, and how the
+// Context management for long runs: how full the context window is, and how the
 // history is compacted when the next request would cross the auto-compact limit.
 //
 // Tokens are counted as the service counted them (the last response's usage: input + output)
@@ -22,7 +22,7 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 #include "engine/model/client.h"
 
 namespace ae {

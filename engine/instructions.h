@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/turn_context.h"
+#include "engine/exec/turn_context.h"
 
 namespace ae {
 

@@ -1,4 +1,4 @@
-// Session files (CONTRACT §9): every run appends its history to
+// Session files: every run appends its history to
 // $AGENTEXEC_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread_id>.jsonl, one JSON object
 // a line, flushed per line, so `resume` can continue it and a crash loses at most a line.
 //
@@ -20,7 +20,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

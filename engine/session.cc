@@ -6,14 +6,14 @@
 #include <ctime>
 
 #include "base/secret_env.h"
-#include "engine/command_progress.h"
 #include "engine/compaction.h"
-#include "engine/emitter.h"
+#include "engine/events/command_progress.h"
+#include "engine/events/emitter.h"
+#include "engine/events/result_record.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
 #include "engine/mcp/manager.h"
-#include "engine/orchestrator.h"
-#include "engine/result_record.h"
 #include "engine/tools/router.h"
 #include "engine/turn.h"
 #include "engine/uuid.h"
@@ -85,8 +85,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // A sandbox that cannot be enforced ends the run before any work, framed like every other
   // failure: thread.started, turn.started, error, turn.failed (README "Exit codes"). A client
   // that cannot be made (no key) is found before the header instead: only the `error`.
-  auto fail_before_turn = [&](SessionOutcome outcome, ErrorCode code, std::string message,
-                              bool framed = true) {
+  auto fail_before_turn = [&](ErrorCode code, std::string message, bool framed = true) {
     if (framed) {
       SessionInfo info;
       info.cwd = config.cwd;
@@ -100,7 +99,6 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     }
     emitter.Emit(StreamError{message});
     if (framed) emitter.Emit(TurnFailed{message, code, Usage{}, record.Stats()});
-    result.outcome = outcome;
     result.code = code;
     result.stats = record.Stats();
     result.error = std::move(message);
@@ -111,8 +109,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // the run here (exit 3) instead of running commands unconfined.
   Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(config.sandbox, config.cwd);
   if (!policy.ok()) {
-    return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
-                            policy.message());
+    return fail_before_turn(ErrorCode::kSandboxUnavailable, policy.message());
   }
   // The nested repositories are searched while the run starts and the model answers; the
   // turn waits for them before its first tool call (complete_sandbox below).
@@ -123,15 +120,13 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   if (!policy->unrestricted()) {
     Result<sandbox::PreflightReport> report = outside.preflight(*policy);
     if (!report.ok()) {
-      return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
-                              report.message());
+      return fail_before_turn(ErrorCode::kSandboxUnavailable, report.message());
     }
     enforcement = report->description;
     for (const std::string& w : report->warnings) warnings.push_back(w);
     Result<sandbox::PreparedPtr> made = outside.prepare(*policy);
     if (!made.ok()) {
-      return fail_before_turn(SessionOutcome::kSandboxUnavailable, ErrorCode::kSandboxUnavailable,
-                              made.message());
+      return fail_before_turn(ErrorCode::kSandboxUnavailable, made.message());
     }
     prepared = std::move(made.value());
   }
@@ -143,7 +138,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     const int64_t tokens = EstimateTokens(prompt);
     if (tokens > window) {
       return fail_before_turn(
-          SessionOutcome::kFailed, ErrorCode::kContextLength,
+          ErrorCode::kContextLength,
           fmt::format("the prompt does not fit the model's context window: it is about {} tokens "
                       "({} bytes at 4 bytes a token) and the window of `{}` holds {} "
                       "(model_context_window); shorten it, or put the material in files the "
@@ -188,8 +183,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   // commands have) leave the startup block too: /proc/<agentexec>/environ shows none of them.
   MoveVariablesOffStartupBlock(CredentialLookingVariables());
   if (!client.ok()) {
-    return fail_before_turn(SessionOutcome::kFailed, ClassifyModelError(client.error()),
-                            client.message(), /*framed=*/false);
+    return fail_before_turn(ClassifyModelError(client.error()), client.message(), /*framed=*/false);
   }
 
   TurnContext turn;
@@ -264,7 +258,6 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     if (config.resume) result.usage = config.resume->usage;
     emitter.Emit(StreamError{*failure});
     emitter.Emit(TurnFailed{*failure, ErrorCode::kMcpError, result.usage, result.stats});
-    result.outcome = SessionOutcome::kFailed;
     result.code = ErrorCode::kMcpError;
     result.error = *failure;
     session_saved();
@@ -300,7 +293,6 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                 .before_tools = complete_sandbox};
   TurnResult turn_result = RunTurn(deps, history);
 
-  result.outcome = turn_result.outcome;
   result.code = turn_result.code;
   result.stats = turn_result.stats;
   result.error = turn_result.error;

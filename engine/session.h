@@ -11,22 +11,18 @@
 #include <vector>
 
 #include "base/cancel.h"
-#include "engine/error_code.h"
-#include "engine/event_sink.h"
+#include "engine/events/error_code.h"
+#include "engine/events/event_sink.h"
+#include "engine/exec/turn_context.h"
 #include "engine/mcp/mcp_config.h"
 #include "engine/model/client.h"
 #include "engine/rollout.h"
-#include "engine/turn_context.h"
+#include "engine/turn.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
 
 namespace ae {
-
-// Checks the final answer once the model is done: an error fails the turn; an item is reported
-// right before turn.completed (`agentexec review` turns its JSON into a `review` item).
-using FinalAnswerCheck =
-    std::function<Result<std::optional<ItemDetails>>(const std::string& final_message)>;
 
 // Everything the engine needs, resolved by runner/ from flags, config and environment.
 struct SessionConfig {
@@ -52,42 +48,7 @@ struct SessionConfig {
   FinalAnswerCheck final_answer_check;            // empty: any final answer completes the turn
 };
 
-// A coarse view of SessionResult::code, derived from it by OutcomeOf and never set beside it:
-// ErrorCode is the one failure taxonomy and runner/exit_code.h maps it, alone, to the exit
-// code. The view stays while engine/session.cc still writes it.
-enum class SessionOutcome {
-  kCompleted,           // code kNone
-  kFailed,              // every code not below
-  kSandboxUnavailable,  // sandbox_unavailable
-  kLimitReached,        // max_turns, timeout, max_tokens
-  kOutputFailed,        // output_unwritable
-  kInterrupted,         // interrupted
-  kTerminated,          // terminated
-};
-
-inline SessionOutcome OutcomeOf(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNone:
-      return SessionOutcome::kCompleted;
-    case ErrorCode::kSandboxUnavailable:
-      return SessionOutcome::kSandboxUnavailable;
-    case ErrorCode::kMaxTurns:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kMaxTokens:
-      return SessionOutcome::kLimitReached;
-    case ErrorCode::kOutputUnwritable:
-      return SessionOutcome::kOutputFailed;
-    case ErrorCode::kInterrupted:
-      return SessionOutcome::kInterrupted;
-    case ErrorCode::kTerminated:
-      return SessionOutcome::kTerminated;
-    default:
-      return SessionOutcome::kFailed;
-  }
-}
-
 struct SessionResult {
-  SessionOutcome outcome = SessionOutcome::kFailed;  // OutcomeOf(code)
   ErrorCode code = ErrorCode::kNone;  // why it failed (kNone: completed); exit_code.h maps it
   TurnStats stats;                    // duration, requests, last usage
   std::string thread_id;
@@ -95,6 +56,7 @@ struct SessionResult {
   std::string error;          // why it failed, when it did
   std::string session_error;  // why the session file was not (fully) saved; empty if it was
   Usage usage;
+  SessionOutcome outcome() const { return OutcomeOf(code); }
 };
 
 class ToolRouter;

@@ -4,7 +4,7 @@
 
 #include "engine/compaction.h"
 #include "engine/history.h"
-#include "engine/output_schema.h"
+#include "engine/output_schema/output_schema.h"
 
 namespace ae {
 namespace {
@@ -110,7 +110,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
     failed.usage = result.usage;
     failed.final_message = result.final_message;
     failed.stats = record.Stats();
-    failed.outcome = OutcomeOf(failed.code);
     deps.emitter.Emit(StreamError{failed.error});
     deps.emitter.Emit(TurnFailed{failed.error, failed.code, failed.usage, failed.stats});
     return failed;
@@ -227,7 +226,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
       if (Status ready = deps.before_tools(); !ready.ok()) {
         if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
         TurnResult failed;
-        failed.outcome = SessionOutcome::kSandboxUnavailable;
         failed.code = ErrorCode::kSandboxUnavailable;
         failed.error = ready.message();
         return fail(failed);
@@ -275,7 +273,6 @@ TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
   deps.router.OnTurnEnd(deps.emitter);
   result.stats = record.Stats();
   deps.emitter.Emit(TurnCompleted{result.usage, result.stats});
-  result.outcome = OutcomeOf(ErrorCode::kNone);
   return result;
 }
 

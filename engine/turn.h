@@ -8,14 +8,19 @@
 #include <vector>
 
 #include "base/cancel.h"
-#include "engine/emitter.h"
+#include "engine/events/emitter.h"
+#include "engine/events/error_code.h"
+#include "engine/events/result_record.h"
 #include "engine/model/client.h"
-#include "engine/result_record.h"
 #include "engine/rollout.h"
-#include "engine/session.h"
 #include "engine/tools/router.h"
 
 namespace ae {
+
+// Checks the final answer once the model is done: an error fails the turn; an item is reported
+// right before turn.completed (`agentexec review` turns its JSON into a `review` item).
+using FinalAnswerCheck =
+    std::function<Result<std::optional<ItemDetails>>(const std::string& final_message)>;
 
 struct TurnDeps {
   const TurnContext& turn;
@@ -45,12 +50,12 @@ struct TurnDeps {
 };
 
 struct TurnResult {
-  SessionOutcome outcome = SessionOutcome::kFailed;  // OutcomeOf(code)
-  ErrorCode code = ErrorCode::kNone;                 // why it failed (kNone when it completed)
-  TurnStats stats;                                   // as reported in turn.completed / turn.failed
+  ErrorCode code = ErrorCode::kNone;  // why it failed (kNone when it completed)
+  TurnStats stats;                    // as reported in turn.completed / turn.failed
   std::string error;
   std::string final_message;
   Usage usage;
+  SessionOutcome outcome() const { return OutcomeOf(code); }
 };
 
 // `history` holds the initial items and grows with every model item and tool output; when

@@ -1,4 +1,4 @@
-// HumanSink: CONTRACT §4. Progress for a person on stderr (header, reasoning, commands with
+// HumanSink: progress for a person on stderr (header, reasoning, commands with
 // their exit status and a few output lines, patches with their diff, plan steps, errors,
 // token usage). The final message itself goes to stdout via the runner, not here.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/cancel.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "outputs/run_summary.h"
 
 namespace ae {

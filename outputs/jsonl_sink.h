@@ -1,4 +1,4 @@
-// JsonlSink: CONTRACT §3. One compact JSON object per line, field order fixed, strings
+// JsonlSink: one compact JSON object per line, field order fixed, strings
 // always valid UTF-8 (base/json.h writes every line).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "base/cancel.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace ae {
 

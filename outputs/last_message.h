@@ -7,7 +7,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace ae {
 

@@ -1,4 +1,4 @@
-// A long command is not silence (CONTRACT §10). In human mode, ProgressSink sits in front of
+// A long command is not silence. In human mode, ProgressSink sits in front of
 // the HumanSink: on a terminal it keeps a live status line for the oldest running command
 // (elapsed time, the command), cleared before anything else is written; when stderr is not a
 // terminal (CI logs) it writes "still running (2m10s): CMD" lines at a growing interval.
@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/event_sink.h"
-#include "engine/result_record.h"
+#include "engine/events/event_sink.h"
+#include "engine/events/result_record.h"
 
 namespace ae {
 

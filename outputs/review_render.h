@@ -1,6 +1,6 @@
-// A review result (engine/events.h ReviewItem) as JSON, as Markdown, as SARIF and as a GitLab
-// Code Quality report. The JSON is what the `review` item carries, what -o writes and what the
-// model returned, normalised; the Markdown is for a pull request comment: the verdict, then the
+// A review result (engine/events/events.h ReviewItem) as JSON, as Markdown, as SARIF and as a
+// GitLab Code Quality report. The JSON is what the `review` item carries, what -o writes and what
+// the model returned, normalised; the Markdown is for a pull request comment: the verdict, then the
 // findings by priority, each anchored `path:start-end`. SARIF (GitHub code scanning) and Code
 // Quality (GitLab merge requests) show each finding inline on the change.
 #pragma once
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/json.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

@@ -1,4 +1,4 @@
-// The one line human mode ends with (CONTRACT §10): time, model requests, tokens, commands
+// The one line human mode ends with: time, model requests, tokens, commands
 // run and failed, files changed. Tallied from the events, so it says what the stream said.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

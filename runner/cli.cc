@@ -239,7 +239,7 @@ Status SetSandboxMode(const std::optional<std::string>& text, CliArgs& args, con
   return {};
 }
 
-// -a POLICY, parsed by the policy table (engine/approval.h) into args.approval. The
+// -a POLICY, parsed by the policy table (engine/exec/approval.h) into args.approval. The
 // interactive policies codex knows get their own answer.
 Status SetApprovalPolicy(const std::optional<std::string>& text, CliArgs& args) {
   if (!text) return {};

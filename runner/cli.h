@@ -1,4 +1,4 @@
-// The command line (CONTRACT §1) as a plain struct. Parsing only: nothing here reads files,
+// The command line as a plain struct. Parsing only: nothing here reads files,
 // the environment or stdin; runner/session_config.h turns CliArgs into a run.
 //
 //   agentexec [exec] [OPTIONS] [PROMPT]
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/mode.h"
 
 namespace ae {

@@ -1,4 +1,4 @@
-// Config: the one typed view of every setting (CONTRACT §7), with where each value came from.
+// Config: the one typed view of every setting, with where each value came from.
 // Built by LoadConfig from layers, lowest first:
 //   defaults < user config < profile < project .agentexec/config.toml < environment < -c < flags
 // The key table (config_keys.h) drives every layer, so a key is declared once.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/mode.h"
 
 #include "base/result.h"

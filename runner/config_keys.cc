@@ -252,7 +252,7 @@ const KeySpec kKeys[] = {
     {"model_providers.*.experimental_bearer_token", K::kIgnored, "",
      "Accepted from codex; unused (use env_key)."},
 
-    // Sandbox and approval (CONTRACT §8).
+    // Sandbox and approval.
     {"sandbox_mode", K::kEnum, "\"read-only\"", "What commands may write.",
      kCommaNames<sandbox::kModeNames>, kNoFlags,
      GetNamed<&Config::sandbox_mode, sandbox::kModeNames>,

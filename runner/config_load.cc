@@ -1,4 +1,4 @@
-// LoadConfig: the layers of CONTRACT §7 applied lowest first through one walker, so every
+// LoadConfig: the config layers applied lowest first through one walker, so every
 // layer gets the same key table, type checks, positions and source labels.
 #include <fmt/format.h>
 #include <toml++/toml.h>

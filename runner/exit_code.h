@@ -1,11 +1,11 @@
-// The one place outcomes become process exit codes (CONTRACT §2).
+// The one place outcomes become process exit codes.
 #pragma once
 
 #include <array>
 #include <string>
 #include <string_view>
 
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 
 namespace ae {
 

@@ -1,4 +1,4 @@
-// Is the working directory inside a git repository? (CONTRACT §1; the message is codex's.)
+// Is the working directory inside a git repository? (the message is codex's)
 #pragma once
 
 #include <optional>

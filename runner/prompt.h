@@ -1,4 +1,4 @@
-// The prompt (CONTRACT §1): the positional argument, or all of stdin when it is absent or "-".
+// The prompt: the positional argument, or all of stdin when it is absent or "-".
 #pragma once
 
 #include <chrono>

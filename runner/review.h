@@ -1,4 +1,4 @@
-// `agentexec review` (CONTRACT §10): from the command line to a review run (the change, the
+// `agentexec review`: from the command line to a review run (the change, the
 // prompt, a confined session), and the structured result back out as JSON, Markdown, SARIF or
 // a GitLab Code Quality report.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "engine/review/git.h"
 #include "engine/session.h"
 #include "runner/cli.h"

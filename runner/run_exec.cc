@@ -94,7 +94,6 @@ SessionResult RunSessionGuarded(const SessionConfig& session, const std::string&
   }
   SessionResult failed;
   failed.code = ErrorCode::kModelError;
-  failed.outcome = OutcomeOf(failed.code);
   failed.error = "internal error: " + what;
   try {
     for (EventSink* sink : sinks) {

@@ -16,7 +16,7 @@
 #include "base/duration.h"
 #include "base/json.h"
 #include "base/read_file.h"
-#include "engine/output_schema.h"
+#include "engine/output_schema/output_schema.h"
 #include "runner/git_check.h"
 
 namespace ae {

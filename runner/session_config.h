@@ -1,5 +1,5 @@
 // From command line + environment + files to a run: LoadRun is what main.cc calls. Every
-// error here is a usage or configuration error (exit 2, CONTRACT §2), its message ready for
+// error here is a usage or configuration error (exit 2), its message ready for
 // stderr as is.
 #pragma once
 
@@ -66,7 +66,7 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
                                       const std::vector<std::string>& add_dirs);
 
 // `resume` keeps the provider and model the session was created with, unless the command line
-// or a config layer names others (CONTRACT §10). Updates `session` and returns the note for
+// or a config layer names others. Updates `session` and returns the note for
 // stderr saying which were used, e.g.
 //   "resume: model gpt-5 and provider openai, kept from the session"
 Result<std::string> KeepResumedModel(const std::string& session_provider,

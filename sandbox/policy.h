@@ -19,7 +19,7 @@
 
 namespace ae::sandbox {
 
-// The configuration's view (CONTRACT §7/§8), before paths are resolved.
+// The configuration's view, before paths are resolved.
 struct Settings {
   Mode mode = Mode::kReadOnly;
   std::vector<std::string> writable_roots;  // sandbox_workspace_write.writable_roots

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/cancel.h"
-#include "engine/emitter.h"
+#include "engine/events/emitter.h"
 #include "engine/mcp/client.h"
 #include "engine/mcp/mcp_config.h"
 #include "engine/tools/router.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 #include "engine/model/chat.h"
 #include "engine/model/responses.h"
 #include "engine/model/scripted.h"

@@ -13,7 +13,7 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

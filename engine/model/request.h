@@ -14,7 +14,7 @@ namespace ae {
 // The name codex gives the --output-schema format.
 inline constexpr const char* kOutputSchemaName = "codex_output_schema";
 
-// Which history items may be replayed with `store: false` (CONTRACT §10): a reasoning item
+// Which history items may be replayed with `store: false`: a reasoning item
 // only with its encrypted_content and followed by the item it belongs to (the service answers
 // 404 for the first and 400 for the second). Everything else is kept.
 std::vector<bool> ReplayableItems(const std::vector<std::string>& input);

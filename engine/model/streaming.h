@@ -21,7 +21,7 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 #include "engine/model/client.h"
 #include "engine/model/http.h"
 #include "engine/model/sse.h"

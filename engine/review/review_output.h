@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

@@ -8,10 +8,10 @@
 #include "base/duration.h"
 #include "base/json.h"
 
-#include "engine/orchestrator.h"
+#include "engine/exec/model_output.h"
+#include "engine/exec/orchestrator.h"
+#include "engine/exec/shell_quote.h"
 #include "engine/tools/apply_patch/tool.h"
-#include "engine/tools/model_output.h"
-#include "engine/tools/shell_quote.h"
 #include "engine/tools/unified_exec.h"
 
 namespace ae {

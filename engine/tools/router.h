@@ -12,8 +12,8 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/emitter.h"
-#include "engine/turn_context.h"
+#include "engine/events/emitter.h"
+#include "engine/exec/turn_context.h"
 
 namespace ae {
 

@@ -15,10 +15,10 @@
 
 #include <fmt/format.h>
 
-#include "engine/command_progress.h"
-#include "engine/tools/env_policy.h"
+#include "engine/events/command_progress.h"
+#include "engine/exec/env_policy.h"
+#include "engine/exec/model_output.h"
 #include "engine/tools/exec.h"
-#include "engine/tools/model_output.h"
 #include "sandbox/spawn.h"
 
 namespace ae {

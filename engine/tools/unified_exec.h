@@ -28,7 +28,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "engine/orchestrator.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/tools/router.h"
 
 namespace ae {

@@ -1,4 +1,4 @@
-// The command line has no traps (CONTRACT §10): `help` and `schema` are commands, `resume
+// The command line has no traps: `help` and `schema` are commands, `resume
 // --last ID` is refused, --output-schema is checked before any token is spent and the answer
 // after, and errors before the thread starts leave --json stdout valid.
 #include <gtest/gtest.h>

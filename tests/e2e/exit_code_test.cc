@@ -1,4 +1,4 @@
-// Every exit code of CONTRACT §2 that the runner itself decides, with its message.
+// Every exit code that the runner itself decides, with its message.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -80,7 +80,7 @@ TEST_F(ExitCodeTest, UnknownKeyWarnsAsAnErrorItemBeforeTurnStarted) {
 }
 
 // codex runs `-c approval_policy=on-request` (and untrusted); so do we, as `never`, with the
-// warning a config file gets (#13).
+// warning a config file gets.
 TEST_F(ExitCodeTest, InteractiveApprovalOverrideRunsAsNeverWithAWarning) {
   RunOutput out = Run({"--json", "-c", "approval_policy=on-request", "hi"});
   EXPECT_EQ(out.exit_code, 0) << out.err;
@@ -129,7 +129,7 @@ TEST_F(ExitCodeTest, UnenforceableSandboxIs3AndRunsNothing) {
   RunOutput out = Run({"--json", "-s", "workspace-write", "hi"}, options, kLoop);
   EXPECT_EQ(out.exit_code, 3);
   EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
-  // Framed like every other failure (issue 12): thread.started, turn.started, error,
+  // Framed like every other failure: thread.started, turn.started, error,
   // turn.failed.
   std::vector<std::string> lines = out.lines();
   ASSERT_EQ(lines.size(), 4u) << out.out;
@@ -173,7 +173,7 @@ TEST_F(ExitCodeTest, ScriptRunningOutIsATurnFailure) {
       << out.out;
 }
 
-// --- Issue 12: output, durations, session files -------------------------------------------
+// --- output, durations, session files -------------------------------------------
 
 std::string ManyCalls(int n, const std::string& cmd) {
   std::string items;

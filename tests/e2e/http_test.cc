@@ -325,7 +325,7 @@ TEST_F(HttpTest, ChatWireAnswerThatDoesNotMatchTheSchemaIsExit6AndOIsEmpty) {
   EXPECT_EQ(content, "");
 }
 
-// The defect of issue 10: a reasoning model thinks, calls a tool, thinks again and answers;
+// A regression once: a reasoning model thinks, calls a tool, thinks again and answers;
 // with store:false the second request must replay the reasoning with its encrypted content.
 // The strict server refuses anything else (404 for a reasoning item replayed by id alone).
 // Then `resume` continues the thread with another tool call, replaying the stored items.
@@ -513,7 +513,7 @@ TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
-// --- Issue 12: hostile JSON from the model (model_server.py's hostile-JSON faults) ----------
+// --- hostile JSON from the model (model_server.py's hostile-JSON faults) ----------
 
 TEST_F(HttpTest, AMillionDeepEventFailsTheRequestNotTheProcess) {
   for (const char* wire : {"responses", "chat"}) {
@@ -578,7 +578,7 @@ TEST_F(HttpTest, AnOverflowingNumberInAnOutputItemKeepsEverythingValid) {
   EXPECT_EQ(server_.Requests().size(), 3u);
 }
 
-// --- Issue 14: context compaction and the token budget, against the strict server ---------
+// --- context compaction and the token budget, against the strict server ---------
 
 // A long run: `calls` tool calls (every fifth a command, the others plan updates), then an
 // answer, then one more answer for a resumed run. The server refuses any request whose input

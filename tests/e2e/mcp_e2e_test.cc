@@ -74,7 +74,7 @@ TEST_F(McpE2eTest, AServerThatCannotStartIsAWarningUnlessRequired) {
       << required.out;
 }
 
-// Issue 12: arguments the model writes as a string, holding a number that overflows a double
+// Arguments the model writes as a string, holding a number that overflows a double
 // and raw invalid UTF-8; stdout stays valid JSON in valid UTF-8 (CheckJsonLines is strict).
 TEST_F(McpE2eTest, HostileArgumentsStayValidJsonOnStdout) {
   RunOutput out = Run("", "", "\"{\\\"a\\\":1.8e308,\\\"b\\\":\\\"\xff\xfe\\\"}\"");

@@ -1,4 +1,4 @@
-// One response's tool calls through the real binary and the loopback model server (#13): the
+// One response's tool calls through the real binary and the loopback model server: the
 // parallel-safe calls run together even when the response also holds a patch, the patch waits
 // for them and runs alone, events come in completion order and the outputs go back to the
 // model in call order.

@@ -1,5 +1,5 @@
 // --progress under a fake clock: output so far, at most once per interval.
-#include "engine/command_progress.h"
+#include "engine/events/command_progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // --output-schema: the strict structured-output rules at start-up (each refusal names the JSON
 // pointer and the rule) and the validation of the final answer at the end.
-#include "engine/output_schema.h"
+#include "engine/output_schema/output_schema.h"
 
 #include <gtest/gtest.h>
 

@@ -134,7 +134,7 @@ TEST_F(RolloutTest, ASessionLinkedFromOutsideIsNotRead) {
 namespace ae {
 namespace {
 
-// Issue 12: a full disk is reported once, and nothing more is written after a torn line.
+// A full disk is reported once, and nothing more is written after a torn line.
 TEST(RolloutWriteErrorTest, AFullDiskIsReportedOnce) {
   auto w = RolloutWriter::Append("/dev/full");
   if (!w.ok()) GTEST_SKIP() << "no /dev/full here: " << w.message();

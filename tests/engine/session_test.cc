@@ -79,7 +79,7 @@ TEST_F(SessionDepsTest, AWholeSessionRunsOnFakes) {
       {test::Call("update_plan", R"({"plan":[{"step":"s","status":"pending"}]})", "c1")}));
   model_.responses.push_back(test::Response({test::Message("Done.")}));
   SessionResult r = Run();
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   EXPECT_EQ(r.thread_id, "thread-1");
   EXPECT_EQ(r.final_message, "Done.");
   ASSERT_EQ(sink_.lines.size(), 6u);
@@ -114,7 +114,7 @@ TEST_F(SessionDepsTest, AWholeSessionRunsOnFakes) {
 TEST_F(SessionDepsTest, ASandboxTheKernelCannotEnforceStopsBeforeTheModel) {
   config_.sandbox.mode = sandbox::Mode::kWorkspaceWrite;
   SessionResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kSandboxUnavailable);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kSandboxUnavailable);
   EXPECT_EQ(r.code, ErrorCode::kSandboxUnavailable);
   EXPECT_EQ(preflights_, 1);
   EXPECT_EQ(clients_made_, 0);
@@ -128,7 +128,7 @@ TEST_F(SessionDepsTest, ASandboxTheKernelCannotEnforceStopsBeforeTheModel) {
 TEST_F(SessionDepsTest, AClientThatCannotBeMadeFailsWithItsCode) {
   client_error_ = MakeError("Missing environment variable: `FAKE_KEY`.", "auth");
   SessionResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.code, ErrorCode::kAuth);
   EXPECT_EQ(sink_.lines,
             (std::vector<std::string>{

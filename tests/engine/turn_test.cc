@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "engine/compaction.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/history.h"
-#include "engine/orchestrator.h"
 #include "outputs/jsonl_sink.h"
 #include "tests/support/fake_model_client.h"
 #include "tests/support/jsonl_recorder.h"
@@ -85,7 +85,7 @@ class TurnTest : public ::testing::Test {
 TEST_F(TurnTest, PlainAnswer) {
   client_.responses.push_back(Response({Message("Hello.")}));
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kCompleted);
   EXPECT_EQ(r.final_message, "Hello.");
   EXPECT_EQ(
       sink_.lines,
@@ -106,7 +106,7 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
       Response({Message("Checking."), Call("echo", "{\"a\":1}", "c1"), Call("nope", "{}", "c2")}));
   client_.responses.push_back(Response({Message("Done.")}));
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kCompleted);
   EXPECT_EQ(echo_->calls, 1);
   ASSERT_EQ(client_.prompts.size(), 2u);
   const std::vector<std::string>& second = client_.prompts[1].input;
@@ -132,7 +132,7 @@ TEST_F(TurnTest, ModelWarningsFollowTheBatchsOutputs) {
       Response({Call("warn", "{}", "c1"), Call("echo", "{\"a\":1}", "c2")}));
   client_.responses.push_back(Response({Message("Done.")}));
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kCompleted);
   ASSERT_EQ(client_.prompts.size(), 2u);
   const std::vector<std::string>& second = client_.prompts[1].input;
   ASSERT_EQ(second.size(), 6u);  // prompt, 2 calls, 2 outputs, the warning
@@ -148,7 +148,7 @@ TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {
   client_.retries_before_each = 2;
   client_.responses.push_back(MakeError("stream disconnected before completion: boom"));
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.error, "stream disconnected before completion: boom");
   EXPECT_EQ(
       sink_.lines,
@@ -169,7 +169,7 @@ TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
   client_.responses.push_back(Response({Call("echo", "{}", "c1")}));
   client_.responses.push_back(Response({Call("echo", "{}", "c2")}));
   TurnResult r = Run(/*max_turns=*/1);
-  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kLimitReached);
   EXPECT_EQ(r.error,
             "max turns reached: the model asked for more work after 1 request (--max-turns 1)");
   EXPECT_EQ(client_.prompts.size(), 1u);
@@ -187,7 +187,7 @@ TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
 TEST_F(TurnTest, CancellationBecomesInterrupted) {
   cancel_.Cancel(CancelReason::kSigint);
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kInterrupted);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kInterrupted);
   EXPECT_EQ(client_.prompts.size(), 0u);
   EXPECT_EQ(r.code, ErrorCode::kInterrupted);
   EXPECT_EQ(sink_.lines.back().rfind(
@@ -201,7 +201,7 @@ TEST_F(TurnTest, CancellationBecomesInterrupted) {
 TEST_F(TurnTest, TimeoutIsALimit) {
   cancel_.Cancel(CancelReason::kTimeout);
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kLimitReached);
   EXPECT_EQ(r.error, "the run exceeded its --timeout");
   EXPECT_EQ(r.code, ErrorCode::kTimeout);
 }
@@ -211,7 +211,7 @@ TEST_F(TurnTest, TimeoutIsALimit) {
 TEST_F(TurnTest, AnUnwritableStdoutIsOutputUnwritable) {
   cancel_.Cancel(CancelReason::kOutputFailed);
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kOutputFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kOutputFailed);
   EXPECT_EQ(r.code, ErrorCode::kOutputUnwritable);
   EXPECT_EQ(sink_.lines.back().rfind(
                 R"j({"type":"turn.failed","error":{"message":"stdout cannot be written )j"
@@ -245,7 +245,7 @@ TEST_F(TurnTest, AnAnswerThatMatchesTheOutputSchemaCompletes) {
   client_.responses.push_back(Response({Message("x")}));
   client_.responses.back()->items[0].text = R"({"answer":"42"})";
   TurnResult r = Run(0, kAnswerSchema);
-  EXPECT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  EXPECT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   EXPECT_EQ(r.final_message, R"({"answer":"42"})");
 }
 
@@ -253,7 +253,7 @@ TEST_F(TurnTest, AnAnswerThatDoesNotMatchTheOutputSchemaFailsTheTurn) {
   client_.responses.push_back(Response({Message("x")}));
   client_.responses.back()->items[0].text = R"({"answer":42})";
   TurnResult r = Run(0, kAnswerSchema);
-  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.code, ErrorCode::kOutputSchema);
   EXPECT_EQ(r.error,
             "the final answer does not match --output-schema: #/answer: \"type\" failed (schema "
@@ -284,7 +284,7 @@ TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
   search.raw_json = R"({"type":"web_search_call"})";
   client_.responses.push_back(Response({reasoning, search, Message("ok")}));
   TurnResult r = Run();
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted);
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted);
   EXPECT_EQ(
       sink_.lines[0],
       R"({"type":"item.started","item":{"id":"item_0","type":"web_search","query":"landlock",)"
@@ -297,14 +297,14 @@ TEST_F(TurnTest, EmptyReasoningIsDroppedAndWebSearchReported) {
       R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}})");
 }
 
-// Issue 14: the history is compacted before the request that would reach the limit, with a
+// The history is compacted before the request that would reach the limit, with a
 // summarisation request that offers no tools, and the turn goes on from the compacted history.
 TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
   client_.responses.push_back(Response({Call("echo", "{}", "c1")}, Usage{200, 0, 0, 10, 0}));
   client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
   client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
   TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.auto_compact_token_limit = 100; });
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 3u);
   const Prompt& summarise = client_.prompts[1];
   EXPECT_EQ(summarise.tools_json, "[]");
@@ -338,7 +338,7 @@ TEST_F(TurnTest, AResumedThreadPastTheLimitIsCompactedFirst) {
     d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
     d.resumed_counted_items = 2;
   });
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 2u);
   EXPECT_EQ(client_.prompts[0].tools_json, "[]");  // the summarisation request came first
   EXPECT_EQ(sink_.lines[0].find(R"({"type":"item.completed","item":{"id":"item_0",)"
@@ -353,7 +353,7 @@ TEST_F(TurnTest, AResumedThreadWithoutItsCountIsNotCompacted) {
               MessageInputItem("user", "more")};
   client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
   TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.auto_compact_token_limit = 100; });
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 1u);
   EXPECT_NE(client_.prompts[0].tools_json, "[]");
 }
@@ -364,7 +364,7 @@ TEST_F(TurnTest, ContextLengthExceededCompactsAndRetriesOnce) {
   client_.responses.push_back(Response({Message("SUMMARY")}));
   client_.responses.push_back(Response({Message("Done.")}));
   TurnResult r = Run();
-  ASSERT_EQ(r.outcome, SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 3u);
   EXPECT_EQ(client_.prompts[2].input.back(),
             MessageInputItem("user", std::string(kSummaryPrefix) + "\nSUMMARY"));
@@ -377,7 +377,7 @@ TEST_F(TurnTest, ASecondContextLengthExceededFailsTheTurn) {
   client_.responses.push_back(Response({Message("SUMMARY")}));
   client_.responses.push_back(MakeError(exceeded, "context_length"));
   TurnResult r = Run();
-  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.code, ErrorCode::kContextLength);
   EXPECT_EQ(r.error,
             "the input still exceeds the model's context window after compacting the history: "
@@ -391,7 +391,7 @@ TEST_F(TurnTest, TheTokenBudgetStopsTheRunWhenTheModelWantsMore) {
   client_.responses.push_back(Response({Call("echo", "{}", "c2")}, Usage{10, 0, 0, 5, 0}));
   client_.responses.push_back(Response({Message("never")}));
   TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) { d.max_tokens = 20; });
-  EXPECT_EQ(r.outcome, SessionOutcome::kLimitReached);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kLimitReached);
   EXPECT_EQ(r.code, ErrorCode::kMaxTokens);
   EXPECT_EQ(r.error,
             "token budget reached: the thread used 30 input+output tokens and the model asked "

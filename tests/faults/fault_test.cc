@@ -1,4 +1,4 @@
-// The fault suite (issue 12): hostile model servers and misbehaving commands, end to end
+// The fault suite: hostile model servers and misbehaving commands, end to end
 // through the real binary. Every case asserts: each stdout line is one JSON object, the last
 // one is turn.completed or turn.failed, the documented exit code, a generous wall bound (to
 // keep CI from hanging, not a timing assertion), peak RSS (recorded; bounded outside

@@ -19,7 +19,7 @@
 
 namespace ae::fuzz {
 
-// --- Pending fixes (issue 12) ---------------------------------------------------------------
+// --- Pending fixes ---------------------------------------------------------------
 // While a flag is true the harnesses skip inputs that trip that known bug, so the smoke pass
 // in `make test` guards everything else. Reproducers live in tests/fuzz/<harness>/known/;
 // after merging a fix, set its flag to false and run `make fuzz` (and the known/ inputs).

@@ -1,5 +1,5 @@
 // The JSONL event writer (outputs/jsonl_sink.h) on events built from arbitrary strings,
-// numbers and raw JSON fields. Invariant (CONTRACT §3): whatever the input, the sink writes
+// numbers and raw JSON fields. Invariant: whatever the input, the sink writes
 // exactly one line per event it carries, and that line is one valid UTF-8 JSON object with
 // the event's type; deltas write nothing.
 #include <fuzzer/FuzzedDataProvider.h>

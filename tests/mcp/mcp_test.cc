@@ -16,12 +16,12 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/emitter.h"
+#include "engine/events/emitter.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/mcp/client.h"
 #include "engine/mcp/manager.h"
 #include "engine/mcp/mcp_tool.h"
 #include "engine/mcp/sha1.h"
-#include "engine/orchestrator.h"
 #include "engine/tools/router.h"
 #include "outputs/jsonl_sink.h"
 #include "tests/support/processes.h"

@@ -68,7 +68,7 @@ TEST(McpSession, ModelCallsAnMcpToolAndGetsItsAnswer) {
   LinesSink sink;
   CancelToken cancel;
   SessionResult result = RunSession(config, "add 2 and 3", {&sink}, cancel);
-  ASSERT_EQ(result.outcome, SessionOutcome::kCompleted) << result.error;
+  ASSERT_EQ(result.outcome(), SessionOutcome::kCompleted) << result.error;
   EXPECT_EQ(result.final_message, "The sum is 5.");
 
   std::vector<std::string> expected = {

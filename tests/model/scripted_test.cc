@@ -153,7 +153,7 @@ TEST(ScriptedProvider, CancelledRequestFails) {
   EXPECT_EQ(r.message(), "model request cancelled");
 }
 
-// Issue 14: a summarisation request is answered without consuming the script's next turn.
+// A summarisation request is answered without consuming the script's next turn.
 TEST(ScriptedProvider, ASummarisationRequestConsumesNoTurn) {
   auto client = MakeModelClient(Scripted(WriteTempFile("s.json", kScript)), ModelOptions{});
   ASSERT_TRUE(client.ok());

@@ -1,5 +1,5 @@
-// schema/events.schema.json against engine/events.h: every event and item type the engine can
-// emit, rendered by the real JSONL sink, validates; every type in events.h has its schema entry
+// schema/events.schema.json against engine/events/events.h: every event and item type the engine
+// can emit, rendered by the real JSONL sink, validates; every type in events.h has its schema entry
 // (and the schema has no entry events.h lacks); the error codes and schema_version agree.
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>

@@ -110,7 +110,7 @@ TEST(HumanSinkTest, Thousands) {
 namespace ae {
 namespace {
 
-// Issue 11 item 4: what a command prints or the model says cannot drive the user's terminal.
+// What a command prints or the model says cannot drive the user's terminal.
 TEST(HumanSinkTest, ControlAndEscapeSequencesAreShownNotInterpreted) {
   EXPECT_EQ(NeutralizeForTerminal("a\tb\nc"), "a\tb\nc");
   EXPECT_EQ(NeutralizeForTerminal("\x1b]0;pwned\x07"), "\\x1b]0;pwned\\x07");  // OSC title

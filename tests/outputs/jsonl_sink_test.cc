@@ -1,4 +1,4 @@
-// Golden lines for every event and item shape of CONTRACT §3: SDKs and jq scripts parse
+// Golden lines for every event and item shape of the JSONL stream: SDKs and jq scripts parse
 // these byte for byte, so the expected strings are exact.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -148,7 +148,7 @@ TEST(JsonlSinkTest, WritesOneLinePerEventAndSurvivesAClosedReader) {
 namespace ae {
 namespace {
 
-// Issue 12: numbers a JSON text cannot hold and raw invalid UTF-8 in MCP arguments and
+// Numbers a JSON text cannot hold and raw invalid UTF-8 in MCP arguments and
 // results; the line stays one valid object in valid UTF-8.
 TEST(JsonlSinkTest, HostileMcpArgumentsAndResultsStayValidJson) {
   McpToolCallItem m;

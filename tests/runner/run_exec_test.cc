@@ -1,4 +1,4 @@
-// The top-level exception boundary (issue 12): an exception escaping the session ends the run
+// The top-level exception boundary: an exception escaping the session ends the run
 // as a failed turn, with well-formed events, never through std::terminate.
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ TEST(RunExecTest, AnEscapedExceptionBecomesTurnFailed) {
   ThrowsOnThreadStarted thrower;
   CancelToken cancel;
   SessionResult r = RunSessionGuarded(config, "hi", {&recorder, &thrower}, cancel);
-  EXPECT_EQ(r.outcome, SessionOutcome::kFailed);
+  EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.error, "internal error: boom");
   ASSERT_EQ(recorder.lines.size(), 3u);
   EXPECT_EQ(recorder.lines[0].rfind(R"({"type":"thread.started")", 0), 0u);

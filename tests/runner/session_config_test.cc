@@ -223,7 +223,7 @@ TEST_F(LoadRunTest, CustomProvider) {
   EXPECT_EQ(p.request_max_retries, 1);
   EXPECT_EQ(p.stream_max_retries, 0);
   EXPECT_EQ(p.stream_idle_timeout_ms, 500);
-  // Issue 11: the variables the key and header values come from never reach commands.
+  // The variables the key and header values come from never reach commands.
   EXPECT_EQ(run->session.shell_env.credential_vars,
             (std::vector<std::string>{"MOCK_KEY", "B_VAR"}));
 }

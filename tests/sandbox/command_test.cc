@@ -197,7 +197,7 @@ TEST_F(SandboxCommand, NetworkIsOffUnlessEnabled) {
 
 // A network socket inherited from whoever started us is closed on exec when the network is
 // off; pipes (make's jobserver) stay usable.
-// Issue 11: only 0-2 pass; a socket, a pipe (even make's jobserver) or a file inherited
+// Only 0-2 pass; a socket, a pipe (even make's jobserver) or a file inherited
 // beyond them is closed on exec, with the network on or off.
 TEST_F(SandboxCommand, InheritedDescriptorsBeyondStdioAreClosed) {
   RequireLandlock();

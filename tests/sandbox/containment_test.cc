@@ -1,4 +1,4 @@
-// Issue 11 through the spawner agentexec's own commands use (RunProcess): a command's whole
+// Containment through the spawner agentexec's own commands use (RunProcess): a command's whole
 // process tree ends at command end, on timeout and on cancellation (turn end, signals); its
 // only descriptors are 0-2 with stdin a /dev/null opened inside the confinement. Each attempt
 // also runs unconfined, where it must get out (so the test can see an escape), and without the

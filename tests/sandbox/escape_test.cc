@@ -175,7 +175,7 @@ class EscapeSuite : public ::testing::Test {
        "ln -s .git/config ws/git-link && mkdir ws/sep && "
        "git init -q --separate-git-dir=" +
            ws_ + "/store ws/sep && " +
-           // Issue 11's repositories: a parent repository whose root is above the cwd (both
+           // Repositories: a parent repository whose root is above the cwd (both
            // under /tmp), a nested one, a gitfile pointing elsewhere in the workspace, a
            // linked worktree; and files for the set-id attempts.
            "git init -q parent && mkdir -p parent/sub parent/.agentexec && git init -q ws/nested "
@@ -441,7 +441,7 @@ class EscapeSuite : public ::testing::Test {
       }
     }
 
-    // Issue 11. Process trees: a daemon must not outlive the command, nor agentexec's end.
+    // Process trees: a daemon must not outlive the command, nor agentexec's end.
     auto daemon = [&](std::string name, std::string mode, int sig) {
       Attempt a{name, "workspace-write", {"daemon", mode, ""}};
       a.channel = "process tree";
@@ -781,7 +781,7 @@ class EscapeSuite : public ::testing::Test {
     return {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
   }
 
-  // Issue 11 item 7 through the real binary under on-failure: each trick runs once, confined,
+  // Through the real binary under on-failure: each trick runs once, confined,
   // and is never rerun outside the sandbox (its counter file in the workspace gets one line);
   // the control, a write the sandbox really refuses, is rerun (two lines), which shows the
   // suite can see a rerun at all.
@@ -906,7 +906,7 @@ class EscapeSuite : public ::testing::Test {
     return attempts;
   }
 
-  // The issue 11 channels must each have run in the full configuration.
+  // The channels above must each have run in the full configuration.
   static void ExpectChannels(const Table& table) {
     for (const char* channel :
          {"process tree", "inherited descriptors", "terminal", "nested and parent repos",

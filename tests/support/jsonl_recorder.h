@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "outputs/jsonl_sink.h"
 
 namespace ae::test {

@@ -29,7 +29,7 @@ Turns: the same JSON format as agentexec's scripted provider (engine/model/scrip
   {"turns": [{"items": [...], "usage": {...}}, {"fail": "message"}, ...]}
 An item {"untyped": {...}} is served on the responses wire as that object verbatim, an output
 item without a "type" (the chat wire has no form for it and leaves it out).
-Script options (top-level keys next to "turns", all optional; issue 14, context management):
+Script options (top-level keys next to "turns", all optional; context management):
   "context_window": N   a request whose input is estimated above N tokens is refused as the
                         service refuses it: HTTP 400, code context_length_exceeded (the turn is
                         not consumed). Estimate: for each input item (responses, compact) or
@@ -124,7 +124,7 @@ FAULT_KINDS = {"status", "drop_after_items", "failed", "stall_before_headers",
                "stall_after_headers", "garbage", "content_type", "comment_keepalive", "dribble"}
 # Faults that only slow the answer down: the turn is still served (and consumed) after them.
 DELAY_KINDS = {"stall_before_headers", "stall_after_headers", "comment_keepalive", "dribble"}
-# Hostile-JSON faults (issue 12), served by serve_hostile_json below.
+# Hostile-JSON faults, served by serve_hostile_json below.
 HOSTILE_JSON_FAULTS = {"deep_event", "deep_arguments", "raw_item"}
 FAULT_KINDS |= HOSTILE_JSON_FAULTS
 
@@ -639,7 +639,7 @@ class Handler(BaseHTTPRequestHandler):
         # A faulted answer never consumes its turn, even if the client read it all.
         return fault is None or fault.kind in DELAY_KINDS
 
-    # -- hostile JSON (issue 12) -------------------------------------------------------------
+    # -- hostile JSON -------------------------------------------------------------
     # deep_event=N      one event whose data is N nested arrays, then the stream ends
     # deep_arguments=N  a function_call (exec_command) whose arguments are N nested arrays: a
     #                   JSON value on the Responses wire, a string on the chat wire

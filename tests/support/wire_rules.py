@@ -2,7 +2,7 @@
 
 Each check returns None for a request the real service accepts, or (status, error) for one it
 refuses, where error is the service's error object: {"message", "type", "param", "code"}. The
-messages are the service's own where we know them (issue 10 lists the ones observed), so a test
+messages are the service's own where we know them, so a test
 that breaks a rule sees what a user of the real API would see.
 
 Responses API (POST /v1/responses):

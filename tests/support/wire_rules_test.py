@@ -149,7 +149,7 @@ class StrictServerTest(unittest.TestCase):
                      "Invalid value: 'none'. Supported values are: 'auto', 'concise', and "
                      "'detailed'.", "reasoning.summary", "invalid_value")
 
-    # -- compaction (issue 14) ------------------------------------------------------------
+    # -- compaction ------------------------------------------------------------
     def test_compact_takes_only_its_documented_parameters(self):
         compact = {"model": "gpt-5.5", "input": [USER], "prompt_cache_key": "t"}
         status, text = self.server.post("/responses/compact", compact)

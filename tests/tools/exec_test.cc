@@ -7,10 +7,10 @@
 
 #include "base/utf8.h"
 
-#include "engine/tools/env_policy.h"
+#include "engine/exec/env_policy.h"
+#include "engine/exec/model_output.h"
+#include "engine/exec/shell_quote.h"
 #include "engine/tools/exec.h"
-#include "engine/tools/model_output.h"
-#include "engine/tools/shell_quote.h"
 #include "tool_fixture.h"
 
 namespace ae::testing {
@@ -250,7 +250,7 @@ TEST_F(EnvTest, SecretsNeverReachCommands) {
   turn_.shell_env.set = {{"AE_SET", "x y"}};
   env = Env();
   EXPECT_NE(env.find("\nGITHUB_TOKEN="), std::string::npos);
-  // A credential agentexec reads stays out even with the default excludes off (issue 11).
+  // A credential agentexec reads stays out even with the default excludes off.
   EXPECT_EQ(env.find("\nOPENAI_API_KEY="), std::string::npos);
   EXPECT_EQ(env.find("\nAE_OTHER="), std::string::npos);
   EXPECT_NE(env.find("\nAE_SET=x y\n"), std::string::npos);
@@ -279,7 +279,7 @@ TEST(EnvPolicy, InheritCoreNoneAndNetworkFlag) {
       (std::vector<std::string>{"FOO=1", "HOME=/h", "LANG=C.UTF-8", "LC_ALL=C", "PATH=/bin"}));
 }
 
-// Issue 11: a key whose name says nothing (LLM_CRED) and the header variables never reach
+// A key whose name says nothing (LLM_CRED) and the header variables never reach
 // commands, not even with the default excludes off; an explicit `set` still applies.
 TEST(EnvPolicy, CredentialVariablesNeverReachCommands) {
   std::vector<std::string> parent = {"LLM_CRED=k1",       "HDR_VALUE=k2",

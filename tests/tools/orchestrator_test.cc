@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/orchestrator.h"
+#include "engine/exec/orchestrator.h"
 #include "sandbox/policy.h"
 #include "tests/tools/tool_fixture.h"
 

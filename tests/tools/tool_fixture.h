@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "base/json.h"
-#include "engine/emitter.h"
-#include "engine/orchestrator.h"
+#include "engine/events/emitter.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/tools/router.h"
 #include "tests/support/scratch_dir.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "engine/events.h"
+#include "engine/events/events.h"
 #include "engine/tools/apply_patch/parser.h"
 #include "sandbox/confined_fs.h"
 #include "sandbox/policy.h"

@@ -10,9 +10,9 @@
 
 #include "base/json.h"
 #include "base/utf8.h"
+#include "engine/exec/model_output.h"
 #include "engine/tools/apply_patch/applier.h"
 #include "engine/tools/apply_patch/parser.h"
-#include "engine/tools/model_output.h"
 
 namespace ae {
 namespace {

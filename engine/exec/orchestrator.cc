@@ -1,10 +1,10 @@
-#include "engine/orchestrator.h"
+#include "engine/exec/orchestrator.h"
 
 #include <fmt/format.h>
 
-#include "engine/command_progress.h"
-#include "engine/tools/env_policy.h"
-#include "engine/tools/model_output.h"
+#include "engine/events/command_progress.h"
+#include "engine/exec/env_policy.h"
+#include "engine/exec/model_output.h"
 #include "sandbox/denial.h"
 
 namespace ae {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/approval.h"
+#include "engine/exec/approval.h"
 #include "sandbox/policy.h"
 
 namespace ae {
 
-// shell_environment_policy (CONTRACT §7): which variables model-run commands see.
+// shell_environment_policy: which variables model-run commands see.
 struct ShellEnvPolicy {
   enum class Inherit { kAll, kCore, kNone };
   Inherit inherit = Inherit::kAll;

@@ -1,4 +1,4 @@
-#include "engine/output_schema.h"
+#include "engine/output_schema/output_schema.h"
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>

@@ -1,4 +1,4 @@
-#include "engine/tools/env_policy.h"
+#include "engine/exec/env_policy.h"
 
 #include <fnmatch.h>
 #include <unistd.h>

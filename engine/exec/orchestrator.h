@@ -10,8 +10,8 @@
 
 #include "base/cancel.h"
 #include "base/result.h"
-#include "engine/emitter.h"
-#include "engine/turn_context.h"
+#include "engine/events/emitter.h"
+#include "engine/exec/turn_context.h"
 #include "sandbox/denial.h"
 #include "sandbox/prepared.h"
 #include "sandbox/spawn.h"

@@ -1,4 +1,4 @@
-#include "engine/emitter.h"
+#include "engine/events/emitter.h"
 
 #include <fmt/format.h>
 

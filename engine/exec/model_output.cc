@@ -1,4 +1,4 @@
-#include "engine/tools/model_output.h"
+#include "engine/exec/model_output.h"
 
 #include <algorithm>
 

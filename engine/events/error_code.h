@@ -1,4 +1,4 @@
-// Why a run failed, as a machine-readable code (turn.failed error.code, CONTRACT §10). The
+// Why a run failed, as a machine-readable code (turn.failed error.code). The
 // names are part of the published event schema; runner/exit_code.h maps each to an exit code.
 #pragma once
 
@@ -48,5 +48,39 @@ ErrorCode ErrorCodeFromName(std::string_view name);
 // missing key) and puts the code's name in Error::code; the message text is never read.
 // Unclassified failures (a broken stream, a 5xx, a malformed event) are kModelError.
 ErrorCode ClassifyModelError(const Error& error);
+
+// A coarse view of an ErrorCode (how a turn or a session ended), always derived from the code
+// by OutcomeOf and never stored beside it: ErrorCode is the one failure taxonomy, and
+// runner/exit_code.h alone maps it to the exit code.
+enum class SessionOutcome {
+  kCompleted,           // code kNone
+  kFailed,              // every code not below
+  kSandboxUnavailable,  // sandbox_unavailable
+  kLimitReached,        // max_turns, timeout, max_tokens
+  kOutputFailed,        // output_unwritable
+  kInterrupted,         // interrupted
+  kTerminated,          // terminated
+};
+
+inline SessionOutcome OutcomeOf(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
+      return SessionOutcome::kCompleted;
+    case ErrorCode::kSandboxUnavailable:
+      return SessionOutcome::kSandboxUnavailable;
+    case ErrorCode::kMaxTurns:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kMaxTokens:
+      return SessionOutcome::kLimitReached;
+    case ErrorCode::kOutputUnwritable:
+      return SessionOutcome::kOutputFailed;
+    case ErrorCode::kInterrupted:
+      return SessionOutcome::kInterrupted;
+    case ErrorCode::kTerminated:
+      return SessionOutcome::kTerminated;
+    default:
+      return SessionOutcome::kFailed;
+  }
+}
 
 }  // namespace ae

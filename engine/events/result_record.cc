@@ -1,4 +1,4 @@
-#include "engine/result_record.h"
+#include "engine/events/result_record.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-// The environment model-run commands see, from shell_environment_policy (CONTRACT §7):
+// The environment model-run commands see, from shell_environment_policy:
 // inherit all/core/none, drop names containing KEY, SECRET or TOKEN unless told not to,
 // `exclude` globs, the credential variables (always: AGENTEXEC_API_KEY, CODEX_API_KEY,
 // OPENAI_API_KEY and ShellEnvPolicy::credential_vars), `set`, then `include_only` globs.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/turn_context.h"
+#include "engine/exec/turn_context.h"
 
 namespace ae {
 

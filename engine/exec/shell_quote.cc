@@ -1,4 +1,4 @@
-#include "engine/tools/shell_quote.h"
+#include "engine/exec/shell_quote.h"
 
 namespace ae {
 namespace {

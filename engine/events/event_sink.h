@@ -1,7 +1,7 @@
 // EventSink: where events go. Implemented in outputs/; the engine only calls Emit.
 #pragma once
 
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

@@ -1,4 +1,4 @@
-// --progress (CONTRACT §10): while a command runs, item.updated carries its output so far, at
+// --progress: while a command runs, item.updated carries its output so far, at
 // most once per interval, so a --json consumer sees a long command is alive. Off by default,
 // so codex consumers see exactly codex's stream.
 #pragma once
@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/result_record.h"
+#include "engine/events/result_record.h"
 
 namespace ae {
 

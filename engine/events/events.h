@@ -1,5 +1,5 @@
 // The event schema: every event and item agentexec reports, defined once. The engine
-// produces these; sinks in outputs/ render them (JSONL per CONTRACT §3, human per §4).
+// produces these; sinks in outputs/ render them (JSONL, or human progress).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 
 namespace ae {
 

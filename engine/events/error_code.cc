@@ -1,4 +1,4 @@
-#include "engine/error_code.h"
+#include "engine/events/error_code.h"
 
 namespace ae {
 

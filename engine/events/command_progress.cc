@@ -1,4 +1,4 @@
-#include "engine/command_progress.h"
+#include "engine/events/command_progress.h"
 
 namespace ae {
 

@@ -1,11 +1,11 @@
-// The result record of a run (CONTRACT §10): how long it took, how many model requests it
+// The result record of a run: how long it took, how many model requests it
 // sent and the last one's usage. turn.completed and turn.failed carry it besides `usage`.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
-#include "engine/events.h"
+#include "engine/events/events.h"
 
 namespace ae {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace ae {
 
