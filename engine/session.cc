@@ -67,7 +67,9 @@ SessionDeps SessionDeps::Real() {
   SessionDeps deps;
   deps.make_client = MakeModelClient;
   deps.preflight = [](const sandbox::Policy& policy) { return sandbox::Preflight(policy); };
-  deps.prepare = [](const sandbox::Policy& policy) { return sandbox::Prepare(policy); };
+  deps.prepare = [](const sandbox::Policy& policy, const sandbox::PreflightReport& report) {
+    return sandbox::Prepare(policy, report);
+  };
   deps.make_router = MakeDefaultRouter;
   deps.new_thread_id = NewUuidV7;
   deps.now = [] { return std::time(nullptr); };
@@ -124,7 +126,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     }
     enforcement = report->description;
     for (const std::string& w : report->warnings) warnings.push_back(w);
-    Result<sandbox::PreparedPtr> made = outside.prepare(*policy);
+    Result<sandbox::PreparedPtr> made = outside.prepare(*policy, *report);
     if (!made.ok()) {
       return fail_before_turn(ErrorCode::kSandboxUnavailable, made.message());
     }

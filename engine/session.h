@@ -68,10 +68,12 @@ struct SessionDeps {
   // The model client for the provider (engine/model/client.h).
   std::function<Result<std::unique_ptr<ModelClient>>(const ProviderInfo&, const ModelOptions&)>
       make_client;
-  // The kernel check of a confining policy, and the sandbox prepared from it
-  // (sandbox/preflight.h, sandbox/prepared.h).
+  // The kernel check of a confining policy, and the sandbox prepared from it as that check
+  // found the kernel (sandbox/preflight.h, sandbox/prepared.h): the namespaces are probed once.
   std::function<Result<sandbox::PreflightReport>(const sandbox::Policy&)> preflight;
-  std::function<Result<sandbox::PreparedPtr>(const sandbox::Policy&)> prepare;
+  std::function<Result<sandbox::PreparedPtr>(const sandbox::Policy&,
+                                             const sandbox::PreflightReport&)>
+      prepare;
   // The tools offered to the model (MCP servers' tools are added to them).
   std::function<std::unique_ptr<ToolRouter>()> make_router;
   // A new thread's id, and the wall clock (the session file's created_at, the date and time

@@ -51,7 +51,8 @@ class SessionDepsTest : public ::testing::Test {
       ++preflights_;
       return MakeError("fake: this kernel enforces nothing");
     };
-    deps_.prepare = [](const sandbox::Policy&) -> Result<sandbox::PreparedPtr> {
+    deps_.prepare = [](const sandbox::Policy&,
+                       const sandbox::PreflightReport&) -> Result<sandbox::PreparedPtr> {
       return MakeError("fake: not prepared");
     };
     deps_.make_router = MakeDefaultRouter;
