@@ -118,7 +118,7 @@ std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& sett
   }
   settled.policy = *policy;
   // The nested repositories are searched while the run starts and the model answers; the
-  // turn waits for them before its first tool call (CompleteSandbox below).
+  // turn waits for them before its first tool call (complete_sandbox in RunTheTurn).
   settled.nested = std::make_unique<sandbox::NestedScan>(*policy, run.cancel);
   settled.warnings = config.warnings;
   if (!policy->unrestricted()) {
