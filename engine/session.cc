@@ -61,86 +61,93 @@ std::string Rfc3339(std::time_t now) {
   return buf;
 }
 
-}  // namespace
-
-SessionDeps SessionDeps::Real() {
-  SessionDeps deps;
-  deps.make_client = MakeModelClient;
-  deps.preflight = [](const sandbox::Policy& policy) { return sandbox::Preflight(policy); };
-  deps.prepare = [](const sandbox::Policy& policy, const sandbox::PreflightReport& report) {
-    return sandbox::Prepare(policy, report);
-  };
-  deps.make_router = MakeDefaultRouter;
-  deps.new_thread_id = NewUuidV7;
-  deps.now = [] { return std::time(nullptr); };
-  return deps;
-}
-
-SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
-                         const std::vector<EventSink*>& sinks, CancelToken& cancel,
-                         const SessionDeps& outside) {
+// What every step of a session shares: its inputs, the result so far, the result record
+// and the emitter.
+struct SessionRun {
+  const SessionConfig& config;
+  const std::string& prompt;
+  CancelToken& cancel;
+  const SessionDeps& outside;
   SessionResult result;
   ResultRecorder record;
-  result.thread_id = config.resume ? config.resume->meta.thread_id : outside.new_thread_id();
-  Emitter emitter(sinks);
+  Emitter emitter;
+};
 
-  // A sandbox that cannot be enforced ends the run before any work, framed like every other
-  // failure: thread.started, turn.started, error, turn.failed (README "Exit codes"). A client
-  // that cannot be made (no key) is found before the header instead: only the `error`.
-  auto fail_before_turn = [&](ErrorCode code, std::string message, bool framed = true) {
-    if (framed) {
-      SessionInfo info;
-      info.cwd = config.cwd;
-      info.model = config.model.model;
-      info.provider = config.provider.id;
-      info.approval = ApprovalPolicyName(config.approval);
-      info.sandbox = sandbox::ModeName(config.sandbox.mode);
-      info.reasoning_effort = config.model.reasoning_effort;
-      emitter.Emit(ThreadStarted{result.thread_id, info});
-      emitter.Emit(TurnStarted{});
-    }
-    emitter.Emit(StreamError{message});
-    if (framed) emitter.Emit(TurnFailed{message, code, Usage{}, record.Stats()});
-    result.code = code;
-    result.stats = record.Stats();
-    result.error = std::move(message);
-    return result;
-  };
+// A sandbox that cannot be enforced ends the run before any work, framed like every other
+// failure: thread.started, turn.started, error, turn.failed (README "Exit codes"). A client
+// that cannot be made (no key) is found before the header instead: only the `error`.
+SessionResult FailBeforeTurn(SessionRun& run, ErrorCode code, std::string message,
+                             bool framed = true) {
+  const SessionConfig& config = run.config;
+  if (framed) {
+    SessionInfo info;
+    info.cwd = config.cwd;
+    info.model = config.model.model;
+    info.provider = config.provider.id;
+    info.approval = ApprovalPolicyName(config.approval);
+    info.sandbox = sandbox::ModeName(config.sandbox.mode);
+    info.reasoning_effort = config.model.reasoning_effort;
+    run.emitter.Emit(ThreadStarted{run.result.thread_id, info});
+    run.emitter.Emit(TurnStarted{});
+  }
+  run.emitter.Emit(StreamError{message});
+  if (framed) run.emitter.Emit(TurnFailed{message, code, Usage{}, run.record.Stats()});
+  run.result.code = code;
+  run.result.stats = run.record.Stats();
+  run.result.error = std::move(message);
+  return run.result;
+}
 
-  // The sandbox is settled before anything else: a mode this kernel cannot enforce stops
-  // the run here (exit 3) instead of running commands unconfined.
+// The settled sandbox: the policy, the nested-repository search still under way, the prepared
+// sandbox (null when unrestricted), the warnings so far and how the kernel enforces it.
+struct SettledSandbox {
+  std::optional<sandbox::Policy> policy;
+  std::unique_ptr<sandbox::NestedScan> nested;
+  sandbox::PreparedPtr prepared;
+  std::vector<std::string> warnings;
+  std::string enforcement;
+};
+
+// The sandbox is settled before anything else: a mode this kernel cannot enforce stops
+// the run here (exit 3) instead of running commands unconfined.
+std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& settled) {
+  const SessionConfig& config = run.config;
   Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(config.sandbox, config.cwd);
   if (!policy.ok()) {
-    return fail_before_turn(ErrorCode::kSandboxUnavailable, policy.message());
+    return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, policy.message());
   }
+  settled.policy = *policy;
   // The nested repositories are searched while the run starts and the model answers; the
-  // turn waits for them before its first tool call (complete_sandbox below).
-  sandbox::NestedScan nested(*policy, cancel);
-  sandbox::PreparedPtr prepared;
-  std::vector<std::string> warnings = config.warnings;
-  std::string enforcement;
+  // turn waits for them before its first tool call (complete_sandbox in RunTheTurn).
+  settled.nested = std::make_unique<sandbox::NestedScan>(*policy, run.cancel);
+  settled.warnings = config.warnings;
   if (!policy->unrestricted()) {
-    Result<sandbox::PreflightReport> report = outside.preflight(*policy);
+    Result<sandbox::PreflightReport> report = run.outside.preflight(*policy);
     if (!report.ok()) {
-      return fail_before_turn(ErrorCode::kSandboxUnavailable, report.message());
+      return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, report.message());
     }
-    enforcement = report->description;
-    for (const std::string& w : report->warnings) warnings.push_back(w);
-    Result<sandbox::PreparedPtr> made = outside.prepare(*policy, *report);
+    settled.enforcement = report->description;
+    for (const std::string& w : report->warnings) settled.warnings.push_back(w);
+    Result<sandbox::PreparedPtr> made = run.outside.prepare(*policy, *report);
     if (!made.ok()) {
-      return fail_before_turn(ErrorCode::kSandboxUnavailable, made.message());
+      return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, made.message());
     }
-    prepared = std::move(made.value());
+    settled.prepared = std::move(made.value());
   }
+  return std::nullopt;
+}
 
-  // A prompt that cannot fit the model's window on its own can only fail or, compacted, lose
-  // most of the task; it ends the run before any request (context_length, exit 1: the failure
-  // is the model's window, not the command line, and the consumer gets the framed failure).
+// A prompt that cannot fit the model's window on its own can only fail or, compacted, lose
+// most of the task; it ends the run before any request (context_length, exit 1: the failure
+// is the model's window, not the command line, and the consumer gets the framed failure).
+std::optional<SessionResult> CheckPromptFits(SessionRun& run) {
+  const SessionConfig& config = run.config;
+  const std::string& prompt = run.prompt;
   if (const int64_t window = config.model.context_window; window > 0) {
     const int64_t tokens = EstimateTokens(prompt);
     if (tokens > window) {
-      return fail_before_turn(
-          ErrorCode::kContextLength,
+      return FailBeforeTurn(
+          run, ErrorCode::kContextLength,
           fmt::format("the prompt does not fit the model's context window: it is about {} tokens "
                       "({} bytes at 4 bytes a token) and the window of `{}` holds {} "
                       "(model_context_window); shorten it, or put the material in files the "
@@ -148,11 +155,16 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                       tokens, prompt.size(), config.model.model, window));
     }
   }
+  return std::nullopt;
+}
 
-  // A missing key is found before the header: nothing is shown as started that cannot run.
-  // Every secret is read here, once: the key by the client, the env_http_headers values into
-  // plain headers. Then the variables are wiped from the process (base/secret_env.h), so no
-  // command, not even one under danger-full-access, finds them in /proc/<agentexec>/environ.
+// A missing key is found before the header: nothing is shown as started that cannot run.
+// Every secret is read here, once: the key by the client, the env_http_headers values into
+// plain headers. Then the variables are wiped from the process (base/secret_env.h), so no
+// command, not even one under danger-full-access, finds them in /proc/<agentexec>/environ.
+Result<std::unique_ptr<ModelClient>> MakeClientAndForgetSecrets(SessionRun& run,
+                                                                SettledSandbox& settled) {
+  const SessionConfig& config = run.config;
   ProviderInfo provider = config.provider;
   std::vector<std::string> secret_names = {"AGENTEXEC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY"};
   if (!provider.env_key.empty()) secret_names.push_back(provider.env_key);
@@ -161,7 +173,7 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     // A line break in a header value would split the request; the variable is not ours to fix.
     if (value != nullptr &&
         std::string_view(value).find_first_of("\r\n") != std::string_view::npos) {
-      warnings.push_back(fmt::format(
+      settled.warnings.push_back(fmt::format(
           "env_http_headers: the value of `{}` for header `{}` holds a line break; the header is "
           "not sent",
           variable, header));
@@ -176,74 +188,189 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   for (const std::string& variable : config.shell_env.credential_vars) {
     secret_names.push_back(variable);
   }
-  Result<std::unique_ptr<ModelClient>> client = outside.make_client(provider, config.model);
+  Result<std::unique_ptr<ModelClient>> client = run.outside.make_client(provider, config.model);
   // Non-dumpable only without a sandbox: a sandboxed command cannot ptrace (seccomp), and the
   // sandbox's child writes its own /proc/self/uid_map before execve, which a non-dumpable
   // (root-owned) /proc/self would refuse to an unprivileged user.
-  ForgetSecretVariables(secret_names, policy->unrestricted());
+  ForgetSecretVariables(secret_names, settled.policy->unrestricted());
   // Credentials agentexec only passes on (a CI token a user's shell_environment_policy lets
   // commands have) leave the startup block too: /proc/<agentexec>/environ shows none of them.
   MoveVariablesOffStartupBlock(CredentialLookingVariables());
-  if (!client.ok()) {
-    return fail_before_turn(ClassifyModelError(client.error()), client.message(), /*framed=*/false);
-  }
+  return client;
+}
 
-  TurnContext turn;
-  turn.cwd = config.cwd;
-  turn.sandbox = *policy;
-  turn.approval = config.approval;
-  turn.shell_env = config.shell_env;
-  turn.command_timeout_ms = config.command_timeout_ms;
-  turn.progress_interval_ms = config.progress ? kProgressIntervalMs : 0;
-
+// thread.started with the header, the warnings so far as error items, turn.started; returns
+// the sandbox as the header describes it.
+std::string StartThread(SessionRun& run, const SettledSandbox& settled) {
+  const SessionConfig& config = run.config;
   SessionInfo info;
   info.cwd = config.cwd;
   info.model = config.model.model;
   info.provider = config.provider.id;
   info.approval = ApprovalPolicyName(config.approval);
-  info.sandbox = DescribeSandbox(*policy, config.cwd, enforcement);
+  info.sandbox = DescribeSandbox(*settled.policy, config.cwd, settled.enforcement);
   info.reasoning_effort = config.model.reasoning_effort;
-  emitter.Emit(ThreadStarted{result.thread_id, info});
-  for (const std::string& w : warnings) emitter.CompleteNew(ErrorItem{w});
-  emitter.Emit(TurnStarted{});
+  run.emitter.Emit(ThreadStarted{run.result.thread_id, info});
+  for (const std::string& w : settled.warnings) run.emitter.CompleteNew(ErrorItem{w});
+  run.emitter.Emit(TurnStarted{});
+  return info.sandbox;
+}
 
-  // A resumed thread keeps its history and adds the new prompt; a new one starts with our
-  // instructions, the project's AGENTS.md and the environment.
+// A resumed thread keeps its history and adds the new prompt; a new one starts with our
+// instructions, the project's AGENTS.md and the environment.
+std::vector<std::string> InitialItems(SessionRun& run, const TurnContext& turn) {
+  const SessionConfig& config = run.config;
   std::vector<std::string> initial;
   if (!config.resume) {
     std::string timezone;
-    std::string date = Today(outside.now(), &timezone);
+    std::string date = Today(run.outside.now(), &timezone);
     initial.push_back(
         MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
     std::vector<std::string> refused;
     std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes, &refused);
-    for (const std::string& w : refused) emitter.CompleteNew(ErrorItem{w});
+    for (const std::string& w : refused) run.emitter.CompleteNew(ErrorItem{w});
     if (!docs.empty()) initial.push_back(MessageInputItem("user", docs));
     initial.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
   }
-  initial.push_back(UserInputItem(prompt, config.images));
+  initial.push_back(UserInputItem(run.prompt, config.images));
+  return initial;
+}
 
+// The session file, opened for a new thread or appended to for a resumed one; null when
+// --ephemeral or when it cannot be opened (said as an error item: the run goes on).
+std::unique_ptr<RolloutWriter> OpenRollout(SessionRun& run, const std::string& sandbox_text) {
+  const SessionConfig& config = run.config;
   std::unique_ptr<RolloutWriter> rollout;
   if (!config.ephemeral) {
     Result<std::unique_ptr<RolloutWriter>> opened =
-        config.resume
-            ? RolloutWriter::Append(config.resume->path)
-            : RolloutWriter::Create(
-                  config.home, SessionMeta{result.thread_id, config.cwd, Rfc3339(outside.now()),
-                                           config.model.model, config.provider.id, info.sandbox});
+        config.resume ? RolloutWriter::Append(config.resume->path)
+                      : RolloutWriter::Create(
+                            config.home, SessionMeta{run.result.thread_id, config.cwd,
+                                                     Rfc3339(run.outside.now()), config.model.model,
+                                                     config.provider.id, sandbox_text});
     if (opened.ok()) {
       rollout = std::move(opened.value());
       // A write that fails later (a full disk) is reported once, as the open failure is.
+      Emitter& emitter = run.emitter;
       rollout->OnError([&emitter](const std::string& why) { emitter.CompleteNew(ErrorItem{why}); });
     } else {
       // Losing the session file must not lose the run; say so and go on.
-      emitter.CompleteNew(ErrorItem{opened.message() + "; this run cannot be resumed"});
-      result.session_error = opened.message();
+      run.emitter.CompleteNew(ErrorItem{opened.message() + "; this run cannot be resumed"});
+      run.result.session_error = opened.message();
     }
   }
-  auto session_saved = [&] {
-    if (rollout && rollout->failed()) result.session_error = rollout->error();
+  return rollout;
+}
+
+// The turn itself, with the tools, the MCP servers' among them, and the sandbox completed
+// before the first tool call; the session's result from the turn's.
+void RunTheTurn(SessionRun& run, SettledSandbox& settled, TurnContext& turn, ModelClient& client,
+                RolloutWriter* rollout, std::vector<std::string>& history) {
+  const SessionConfig& config = run.config;
+  std::unique_ptr<ToolRouter> router = run.outside.make_router();
+  // Stopped when this returns; a server that fails to start is an error item, no more.
+  McpServers mcp = run.outside.start_mcp(config.mcp_servers, *router, run.emitter, run.cancel);
+  if (std::optional<std::string> failure = mcp.RequiredFailure()) {
+    run.result.stats = run.record.Stats();
+    if (config.resume) run.result.usage = config.resume->usage;
+    run.emitter.Emit(StreamError{*failure});
+    run.emitter.Emit(
+        TurnFailed{*failure, ErrorCode::kMcpError, run.result.usage, run.result.stats});
+    run.result.code = ErrorCode::kMcpError;
+    run.result.error = *failure;
+    return;
+  }
+  Orchestrator orchestrator(turn, settled.prepared.get(), run.outside.run_process);
+  bool sandbox_complete = false;
+  auto complete_sandbox = [&]() -> Status {
+    if (sandbox_complete) return {};
+    if (Status found = settled.nested->Finish(&turn.sandbox); !found.ok()) return found;
+    if (settled.prepared) sandbox::UpdateCarveouts(*settled.prepared, turn.sandbox);
+    sandbox_complete = true;
+    return {};
   };
+  TurnDeps deps{.turn = turn,
+                .client = client,
+                .router = *router,
+                .orchestrator = orchestrator,
+                .emitter = run.emitter,
+                .cancel = run.cancel,
+                .output_schema_json = config.output_schema_json,
+                .max_turns = config.max_turns,
+                .max_tokens = config.max_tokens,
+                .context_window = config.model.context_window,
+                .auto_compact_token_limit = config.model.auto_compact_token_limit,
+                .rollout = rollout,
+                .usage_before = config.resume ? config.resume->usage : Usage{},
+                .resumed_last_usage = config.resume ? config.resume->last_usage : Usage{},
+                .resumed_counted_items = config.resume ? config.resume->last_usage_items : 0,
+                .prompt_cache_key = run.result.thread_id,
+                .final_answer_check = config.final_answer_check,
+                .record = &run.record,
+                .before_tools = complete_sandbox};
+  TurnResult turn_result = RunTurn(deps, history);
+
+  run.result.code = turn_result.code;
+  run.result.stats = turn_result.stats;
+  run.result.error = turn_result.error;
+  run.result.final_message = turn_result.final_message;
+  run.result.usage = turn_result.usage;
+}
+
+}  // namespace
+
+SessionDeps SessionDeps::Real() {
+  SessionDeps deps;
+  deps.make_client = MakeModelClient;
+  deps.preflight = [](const sandbox::Policy& policy) { return sandbox::Preflight(policy); };
+  deps.prepare = [](const sandbox::Policy& policy, const sandbox::PreflightReport& report) {
+    return sandbox::Prepare(policy, report);
+  };
+  deps.make_router = MakeDefaultRouter;
+  deps.start_mcp = [](const std::vector<McpServerSpec>& specs, ToolRouter& router, Emitter& emitter,
+                      CancelToken& cancel) {
+    McpServers servers = McpServers::Start(specs, emitter, cancel);
+    servers.RegisterTools(router);
+    return servers;
+  };
+  // run_process stays empty: the orchestrator then runs sandbox::RunProcess.
+  deps.new_thread_id = NewUuidV7;
+  deps.now = [] { return std::time(nullptr); };
+  return deps;
+}
+
+SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
+                         const std::vector<EventSink*>& sinks, CancelToken& cancel,
+                         const SessionDeps& outside) {
+  SessionRun run{.config = config,
+                 .prompt = prompt,
+                 .cancel = cancel,
+                 .outside = outside,
+                 .result = {},
+                 .record = ResultRecorder(),
+                 .emitter = Emitter(sinks)};
+  run.result.thread_id = config.resume ? config.resume->meta.thread_id : outside.new_thread_id();
+
+  SettledSandbox settled;
+  if (std::optional<SessionResult> failed = SettleSandbox(run, settled)) return *failed;
+  if (std::optional<SessionResult> failed = CheckPromptFits(run)) return *failed;
+  Result<std::unique_ptr<ModelClient>> client = MakeClientAndForgetSecrets(run, settled);
+  if (!client.ok()) {
+    return FailBeforeTurn(run, ClassifyModelError(client.error()), client.message(),
+                          /*framed=*/false);
+  }
+
+  TurnContext turn;
+  turn.cwd = config.cwd;
+  turn.sandbox = *settled.policy;
+  turn.approval = config.approval;
+  turn.shell_env = config.shell_env;
+  turn.command_timeout_ms = config.command_timeout_ms;
+  turn.progress_interval_ms = config.progress ? kProgressIntervalMs : 0;
+
+  const std::string sandbox_text = StartThread(run, settled);
+  std::vector<std::string> initial = InitialItems(run, turn);
+  std::unique_ptr<RolloutWriter> rollout = OpenRollout(run, sandbox_text);
   std::vector<std::string> history =
       config.resume ? config.resume->items : std::vector<std::string>{};
   for (std::string& item : initial) {
@@ -251,57 +378,9 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
     history.push_back(std::move(item));
   }
 
-  std::unique_ptr<ToolRouter> router = outside.make_router();
-  // Stopped when RunSession returns; a server that fails to start is an error item, no more.
-  McpServers mcp = McpServers::Start(config.mcp_servers, emitter, cancel);
-  mcp.RegisterTools(*router);
-  if (std::optional<std::string> failure = mcp.RequiredFailure()) {
-    result.stats = record.Stats();
-    if (config.resume) result.usage = config.resume->usage;
-    emitter.Emit(StreamError{*failure});
-    emitter.Emit(TurnFailed{*failure, ErrorCode::kMcpError, result.usage, result.stats});
-    result.code = ErrorCode::kMcpError;
-    result.error = *failure;
-    session_saved();
-    return result;
-  }
-  Orchestrator orchestrator(turn, prepared.get());
-  bool sandbox_complete = false;
-  auto complete_sandbox = [&]() -> Status {
-    if (sandbox_complete) return {};
-    if (Status found = nested.Finish(&turn.sandbox); !found.ok()) return found;
-    if (prepared) sandbox::UpdateCarveouts(*prepared, turn.sandbox);
-    sandbox_complete = true;
-    return {};
-  };
-  TurnDeps deps{.turn = turn,
-                .client = **client,
-                .router = *router,
-                .orchestrator = orchestrator,
-                .emitter = emitter,
-                .cancel = cancel,
-                .output_schema_json = config.output_schema_json,
-                .max_turns = config.max_turns,
-                .max_tokens = config.max_tokens,
-                .context_window = config.model.context_window,
-                .auto_compact_token_limit = config.model.auto_compact_token_limit,
-                .rollout = rollout.get(),
-                .usage_before = config.resume ? config.resume->usage : Usage{},
-                .resumed_last_usage = config.resume ? config.resume->last_usage : Usage{},
-                .resumed_counted_items = config.resume ? config.resume->last_usage_items : 0,
-                .prompt_cache_key = result.thread_id,
-                .final_answer_check = config.final_answer_check,
-                .record = &record,
-                .before_tools = complete_sandbox};
-  TurnResult turn_result = RunTurn(deps, history);
-
-  result.code = turn_result.code;
-  result.stats = turn_result.stats;
-  result.error = turn_result.error;
-  result.final_message = turn_result.final_message;
-  result.usage = turn_result.usage;
-  session_saved();
-  return result;
+  RunTheTurn(run, settled, turn, **client, rollout.get(), history);
+  if (rollout && rollout->failed()) run.result.session_error = rollout->error();
+  return run.result;
 }
 
 }  // namespace ae

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "base/cancel.h"
+#include "engine/events/emitter.h"
 #include "engine/events/error_code.h"
 #include "engine/events/event_sink.h"
+#include "engine/exec/orchestrator.h"
 #include "engine/exec/turn_context.h"
+#include "engine/mcp/manager.h"
 #include "engine/mcp/mcp_config.h"
 #include "engine/model/client.h"
 #include "engine/rollout.h"
@@ -76,6 +79,13 @@ struct SessionDeps {
       prepare;
   // The tools offered to the model (MCP servers' tools are added to them).
   std::function<std::unique_ptr<ToolRouter>()> make_router;
+  // Starts the configured MCP servers and registers their tools in the router
+  // (engine/mcp/manager.h); the servers stop when the returned object goes away.
+  std::function<McpServers(const std::vector<McpServerSpec>&, ToolRouter&, Emitter&, CancelToken&)>
+      start_mcp;
+  // How the orchestrator runs a command to completion (engine/exec/orchestrator.h); empty:
+  // sandbox::RunProcess.
+  ProcessRunner run_process;
   // A new thread's id, and the wall clock (the session file's created_at, the date and time
   // zone the model is told).
   std::function<std::string()> new_thread_id;

@@ -94,186 +94,217 @@ std::string StillTooLarge(const std::string& error) {
          error;
 }
 
-}  // namespace
-
-TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
-  TurnResult result;
-  result.usage = deps.usage_before;
-  ResultRecorder own_record;
-  ResultRecorder& record = deps.record != nullptr ? *deps.record : own_record;
-  TurnObserver observer(deps.emitter);
-  ToolEnv env{deps.turn, deps.emitter, deps.cancel, deps.orchestrator};
-  const std::string tools_json = deps.router.SpecsJson();
-
-  auto fail = [&](TurnResult failed) {
-    deps.router.StopBackground(deps.emitter);  // background sessions end with the turn
-    failed.usage = result.usage;
-    failed.final_message = result.final_message;
-    failed.stats = record.Stats();
-    deps.emitter.Emit(StreamError{failed.error});
-    deps.emitter.Emit(TurnFailed{failed.error, failed.code, failed.usage, failed.stats});
-    return failed;
-  };
-
-  ContextTracker context(EstimateTokens(tools_json));
-  if (deps.resumed_counted_items > 0 && deps.resumed_counted_items <= history.size()) {
-    context.OnResponse(deps.resumed_last_usage, deps.resumed_counted_items);
-  }
-  const CompactionSettings compaction{deps.context_window, deps.auto_compact_token_limit,
-                                      deps.prompt_cache_key};
-  // A compaction that could not bring the history under the limit is not repeated before the
-  // next response: that would loop without progress.
-  bool compacted_since_response = false;
-  auto count = [&](const Usage& usage) {
-    result.usage += usage;
-    record.OnUsage(usage);
-    if (deps.rollout != nullptr) deps.rollout->AddUsage(usage);
-  };
-  // Replaces the history with its compacted form; an error is the failed turn's message.
-  auto compact = [&]() -> Status {
-    const int64_t before = context.Tokens(history);
-    record.OnRequest();
-    Result<CompactionResult> compacted =
-        CompactHistory(deps.client, history, before, compaction, observer, deps.cancel);
-    if (!compacted.ok()) return compacted.error();
-    count(compacted->usage);
-    history = std::move(compacted->history);
-    context.Reset();
-    compacted_since_response = true;
-    if (deps.rollout != nullptr) {
-      deps.rollout->AddCompaction(history, compacted->tokens_before, compacted->tokens_after);
+// One turn's state and its steps: each model request with its limits, retries and
+// compaction; the response's items; the tool calls; the final-answer checks. A step that ends
+// the turn returns its failed result (already reported through Fail).
+class TurnLoop {
+ public:
+  TurnLoop(TurnDeps& deps, std::vector<std::string>& history)
+      : deps_(deps),
+        history_(history),
+        record_(deps.record != nullptr ? *deps.record : own_record_),
+        observer_(deps.emitter),
+        env_{deps.turn, deps.emitter, deps.cancel, deps.orchestrator},
+        tools_json_(deps.router.SpecsJson()),
+        context_(EstimateTokens(tools_json_)),
+        compaction_{deps.context_window, deps.auto_compact_token_limit, deps.prompt_cache_key} {
+    result_.usage = deps.usage_before;
+    if (deps.resumed_counted_items > 0 && deps.resumed_counted_items <= history.size()) {
+      context_.OnResponse(deps.resumed_last_usage, deps.resumed_counted_items);
     }
-    deps.emitter.CompleteNew(
+  }
+
+  TurnResult Run() {
+    for (int request = 1;; ++request) {
+      if (std::optional<TurnResult> ended = BeforeRequest(request)) return *ended;
+      Result<ModelResponse> response = MakeError("no request sent");
+      if (std::optional<TurnResult> ended = Request(response)) return *ended;
+      std::vector<ToolCall> calls = RecordResponse(*response);
+      if (calls.empty()) break;
+      if (std::optional<TurnResult> ended = RunTools(calls)) return *ended;
+    }
+    return Finish();
+  }
+
+ private:
+  TurnResult Fail(TurnResult failed) {
+    deps_.router.StopBackground(deps_.emitter);  // background sessions end with the turn
+    failed.usage = result_.usage;
+    failed.final_message = result_.final_message;
+    failed.stats = record_.Stats();
+    deps_.emitter.Emit(StreamError{failed.error});
+    deps_.emitter.Emit(TurnFailed{failed.error, failed.code, failed.usage, failed.stats});
+    return failed;
+  }
+
+  TurnResult Fail(ErrorCode code, std::string error) {
+    TurnResult failed;
+    failed.code = code;
+    failed.error = std::move(error);
+    return Fail(std::move(failed));
+  }
+
+  void Count(const Usage& usage) {
+    result_.usage += usage;
+    record_.OnUsage(usage);
+    if (deps_.rollout != nullptr) deps_.rollout->AddUsage(usage);
+  }
+
+  // Replaces the history with its compacted form; an error is the failed turn's message.
+  Status Compact() {
+    const int64_t before = context_.Tokens(history_);
+    record_.OnRequest();
+    Result<CompactionResult> compacted =
+        CompactHistory(deps_.client, history_, before, compaction_, observer_, deps_.cancel);
+    if (!compacted.ok()) return compacted.error();
+    Count(compacted->usage);
+    history_ = std::move(compacted->history);
+    context_.Reset();
+    compacted_since_response_ = true;
+    if (deps_.rollout != nullptr) {
+      deps_.rollout->AddCompaction(history_, compacted->tokens_before, compacted->tokens_after);
+    }
+    deps_.emitter.CompleteNew(
         ContextCompactionItem{compacted->tokens_before, compacted->tokens_after});
     // Cutting the user's own words (a long prompt) changes the task: say so.
     if (compacted->user_tokens_after < compacted->user_tokens_before) {
-      deps.emitter.CompleteNew(ErrorItem{fmt::format(
+      deps_.emitter.CompleteNew(ErrorItem{fmt::format(
           "context compaction kept about {} of the {} tokens of the user's messages (the prompt "
           "included); the model continues from its summary of the rest",
           compacted->user_tokens_after, compacted->user_tokens_before)});
     }
     return {};
-  };
-  auto compaction_failed = [&](const Status& why) {
-    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
-    TurnResult failed;
-    failed.error = "context compaction failed: " + why.message();
-    failed.code = ClassifyModelError(why.error());
-    return fail(failed);
-  };
+  }
 
-  for (int request = 1;; ++request) {
-    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
-    if (deps.max_turns > 0 && request > deps.max_turns) {
-      TurnResult limit;
-      limit.code = ErrorCode::kMaxTurns;
-      limit.error = fmt::format(
-          "max turns reached: the model asked for more work after {} request{} (--max-turns {})",
-          deps.max_turns, deps.max_turns == 1 ? "" : "s", deps.max_turns);
-      return fail(limit);
-    }
-    if (const int64_t used = result.usage.input_tokens + result.usage.output_tokens;
-        deps.max_tokens > 0 && used >= deps.max_tokens) {
-      TurnResult limit;
-      limit.code = ErrorCode::kMaxTokens;
-      limit.error = fmt::format(
-          "token budget reached: the thread used {} input+output tokens and the model asked for "
-          "more work (--max-tokens {})",
-          used, deps.max_tokens);
-      return fail(limit);
-    }
-    if (deps.auto_compact_token_limit > 0 && !compacted_since_response &&
-        context.Tokens(history) >= deps.auto_compact_token_limit) {
-      if (Status s = compact(); !s.ok()) return compaction_failed(s);
-    }
+  TurnResult CompactionFailed(const Status& why) {
+    if (deps_.cancel.cancelled()) return Fail(Cancelled(deps_.cancel.reason()));
+    return Fail(ClassifyModelError(why.error()), "context compaction failed: " + why.message());
+  }
 
-    Result<ModelResponse> response = MakeError("no request sent");
+  // The limits, and the compaction a history at the auto-compact limit gets, before request
+  // number `request`.
+  std::optional<TurnResult> BeforeRequest(int request) {
+    if (deps_.cancel.cancelled()) return Fail(Cancelled(deps_.cancel.reason()));
+    if (deps_.max_turns > 0 && request > deps_.max_turns) {
+      return Fail(ErrorCode::kMaxTurns,
+                  fmt::format("max turns reached: the model asked for more work after {} "
+                              "request{} (--max-turns {})",
+                              deps_.max_turns, deps_.max_turns == 1 ? "" : "s", deps_.max_turns));
+    }
+    if (const int64_t used = result_.usage.input_tokens + result_.usage.output_tokens;
+        deps_.max_tokens > 0 && used >= deps_.max_tokens) {
+      return Fail(ErrorCode::kMaxTokens,
+                  fmt::format("token budget reached: the thread used {} input+output tokens and "
+                              "the model asked for more work (--max-tokens {})",
+                              used, deps_.max_tokens));
+    }
+    // A compaction that could not bring the history under the limit is not repeated before
+    // the next response: that would loop without progress.
+    if (deps_.auto_compact_token_limit > 0 && !compacted_since_response_ &&
+        context_.Tokens(history_) >= deps_.auto_compact_token_limit) {
+      if (Status s = Compact(); !s.ok()) return CompactionFailed(s);
+    }
+    return std::nullopt;
+  }
+
+  // One model request into `response`, compacted and retried once when the service says the
+  // input exceeds the context window; its usage is counted.
+  std::optional<TurnResult> Request(Result<ModelResponse>& response) {
     for (bool retried = false;; retried = true) {
       // The history moves into the request and back: no copy of it per model request.
-      Prompt prompt{std::move(history), tools_json, deps.output_schema_json, deps.prompt_cache_key};
-      record.OnRequest();
-      response = deps.client.Stream(prompt, observer, deps.cancel);
-      history = std::move(prompt.input);
-      if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+      Prompt prompt{std::move(history_), tools_json_, deps_.output_schema_json,
+                    deps_.prompt_cache_key};
+      record_.OnRequest();
+      response = deps_.client.Stream(prompt, observer_, deps_.cancel);
+      history_ = std::move(prompt.input);
+      if (deps_.cancel.cancelled()) return Fail(Cancelled(deps_.cancel.reason()));
       if (response.ok() || !IsContextWindowExceeded(response.error())) break;
       // The service counted more than we estimated: compact and retry, once.
-      if (retried) {
-        TurnResult failed;
-        failed.code = ErrorCode::kContextLength;
-        failed.error = StillTooLarge(response.message());
-        return fail(failed);
-      }
-      if (Status s = compact(); !s.ok()) return compaction_failed(s);
+      if (retried) return Fail(ErrorCode::kContextLength, StillTooLarge(response.message()));
+      if (Status s = Compact(); !s.ok()) return CompactionFailed(s);
     }
-    if (!response.ok()) {
-      TurnResult failed;
-      failed.code = ClassifyModelError(response.error());
-      failed.error = response.message();
-      return fail(failed);
-    }
-    count(response->usage);
+    if (!response.ok()) return Fail(ClassifyModelError(response.error()), response.message());
+    Count(response->usage);
+    return std::nullopt;
+  }
 
-    for (const std::string& warning : response->warnings) {
-      deps.emitter.CompleteNew(ErrorItem{warning});
+  // The response's warnings and items, reported and added to the history; its tool calls.
+  std::vector<ToolCall> RecordResponse(const ModelResponse& response) {
+    for (const std::string& warning : response.warnings) {
+      deps_.emitter.CompleteNew(ErrorItem{warning});
     }
     std::vector<ToolCall> calls;
-    for (const OutputItem& item : response->items) RecordItem(item, deps, history, calls, result);
-    context.OnResponse(response->usage, history.size());
-    compacted_since_response = false;
-    if (calls.empty()) break;
+    for (const OutputItem& item : response.items) {
+      RecordItem(item, deps_, history_, calls, result_);
+    }
+    context_.OnResponse(response.usage, history_.size());
+    compacted_since_response_ = false;
+    return calls;
+  }
 
-    if (deps.before_tools) {
-      if (Status ready = deps.before_tools(); !ready.ok()) {
-        if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
-        TurnResult failed;
-        failed.code = ErrorCode::kSandboxUnavailable;
-        failed.error = ready.message();
-        return fail(failed);
+  // Runs one batch of tool calls and adds their outputs, then their warnings, to the history.
+  std::optional<TurnResult> RunTools(const std::vector<ToolCall>& calls) {
+    if (deps_.before_tools) {
+      if (Status ready = deps_.before_tools(); !ready.ok()) {
+        if (deps_.cancel.cancelled()) return Fail(Cancelled(deps_.cancel.reason()));
+        return Fail(ErrorCode::kSandboxUnavailable, ready.message());
       }
     }
-    std::vector<ToolResult> outputs = deps.router.DispatchAll(calls, env);
+    std::vector<ToolResult> outputs = deps_.router.DispatchAll(calls, env_);
     for (const ToolResult& out : outputs) {
-      AddToHistory(deps, history, ToolOutputItem(out.call_id, out.output, out.custom));
+      AddToHistory(deps_, history_, ToolOutputItem(out.call_id, out.output, out.custom));
     }
     // After every output of the batch, so each call still meets its output first.
     for (const ToolResult& out : outputs) {
       if (!out.model_warning.empty()) {
-        AddToHistory(deps, history, MessageInputItem("user", "Warning: " + out.model_warning));
+        AddToHistory(deps_, history_, MessageInputItem("user", "Warning: " + out.model_warning));
       }
     }
-    if (deps.cancel.cancelled()) return fail(Cancelled(deps.cancel.reason()));
+    if (deps_.cancel.cancelled()) return Fail(Cancelled(deps_.cancel.reason()));
+    return std::nullopt;
   }
 
-  // Both wires get the same guarantee: an answer that does not validate fails the turn
-  // (runner/ then writes no -o content), whatever the provider enforced.
-  if (deps.output_schema_json) {
-    Result<std::unique_ptr<OutputSchemaValidator>> validator =
-        OutputSchemaValidator::Make(*deps.output_schema_json);
-    Status valid = validator.ok() ? (*validator)->Validate(result.final_message)
-                                  : Status(MakeError("--output-schema: " + validator.message()));
-    if (!valid.ok()) {
-      TurnResult invalid;
-      invalid.code = ErrorCode::kOutputSchema;
-      invalid.error = valid.message();
-      return fail(invalid);
+  // The final answer's checks, then turn.completed.
+  TurnResult Finish() {
+    // Both wires get the same guarantee: an answer that does not validate fails the turn
+    // (runner/ then writes no -o content), whatever the provider enforced.
+    if (deps_.output_schema_json) {
+      Result<std::unique_ptr<OutputSchemaValidator>> validator =
+          OutputSchemaValidator::Make(*deps_.output_schema_json);
+      Status valid = validator.ok() ? (*validator)->Validate(result_.final_message)
+                                    : Status(MakeError("--output-schema: " + validator.message()));
+      if (!valid.ok()) return Fail(ErrorCode::kOutputSchema, valid.message());
     }
+
+    if (deps_.final_answer_check) {
+      Result<std::optional<ItemDetails>> checked = deps_.final_answer_check(result_.final_message);
+      if (!checked.ok()) return Fail(ErrorCode::kOutputSchema, checked.message());
+      if (*checked) deps_.emitter.CompleteNew(std::move(**checked));
+    }
+    deps_.router.StopBackground(deps_.emitter);
+    deps_.router.OnTurnEnd(deps_.emitter);
+    result_.stats = record_.Stats();
+    deps_.emitter.Emit(TurnCompleted{result_.usage, result_.stats});
+    return result_;
   }
 
-  if (deps.final_answer_check) {
-    Result<std::optional<ItemDetails>> checked = deps.final_answer_check(result.final_message);
-    if (!checked.ok()) {
-      TurnResult invalid;
-      invalid.code = ErrorCode::kOutputSchema;
-      invalid.error = checked.message();
-      return fail(invalid);
-    }
-    if (*checked) deps.emitter.CompleteNew(std::move(**checked));
-  }
-  deps.router.StopBackground(deps.emitter);
-  deps.router.OnTurnEnd(deps.emitter);
-  result.stats = record.Stats();
-  deps.emitter.Emit(TurnCompleted{result.usage, result.stats});
-  return result;
+  TurnDeps& deps_;
+  std::vector<std::string>& history_;
+  TurnResult result_;
+  ResultRecorder own_record_;
+  ResultRecorder& record_;
+  TurnObserver observer_;
+  ToolEnv env_;
+  const std::string tools_json_;
+  ContextTracker context_;
+  const CompactionSettings compaction_;
+  bool compacted_since_response_ = false;
+};
+
+}  // namespace
+
+TurnResult RunTurn(TurnDeps& deps, std::vector<std::string>& history) {
+  return TurnLoop(deps, history).Run();
 }
 
 }  // namespace ae
