@@ -205,8 +205,7 @@ std::optional<Denial> AdvisoryDenial(const RunResult& result, const Policy& poli
     NamedPaths(line, kMaxPaths, &named);
   }
   bool explained = false;  // a path it names that the sandbox is not why it failed on
-  for (size_t i = 0; i < named.size(); ++i) {
-    const std::string& raw = named[i];
+  for (const std::string& raw : named) {
     if (raw.empty() || raw.size() > PATH_MAX || raw.find('\0') != std::string::npos) continue;
     if (raw.front() != '/' && (workdir.empty() || workdir.front() != '/')) continue;
     const std::string path = ResolvePath(raw.front() == '/' ? raw : workdir + "/" + raw);

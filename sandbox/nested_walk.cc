@@ -19,7 +19,7 @@ namespace {
 
 // One buffer for the whole walk: most directories are read by one getdents64 and the empty
 // one that says the end was reached.
-constexpr size_t kBufferBytes = 64 * 1024;
+constexpr size_t kBufferBytes = size_t{64} * 1024;
 
 // Descriptors the walk holds: the directories between the root and where it is. An ancestor
 // further up is closed and opened again by name when the walk comes back to it, so a tree of
@@ -42,7 +42,7 @@ struct Frame {
 // 2 + that number; -1 when it may not (btrfs and overlayfs report 1 or other counts, ext4
 // reports 1 past 65,000 subdirectories).
 long SubdirectoryCount(int fd) {
-  struct statfs fs;
+  struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) return -1;
   switch (static_cast<unsigned long>(fs.f_type)) {
     case EXT4_SUPER_MAGIC:  // also ext2 and ext3
@@ -52,7 +52,7 @@ long SubdirectoryCount(int fd) {
     default:
       return -1;
   }
-  struct stat st;
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_nlink < 2) return -1;
   return static_cast<long>(st.st_nlink - 2);
 }
@@ -150,7 +150,7 @@ class Walk {
           // subdirectory was seen already.
           if (subdirs_left == -2) subdirs_left = SubdirectoryCount(fd);
           if (subdirs_left == 0) continue;
-          struct stat st;
+          struct stat st {};
           if (::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
           if (!S_ISDIR(st.st_mode)) continue;
           type = DT_DIR;
@@ -165,7 +165,7 @@ class Walk {
 
   void Close(Frame& frame) {
     if (!frame.fd || &frame == &stack_.front()) return;  // the root stays open
-    struct stat st;
+    struct stat st {};
     if (::fstat(frame.fd.get(), &st) == 0) {
       frame.dev = st.st_dev;
       frame.ino = st.st_ino;
@@ -186,7 +186,7 @@ class Walk {
       at = std::move(next);
       at_fd = at.get();
     }
-    struct stat st;
+    struct stat st {};
     Frame& top = stack_.back();
     if (::fstat(at.get(), &st) != 0 || st.st_dev != top.dev || st.st_ino != top.ino) return false;
     top.fd = std::move(at);

@@ -82,6 +82,8 @@ class NestedScan {
   ~NestedScan();  // stops the search and waits for it
   NestedScan(const NestedScan&) = delete;
   NestedScan& operator=(const NestedScan&) = delete;
+  NestedScan(NestedScan&&) = delete;
+  NestedScan& operator=(NestedScan&&) = delete;
 
   // Waits for the search and adds what it found to `policy` (the base policy, or a copy of
   // it): the carve-outs and their identities. An error when the search was cancelled before

@@ -279,7 +279,7 @@ void WriteWatch::HandleOne(int listener) {
                                          : nullptr;
   const pid_t pid = static_cast<pid_t>(req->pid);
   bool in_base[2] = {false, false};
-  for (int i = 0; i < 2; ++i) paths_[i].clear();
+  for (std::string& path : paths_) path.clear();
   for (int i = 0; call != nullptr && i < 2 && call->path[i] >= 0; ++i) {
     std::string& raw = raw_;
     if (!ReadString(pid, req->data.args[call->path[i]], &raw)) continue;
