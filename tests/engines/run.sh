@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real engines, outside `make test`: agentexec against MCP servers built with the official
 # TypeScript SDK from npm (streamable HTTP with event-stream and JSON replies, and stdio),
-# and `agentexec batch` sharded by gitlab-ci-local's `parallel:` and a Slurm job array.
+# `agentexec batch` sharded by gitlab-ci-local's `parallel:` and a Slurm job array, a first
+# pipeline step (the GitLab component in gitlab-ci-local's shell executor, the Action's steps),
+# and the image on the real Docker daemon (tests/engines/docker.sh).
 # Each case prints PASS/FAIL/SKIP with the reason; the last line is the tally.
 #   tests/engines/run.sh [BUILD_DIR]     (make test-engines)
 set -uo pipefail
