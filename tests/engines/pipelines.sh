@@ -118,19 +118,8 @@ PY
 # GitLab to fetch it from; tests/dist/yaml_lint_test.py does the same). Its image is ignored
 # (--force-shell-executor); AGENTEXEC_SCRIPTS, which names the image's copy of scripts/, is set
 # to this checkout's, and agentexec is on PATH, as the image has them.
-gcl=$build/engines/gitlab-ci-local
-pl_gitlab_missing=""
-if [ ! -x "$gcl/node_modules/.bin/gitlab-ci-local" ]; then
-  mkdir -p "$gcl"
-  if ! command -v npm >/dev/null; then
-    pl_gitlab_missing="npm is not installed"
-  elif ! (cd "$gcl" && timeout 300 npm install --no-audit --no-fund --silent \
-      gitlab-ci-local@4.70.1 >"$pl/gcl-npm.log" 2>&1); then
-    pl_gitlab_missing="npm could not install gitlab-ci-local ($(tail -n1 "$pl/gcl-npm.log"))"
-  fi
-fi
-[ -z "$pl_gitlab_missing" ] && ! command -v rsync >/dev/null &&
-  pl_gitlab_missing="gitlab-ci-local needs rsync, which is not installed"
+# gitlab-ci-local ($gcl) is installed by batch_gitlab.sh, which run.sh sources before this file.
+pl_gitlab_missing=${gitlab_missing-gitlab-ci-local is not installed (batch_gitlab.sh installs it)}
 if [ -n "$pl_gitlab_missing" ]; then
   result SKIP pipeline_gitlab_shell "$pl_gitlab_missing"
 else
