@@ -581,6 +581,18 @@ TEST_F(SessionSockets, AnEarlierCommandsServerStaysReachable) {
       RunProcess(spec({SANDBOX_PROBE, "unix-connect-path", ws + "/own.sock"}), limits, cancel);
   ASSERT_TRUE(client.ok());
   EXPECT_EQ(client->output, "ok\n");
+  // Reap ends whatever still runs in the server's group, so it waits for the server to finish
+  // first: its output ends (EOF) once it has served the connection and exited.
+  said.clear();
+  for (int i = 0; i < 500; ++i) {
+    pollfd p = {server->process->output_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    char buf[256];
+    ssize_t n = ::read(p.fd, buf, sizeof buf);
+    if (n <= 0) break;
+    said.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(said, "ok\n");
   int code = -1, sig = 0;
   server->process->Reap(&code, &sig);
   EXPECT_EQ(code, 0);
