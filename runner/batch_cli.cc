@@ -42,8 +42,20 @@ std::optional<int64_t> PositiveInt(const std::string& s) {
   return n;
 }
 
-// Splits "--name=value" into its two halves; other words come back whole with no value.
-std::pair<std::string, std::optional<std::string>> SplitOption(const std::string& arg) {
+// One word of a subcommand's command line: "--name=value" split into its halves; other words
+// come back whole with no value.
+struct OptionWord {
+  std::string name;
+  std::optional<std::string> inline_value;
+  // The option's value: after '=', else the next word (consumed); none at the end.
+  std::optional<std::string> Value(const std::vector<std::string>& args, size_t* i) const {
+    if (inline_value) return inline_value;
+    if (*i + 1 < args.size()) return args[++*i];
+    return std::nullopt;
+  }
+};
+
+OptionWord SplitOption(const std::string& arg) {
   if (arg.starts_with("--")) {
     size_t eq = arg.find('=');
     if (eq != std::string::npos) return {arg.substr(0, eq), arg.substr(eq + 1)};
@@ -140,14 +152,9 @@ int Run(const std::vector<std::string>& args) {
   RunGiven given;
   BatchRunOptions& o = given.o;
   for (size_t i = 0; i < args.size(); ++i) {
-    auto [name_, inline_value_] = SplitOption(args[i]);
-    const std::string name = name_;
-    const std::optional<std::string> inline_value = inline_value_;
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
+    const OptionWord word = SplitOption(args[i]);
+    const std::string& name = word.name;
+    auto value = [&] { return word.Value(args, &i); };
     const RunOption* option = nullptr;
     for (const RunOption& r : kRunOptions) {
       if (OptionHasName(r.names, name)) option = &r;
@@ -226,14 +233,9 @@ int Run(const std::vector<std::string>& args) {
 int Report(const std::vector<std::string>& args) {
   BatchReportOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
-    auto [name_, inline_value_] = SplitOption(args[i]);
-    const std::string name = name_;
-    const std::optional<std::string> inline_value = inline_value_;
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
+    const OptionWord word = SplitOption(args[i]);
+    const std::string& name = word.name;
+    auto value = [&] { return word.Value(args, &i); };
     if (name == "--format") {
       std::optional<std::string> v = value();
       if (!v || (*v != "markdown" && *v != "junit" && *v != "json")) {
@@ -265,12 +267,10 @@ int Plan(const std::vector<std::string>& args) {
   std::optional<std::string> manifest;
   std::optional<int64_t> shards;
   for (size_t i = 0; i < args.size(); ++i) {
-    auto [name_, inline_value_] = SplitOption(args[i]);
-    const std::string name = name_;
-    const std::optional<std::string> inline_value = inline_value_;
+    const OptionWord word = SplitOption(args[i]);
+    const std::string& name = word.name;
     if (name == "--shards") {
-      std::optional<std::string> v = inline_value;
-      if (!v && i + 1 < args.size()) v = args[++i];
+      std::optional<std::string> v = word.Value(args, &i);
       shards = v ? PositiveInt(*v) : std::nullopt;
       if (!shards || *shards > 256) {
         return BatchUsageError(fmt::format(
