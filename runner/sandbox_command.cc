@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/child.h"
 #include "base/fd.h"
 #include "base/result.h"
@@ -225,16 +226,24 @@ int RunSandboxCommand(const CliArgs& args) {
   std::vector<std::string> command = *args.sandbox_command;
   const int unavailable = ToInt(ExitCode::kSandboxUnavailable);
 
-  Result<sandbox::Policy> policy = sandbox::BuildPolicy(settings, layers->cwd);
+  Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, layers->cwd);
   if (!policy.ok()) {
     PrintLine(policy.message());
     return unavailable;
   }
 
   if (!policy->unrestricted()) {
+    // The search for nested repositories runs while the preflight's probe runs (both mostly
+    // wait on the kernel); the command starts only once it is complete.
+    const CancelToken never_cancelled;
+    sandbox::NestedScan nested(*policy, never_cancelled);
     Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
     if (!report.ok()) {
       PrintLine(report.message());
+      return unavailable;
+    }
+    if (Status found = nested.Finish(&*policy); !found.ok()) {
+      PrintLine(found.message());
       return unavailable;
     }
     for (const std::string& warning : report->warnings) PrintLine(warning);

@@ -7,9 +7,19 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <iterator>
+#include <memory>
+#include <mutex>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "base/fd.h"
@@ -28,6 +38,12 @@ constexpr size_t kMaxOpenFrames = 32;
 
 constexpr int kOpenFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
+// A walk on several threads first splits the tree, breadth first, into this many subtrees a
+// thread (taken in turn, so that a large one does not leave the others idle for long), and
+// uses at most kMaxWalkThreads: past that, the file system's own locks are the limit.
+constexpr size_t kSubtreesPerThread = 16;
+constexpr unsigned kMaxWalkThreads = 4;
+
 struct Frame {
   Fd fd;             // invalid while closed to spare descriptors (kMaxOpenFrames)
   std::string name;  // in the parent frame's directory; empty for the root
@@ -35,39 +51,63 @@ struct Frame {
   size_t next = 0;   // offset of the next name in `todo`
   dev_t dev = 0;     // identity of the directory, recorded when its descriptor is closed
   ino_t ino = 0;
-  bool toward_skip = false;  // a directory of the walk\'s `skip` lies below this one
+  bool toward_skip = false;  // a directory of the walk's `skip` lies below this one
 };
 
 // The number of subdirectories of the directory `fd` when its file system keeps st_nlink as
 // 2 + that number; -1 when it may not (btrfs and overlayfs report 1 or other counts, ext4
 // reports 1 past 65,000 subdirectories).
-long SubdirectoryCount(int fd) {
+bool KeepsSubdirectoryCount(int fd) {
   struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return -1;
+  if (::fstatfs(fd, &fs) != 0) return false;
   switch (static_cast<unsigned long>(fs.f_type)) {
     case EXT4_SUPER_MAGIC:  // also ext2 and ext3
     case TMPFS_MAGIC:
     case XFS_SUPER_MAGIC:
-      break;
+      return true;
     default:
-      return -1;
+      return false;
   }
+}
+
+long SubdirectoryCount(int fd) {
+  if (!KeepsSubdirectoryCount(fd)) return -1;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_nlink < 2) return -1;
   return static_cast<long>(st.st_nlink - 2);
 }
 
+// What the parts of one walk share: the root, the directories not to enter, the visitor, and
+// the root's file system.
+struct WalkShared {
+  const std::string& root;
+  const std::vector<std::string>& skip;
+  const NestedVisitor& visit;
+  dev_t root_dev = 0;  // whether the root's file system keeps st_nlink (Walk::IsLeaf)
+  bool root_keeps_nlink = false;
+};
+
+// A directory still to walk, with the tree below it, opened by name from its parent when its
+// turn comes. The subtrees of one parent share its descriptor: names wait in the queue, not
+// descriptors, so a directory of 10,000 subdirectories costs one.
+struct Subtree {
+  std::shared_ptr<const Fd> parent;
+  std::string name;
+  std::string path;
+  bool toward_skip = false;  // a directory of the walk's `skip` lies below this one
+};
+
+// The walk below one directory, `base`: the root, or a subtree of it.
 class Walk {
  public:
-  Walk(const std::string& root, const std::vector<std::string>& skip, const NestedVisitor& visit)
-      : root_(root), skip_(skip), visit_(visit), buffer_(kBufferBytes) {}
+  Walk(const WalkShared& shared, std::string base, std::vector<char>& buffer)
+      : shared_(shared), base_(std::move(base)), buffer_(buffer) {}
 
-  bool Run(const std::function<bool()>& stop) {
-    if (stop()) return false;
+  // Walks the whole tree below `fd` (base), depth first. False when `stop` ended it first.
+  bool Run(Fd fd, bool toward_skip, const std::function<bool()>& stop) {
     Frame first;
-    first.fd.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!first.fd) return true;  // nothing there to walk
-    first.toward_skip = !skip_.empty();
+    first.fd = std::move(fd);
+    first.toward_skip = toward_skip;
     List(first.fd.get(), nullptr, &first.todo);
     stack_.push_back(std::move(first));
     while (!stack_.empty()) {
@@ -85,19 +125,7 @@ class Walk {
       }
       Frame child;
       child.name = name;
-      // Only on the way to a skipped directory is a path made, and compared.
-      if (top.toward_skip) {
-        const std::string path = PathOf(child.name);
-        bool skipped = false;
-        for (const std::string& other : skip_) {
-          if (other == path) skipped = true;
-          if (other.size() > path.size() && other.compare(0, path.size(), path) == 0 &&
-              other[path.size()] == '/') {
-            child.toward_skip = true;
-          }
-        }
-        if (skipped) continue;
-      }
+      if (!Enter(top.fd.get(), top.toward_skip, child.name, &child.toward_skip)) continue;
       child.fd.reset(::openat(top.fd.get(), child.name.c_str(), kOpenFlags));
       if (!child.fd) continue;  // gone, a symlink by now, or not ours to read
       List(child.fd.get(), &child.name, &child.todo);
@@ -108,10 +136,77 @@ class Walk {
     return true;
   }
 
+  // Lists `fd` (base) alone: reports what it holds and queues its subdirectories in `out`.
+  void Expand(Fd fd, bool toward_skip, std::deque<Subtree>* out) {
+    Frame first;
+    List(fd.get(), nullptr, &first.todo);
+    stack_.push_back(std::move(first));  // PathOf's base
+    auto parent = std::make_shared<const Fd>(std::move(fd));
+    const std::string& todo = stack_.back().todo;
+    for (size_t at = 0; at < todo.size();) {
+      Subtree child;
+      child.name = todo.c_str() + at;
+      at += child.name.size() + 1;
+      if (!Enter(parent->get(), toward_skip, child.name, &child.toward_skip)) continue;
+      child.path = PathOf(child.name);
+      child.parent = parent;
+      out->push_back(std::move(child));
+    }
+    stack_.clear();
+  }
+
  private:
+  // Whether to open and walk the subdirectory `name` of the top frame's directory `dir_fd`:
+  // not one of the walk's `skip`, nor a leaf (its `.git` or `.agentexec` are reported here).
+  // `*toward_skip`: a skipped directory lies below it.
+  bool Enter(int dir_fd, bool dir_toward_skip, const std::string& name, bool* toward_skip) {
+    *toward_skip = false;
+    // Only on the way to a skipped directory is a path made, and compared.
+    if (dir_toward_skip) {
+      const std::string path = PathOf(name);
+      for (const std::string& other : shared_.skip) {
+        if (other == path) return false;
+        if (other.size() > path.size() && other.compare(0, path.size(), path) == 0 &&
+            other[path.size()] == '/') {
+          *toward_skip = true;
+        }
+      }
+    }
+    if (!*toward_skip && IsLeaf(dir_fd, name)) {
+      // No subdirectory to walk: a `.git` or `.agentexec` in it can only be a file or a
+      // symlink (a directory would count in st_nlink), found by name without listing.
+      ReportLeaf(dir_fd, name);
+      return false;
+    }
+    return true;
+  }
+
+  // Whether the directory `name` in `dir_fd` has no subdirectories, as its st_nlink of 2 says
+  // on the file systems that keep it (SubdirectoryCount); false when it may have some or
+  // cannot be told. One fstatat instead of an open, two getdents64 and a close: most
+  // directories of a large tree (node_modules, build output) are leaves.
+  bool IsLeaf(int dir_fd, const std::string& name) {
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    // Only on the root's file system, whose kind Run asked once: a mount point below the
+    // root may hold another kind, whose directories are then listed.
+    return S_ISDIR(st.st_mode) && st.st_nlink == 2 && st.st_dev == shared_.root_dev &&
+           shared_.root_keeps_nlink;
+  }
+
+  void ReportLeaf(int dir_fd, const std::string& name) {
+    struct stat st {};
+    if (::fstatat(dir_fd, (name + "/.git").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      shared_.visit(NestedHit::kGit, PathOf(name));
+    }
+    if (::fstatat(dir_fd, (name + "/.agentexec").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      shared_.visit(NestedHit::kAgentexec, PathOf(name) + "/.agentexec");
+    }
+  }
+
   // The path of the directory `name` inside the top frame's.
   std::string PathOf(const std::string& name) const {
-    std::string path = root_;
+    std::string path = base_;
     auto add = [&](const std::string& part) {
       if (path.back() != '/') path += '/';
       path += part;
@@ -121,7 +216,7 @@ class Walk {
     return path;
   }
 
-  // Reads the directory `fd` (`name` inside the top frame's; the root when null): reports its
+  // Reads the directory `fd` (`name` inside the top frame's; the base when null): reports its
   // `.git` and `.agentexec` and appends its other subdirectories to `todo`.
   void List(int fd, const std::string* name, std::string* todo) {
     long subdirs_left = -2;  // -2: not asked yet; -1: unknown
@@ -136,11 +231,12 @@ class Walk {
         if (entry_name == "." || entry_name == "..") continue;
         if (entry_name == ".git" || entry_name == ".agentexec") {
           // Never entered. The root's own are the policy's already.
-          if (name == nullptr) continue;
+          if (name == nullptr && base_ == shared_.root) continue;
+          const std::string dir = name == nullptr ? base_ : PathOf(*name);
           if (entry_name == ".git") {
-            visit_(NestedHit::kGit, PathOf(*name));
+            shared_.visit(NestedHit::kGit, dir);
           } else {
-            visit_(NestedHit::kAgentexec, PathOf(*name) + "/.agentexec");
+            shared_.visit(NestedHit::kAgentexec, dir + "/.agentexec");
           }
           continue;
         }
@@ -193,18 +289,86 @@ class Walk {
     return true;
   }
 
-  const std::string& root_;
-  const std::vector<std::string>& skip_;
-  const NestedVisitor& visit_;
-  std::vector<char> buffer_;
+  const WalkShared& shared_;
+  const std::string base_;
+  std::vector<char>& buffer_;
   std::vector<Frame> stack_;
 };
 
 }  // namespace
 
+unsigned WalkThreads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return static_cast<unsigned>(std::clamp(cpus, 1, static_cast<int>(kMaxWalkThreads)));
+}
+
 bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
-                const std::function<bool()>& stop, const NestedVisitor& visit) {
-  return Walk(root, skip, visit).Run(stop);
+                const std::function<bool()>& stop, const NestedVisitor& visit, unsigned threads) {
+  if (stop()) return false;
+  Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return true;  // nothing there to walk
+  std::mutex visit_mutex;
+  const NestedVisitor serialized = [&](NestedHit hit, const std::string& dir) {
+    const std::lock_guard<std::mutex> lock(visit_mutex);
+    visit(hit, dir);
+  };
+  WalkShared shared{root, skip, threads > 1 ? serialized : visit};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0) {
+    shared.root_dev = st.st_dev;
+    shared.root_keeps_nlink = KeepsSubdirectoryCount(fd.get());
+  }
+  const bool toward_skip = !skip.empty();
+  std::vector<char> buffer(kBufferBytes);
+  if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);
+
+  // Breadth first until there are subtrees enough to share among the threads, each of which
+  // then takes the next subtree not yet taken and walks it whole, depth first.
+  std::deque<Subtree> queue;
+  Walk(shared, root, buffer).Expand(std::move(fd), toward_skip, &queue);
+  while (!queue.empty() && queue.size() < threads * kSubtreesPerThread) {
+    if (stop()) return false;
+    Subtree next = std::move(queue.front());
+    queue.pop_front();
+    Fd dir(::openat(next.parent->get(), next.name.c_str(), kOpenFlags));
+    if (!dir) continue;  // gone, a symlink by now, or not ours to read
+    Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue);
+  }
+  std::vector<Subtree> subtrees(std::make_move_iterator(queue.begin()),
+                                std::make_move_iterator(queue.end()));
+  queue.clear();
+  std::atomic<size_t> taken{0};
+  std::atomic<bool> stopped{false};
+  auto work = [&](std::vector<char>& own_buffer) {
+    for (;;) {
+      const size_t i = taken.fetch_add(1);
+      if (i >= subtrees.size() || stopped.load()) return;
+      Subtree& subtree = subtrees[i];
+      Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
+      subtree.parent.reset();
+      if (!dir) continue;
+      if (!Walk(shared, subtree.path, own_buffer).Run(std::move(dir), subtree.toward_skip, stop)) {
+        stopped.store(true);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  std::vector<std::vector<char>> buffers;
+  buffers.reserve(threads);
+  for (unsigned i = 1; i < threads && i < subtrees.size(); ++i) {
+    buffers.emplace_back(kBufferBytes);
+    try {
+      helpers.emplace_back(work, std::ref(buffers.back()));
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: this one walks what is left
+    }
+  }
+  work(buffer);
+  for (std::thread& helper : helpers) helper.join();
+  return !stopped.load();
 }
 
 }  // namespace ae::sandbox

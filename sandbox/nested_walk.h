@@ -1,8 +1,9 @@
 // The walk that finds nested repositories inside a writable root: every `.git` (directory or
 // gitfile) and `.agentexec` below it, at any depth, for the read-only carve-outs (policy.h).
 // It has no bound: a repository past any bound would silently be writable. It is made cheap
-// instead (descriptor-relative opens, one large getdents64 buffer, no path string per entry)
-// and runs off the start-up path (NestedScan in policy.h).
+// instead (descriptor-relative opens, one large getdents64 buffer, no path string per entry, a
+// directory without subdirectories looked into by name, not listed, the tree shared among
+// the CPUs) and runs off the start-up path (NestedScan in policy.h).
 #pragma once
 
 #include <functional>
@@ -23,7 +24,13 @@ using NestedVisitor = std::function<void(NestedHit hit, const std::string& dir)>
 // a repository in it either). The directories in `skip` (canonical, below `root`: other roots,
 // walked on their own) are not entered. `stop` is asked before each directory is opened; when
 // it says yes the walk ends at once and returns false. True: the walk saw the whole tree.
+// With `threads` above 1 the tree is split among that many threads (`stop` is then asked on
+// each); `visit` is never called by two at once.
 bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
-                const std::function<bool()>& stop, const NestedVisitor& visit);
+                const std::function<bool()>& stop, const NestedVisitor& visit,
+                unsigned threads = 1);
+
+// The threads a walk should use here: the CPUs this process may run on, at most 4.
+unsigned WalkThreads();
 
 }  // namespace ae::sandbox

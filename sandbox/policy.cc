@@ -141,13 +141,16 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
   // Each directory once: a root inside another (a workspace under /tmp) is walked on its own,
   // not again as part of the outer one (which may not reach it: a directory on the way may
   // be searchable but not readable to us).
+  const unsigned threads = WalkThreads();
   for (const std::string& root : roots) {
     std::vector<std::string> inner;
     for (const std::string& other : roots) {
       if (other != root && IsUnder(other, root)) inner.push_back(other);
     }
-    if (!WalkNested(root, inner, stop, visit)) return false;
+    if (!WalkNested(root, inner, stop, visit, threads)) return false;
   }
+  // The same carve-outs in the same order whatever order the threads found them in.
+  std::sort(found->begin(), found->end());
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "base/fd.h"
@@ -142,19 +143,29 @@ struct Isolation {
   bool pid_namespace = false;
 };
 
-// The strongest isolation that works, with the reasons for what does not.
-Isolation ProbeIsolation(const Policy& policy, ProbeFailure* mount_why, ProbeFailure* pid_why) {
+// The full sandbox's options: Landlock, seccomp, the mount and the PID namespace.
+PrepareOptions FullOptions() {
+  PrepareOptions options;
+  options.mount_namespace = true;
+  options.pid_namespace = true;
+  return options;
+}
+
+// The strongest isolation that works, with the reasons for what does not. `full_failed`: the
+// full sandbox was probed already and failed for that reason.
+Isolation ProbeIsolation(const Policy& policy, ProbeFailure* mount_why, ProbeFailure* pid_why,
+                         const std::optional<ProbeFailure>& full_failed) {
   Isolation found;
   if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS")) {
     *mount_why = {"unshare", EPERM};
     *pid_why = *mount_why;
     return found;
   }
-  PrepareOptions options;
-  options.mount_namespace = true;
-  options.pid_namespace = true;
+  PrepareOptions options = FullOptions();
   if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS")) {
     *pid_why = {"unshare", EPERM};
+  } else if (full_failed) {
+    *pid_why = *full_failed;
   } else if (ProbeOptions(policy, options, pid_why)) {
     found.mount_namespace = found.pid_namespace = true;
     return found;
@@ -188,7 +199,7 @@ Result<PreparedPtr> Prepare(const Policy& policy) {
   PreflightReport found;
   if (!policy.unrestricted()) {
     ProbeFailure mount_why, pid_why;
-    Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why);
+    Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why, std::nullopt);
     found.mount_namespace = isolation.mount_namespace;
     found.pid_namespace = isolation.pid_namespace;
     found.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
@@ -207,25 +218,40 @@ Result<PreflightReport> Preflight(const Policy& policy) {
   if (abi < 1) return MakeError(LandlockUnavailableMessage(policy.mode, errno));
   report.landlock_abi = abi;
 
-  // Landlock + seccomp (+ the capability drop) must work, or nothing runs.
-  PrepareOptions core;
-  core.mount_namespace = false;
-  Result<PreparedPtr> prepared = Prepare(policy, core);
-  if (!prepared.ok()) return prepared.error();
-  std::optional<ProbeFailure> failure;
-  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP")) {
-    failure = ProbeFailure{"prctl(PR_SET_SECCOMP)", EINVAL};
-  } else {
-    Result<std::optional<ProbeFailure>> probed = ProbeInChild(**prepared);
-    if (!probed.ok()) return probed.error();
-    failure = *probed;
-  }
-  if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
-
-  // The namespaces are best effort: without them, say loudly what is not protected, to every
-  // user (an unprivileged one loses the carve-outs and the tree containment as well).
+  // Where the full sandbox applies (the common case), one probe says so: it takes every step
+  // of the core below. Otherwise the core is probed alone, then what namespaces remain.
   ProbeFailure mount_why, pid_why;
-  Isolation isolation = ProbeIsolation(policy, &mount_why, &pid_why);
+  std::optional<ProbeFailure> full_failed;
+  Isolation isolation;
+  if (!FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP") &&
+      !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS") && !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS")) {
+    ProbeFailure why;
+    if (ProbeOptions(policy, FullOptions(), &why)) {
+      isolation.mount_namespace = isolation.pid_namespace = true;
+    } else {
+      full_failed = why;
+    }
+  }
+  if (!isolation.mount_namespace) {
+    // Landlock + seccomp (+ the capability drop) must work, or nothing runs.
+    PrepareOptions core;
+    core.mount_namespace = false;
+    Result<PreparedPtr> prepared = Prepare(policy, core);
+    if (!prepared.ok()) return prepared.error();
+    std::optional<ProbeFailure> failure;
+    if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP")) {
+      failure = ProbeFailure{"prctl(PR_SET_SECCOMP)", EINVAL};
+    } else {
+      Result<std::optional<ProbeFailure>> probed = ProbeInChild(**prepared);
+      if (!probed.ok()) return probed.error();
+      failure = *probed;
+    }
+    if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
+
+    // The namespaces are best effort: without them, say loudly what is not protected, to
+    // every user (an unprivileged one loses the carve-outs and the tree containment as well).
+    isolation = ProbeIsolation(policy, &mount_why, &pid_why, full_failed);
+  }
   report.mount_namespace = isolation.mount_namespace;
   report.pid_namespace = isolation.pid_namespace;
   report.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");

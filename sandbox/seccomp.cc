@@ -18,6 +18,8 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "base/fd.h"
@@ -193,7 +195,9 @@ const WatchedCall* FindWatchedCall(int nr) {
   return nullptr;
 }
 
-Result<std::vector<sock_filter>> BuildWatchProgram() {
+namespace {
+
+Result<std::vector<sock_filter>> CompileWatchProgram() {
   std::string why;
   if (!KernelHasNotifyContinue(&why)) return MakeError(why);
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
@@ -222,7 +226,7 @@ Result<std::vector<sock_filter>> BuildWatchProgram() {
   return Export(ctx.get());
 }
 
-Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
+Result<std::vector<sock_filter>> CompileProgram(const Policy& policy) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return MakeError("sandbox: seccomp_init failed");
   // Only the native ABI: i386 (socketcall hides its arguments) and x32 would get around the
@@ -294,6 +298,8 @@ Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
   return Export(ctx.get());
 }
 
+}  // namespace
+
 bool Install(const sock_fprog* program, int* err) noexcept {
   if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, program, 0, 0) != 0) {
     *err = errno;
@@ -311,6 +317,26 @@ bool InstallWatch(const sock_fprog* program, int* listener, int* err) noexcept {
   }
   *listener = static_cast<int>(fd);
   return true;
+}
+
+// libseccomp's compilation is most of the user time of preparing a sandbox, and a run
+// prepares several (the preflight's probes, then the commands'); the programs depend only on
+// the network switch, so each is compiled once per process.
+Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
+  static std::mutex mutex;
+  static std::optional<Result<std::vector<sock_filter>>> compiled[2];
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::optional<Result<std::vector<sock_filter>>>& slot = compiled[policy.network_access ? 1 : 0];
+  if (!slot) slot = CompileProgram(policy);
+  return *slot;
+}
+
+Result<std::vector<sock_filter>> BuildWatchProgram() {
+  static std::mutex mutex;
+  static std::optional<Result<std::vector<sock_filter>>> compiled;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!compiled) compiled = CompileWatchProgram();
+  return *compiled;
 }
 
 }  // namespace ae::sandbox::seccomp

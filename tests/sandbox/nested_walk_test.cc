@@ -1,0 +1,146 @@
+// The walk itself (sandbox/nested_walk.h): directories without subdirectories looked into by
+// name, and a tree shared among threads, each finding exactly what one thread finds.
+#include "sandbox/nested_walk.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_util.h"
+
+namespace ae::sandbox {
+namespace {
+
+using testing::ScratchDir;
+using testing::Sh;
+
+using Hits = std::vector<std::string>;
+
+// Every hit as "git DIR" or "agentexec PATH", sorted.
+Hits Walk(const std::string& root, unsigned threads, const std::vector<std::string>& skip = {}) {
+  Hits hits;
+  const bool complete = WalkNested(
+      root, skip, [] { return false; },
+      [&](NestedHit hit, const std::string& path) {
+        hits.push_back((hit == NestedHit::kGit ? "git " : "agentexec ") + path);
+      },
+      threads);
+  EXPECT_TRUE(complete);
+  std::sort(hits.begin(), hits.end());
+  return hits;
+}
+
+// The directories to try the walk in: the scratch directory's file system and, where there
+// is one, tmpfs (both keep st_nlink, so both take the leaf path).
+std::vector<std::string> Places(const ScratchDir& dir) {
+  std::vector<std::string> places = {dir.path() + "/disk"};
+  Sh("mkdir disk", dir.path());
+  std::string tmpl = "/dev/shm/ae-walk-XXXXXX";
+  if (::mkdtemp(tmpl.data()) != nullptr) places.push_back(tmpl);
+  return places;
+}
+
+void RemovePlaces(const std::vector<std::string>& places) {
+  for (size_t i = 1; i < places.size(); ++i) Sh("rm -rf '" + places[i] + "'", "/");
+}
+
+// A directory without subdirectories is not listed: its `.git` or `.agentexec` can then only
+// be a file or a symlink, and each kind is found by name.
+TEST(NestedWalk, WhatALeafDirectoryHoldsIsFoundByName) {
+  ScratchDir dir;
+  const std::vector<std::string> places = Places(dir);
+  for (const std::string& root : places) {
+    Sh("mkdir -p a/file b/link c/agentexec d/agentexec-link e/plain f/both && "
+       "echo 'gitdir: ../../store' > a/file/.git && ln -s ../../store b/link/.git && "
+       "echo x > c/agentexec/.agentexec && ln -s /nonexistent d/agentexec-link/.agentexec && "
+       "touch e/plain/x.git e/plain/.gitignore e/plain/agentexec && "
+       "touch f/both/.git f/both/.agentexec",
+       root);
+    for (unsigned threads : {1u, 4u}) {
+      EXPECT_EQ(Walk(root, threads),
+                (Hits{"agentexec " + root + "/c/agentexec/.agentexec",
+                      "agentexec " + root + "/d/agentexec-link/.agentexec",
+                      "agentexec " + root + "/f/both/.agentexec", "git " + root + "/a/file",
+                      "git " + root + "/b/link", "git " + root + "/f/both"}))
+          << root << ", threads " << threads;
+    }
+  }
+  RemovePlaces(places);
+}
+
+// Enough directories to be split among the threads (more than 16 subtrees a thread), hits at
+// every depth, a skipped directory (another root) and the way down to one.
+TEST(NestedWalk, ThreadsFindExactlyWhatOneThreadFinds) {
+  ScratchDir dir;
+  const std::vector<std::string> places = Places(dir);
+  for (const std::string& root : places) {
+    Sh("for i in $(seq 1 150); do mkdir -p t$i/u/v; done && "
+       "for i in $(seq 1 150 | awk 'NR % 7 == 0'); do mkdir t$i/.git; done && "
+       "for i in $(seq 1 150 | awk 'NR % 11 == 0'); do touch t$i/u/v/.git; done && "
+       "for i in $(seq 1 150 | awk 'NR % 13 == 0'); do mkdir t$i/u/.agentexec; done && "
+       "mkdir -p t1/u/v/w/x/y/z/.git other/inner/.git way/to/other/.git way/to/sibling/.git",
+       root);
+    Hits expected;
+    for (int i = 1; i <= 150; ++i) {
+      const std::string t = root + "/t" + std::to_string(i);
+      if (i % 7 == 0) expected.push_back("git " + t);
+      if (i % 11 == 0) expected.push_back("git " + t + "/u/v");
+      if (i % 13 == 0) expected.push_back("agentexec " + t + "/u/.agentexec");
+    }
+    expected.push_back("git " + root + "/t1/u/v/w/x/y/z");
+    expected.push_back("git " + root + "/way/to/sibling");
+    std::sort(expected.begin(), expected.end());
+    const std::vector<std::string> skip = {root + "/other", root + "/way/to/other"};
+    for (unsigned threads : {1u, 2u, 4u}) {
+      EXPECT_EQ(Walk(root, threads, skip), expected) << root << ", threads " << threads;
+    }
+  }
+  RemovePlaces(places);
+}
+
+// Subtrees wait for a thread as names, not descriptors: a directory of 2,000 subdirectories
+// is walked on 4 threads by a process that may hold 40 descriptors, and nothing is missed.
+TEST(NestedWalk, AWideDirectoryIsWalkedWithFewDescriptors) {
+  ScratchDir dir;
+  Sh("mkdir wide && cd wide && for i in $(seq 1 2000); do mkdir -p d$i/sub; "
+     "echo 'gitdir: /x' > d$i/sub/.git; done",
+     dir.path());
+  const std::string root = dir.path();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct rlimit limit = {40, 40};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(2);
+    std::atomic<int> hits{0};
+    const bool complete = WalkNested(
+        root, {}, [] { return false; }, [&](NestedHit, const std::string&) { ++hits; }, 4);
+    ::_exit(complete && hits.load() == 2000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// `stop` ends the walk on every thread: the answer is then that the tree was not all seen.
+TEST(NestedWalk, AStopEndsTheWalkOnEveryThread) {
+  ScratchDir dir;
+  Sh("for i in $(seq 1 200); do mkdir -p t$i/u/v; done", dir.path());
+  for (unsigned threads : {1u, 4u}) {
+    std::atomic<int> asked{0};
+    const bool complete = WalkNested(
+        dir.path(), {}, [&] { return ++asked > 50; }, [](NestedHit, const std::string&) {},
+        threads);
+    EXPECT_FALSE(complete) << "threads " << threads;
+  }
+}
+
+}  // namespace
+}  // namespace ae::sandbox
