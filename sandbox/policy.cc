@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -154,6 +156,9 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
   return true;
 }
 
+// The niceness of NestedScan's threads (0 is the session's).
+constexpr int kScanNice = 10;
+
 // Adds `found` to the policy's carve-outs, with the identity of each that exists.
 void AddNested(Policy* policy, const std::vector<std::string>& found) {
   CarveoutList carveouts(&policy->read_only_carveouts);
@@ -278,7 +283,7 @@ NestedScan::NestedScan(const Policy& base, const CancelToken& cancel)
     : roots_(base.writable_roots), cancel_(cancel) {
   if (roots_.empty()) return;
   try {
-    thread_ = std::thread([this] { Search(); });
+    thread_ = std::thread([this] { Search(/*own_thread=*/true); });
   } catch (const std::system_error&) {
     // No thread to be had: Finish searches on the caller's, as BuildPolicy does.
   }
@@ -289,7 +294,13 @@ NestedScan::~NestedScan() {
   if (thread_.joinable()) thread_.join();
 }
 
-void NestedScan::Search() {
+void NestedScan::Search(bool own_thread) {
+  if (own_thread) {
+    // On its own thread (and the walk's helpers, which inherit it): a lower priority than
+    // the session's, whose start-up and first model request it would otherwise slow on a
+    // machine with few CPUs; when the session waits for it (Finish), nothing of ours competes.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kScanNice);
+  }
   complete_ = SearchNested(
       roots_, [this] { return stop_.load(std::memory_order_relaxed) || cancel_.cancelled(); },
       &found_);
@@ -299,7 +310,7 @@ void NestedScan::Search() {
 Status NestedScan::Finish(Policy* policy) {
   if (finished_) return *finished_;
   if (thread_.joinable()) thread_.join();
-  if (!searched_ && !roots_.empty()) Search();
+  if (!searched_ && !roots_.empty()) Search(/*own_thread=*/false);
   if (!roots_.empty() && !complete_) {
     finished_ = MakeError(
         "sandbox: the search for nested repositories was cancelled before it was complete");

@@ -92,7 +92,7 @@ class NestedScan {
   Status Finish(Policy* policy);
 
  private:
-  void Search();
+  void Search(bool own_thread);
 
   std::vector<std::string> roots_;
   const CancelToken& cancel_;
