@@ -50,7 +50,8 @@ test-release: configure
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300 $(if $(RELEASE_EXCLUDE),-E '$(RELEASE_EXCLUDE)')
 
 # make bench: the micro-benchmarks, then one table of whole-process ratios against codex exec
-# (bench/compare.py; $(BUILD)/bench-results/compare.json). BENCH_RUNS=N runs per figure (5);
+# (bench/compare.py; $(BUILD)/bench-results/compare.json). BENCH_RUNS=N runs per figure (5),
+# BENCH_ROWS=3,4 only those rows of the table (all six);
 # CODEX_BIN=PATH measures that codex instead of the copy npm installs under $(BUILD)/peer.
 # Nothing is asserted: a benchmark never fails the build.
 bench: configure

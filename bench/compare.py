@@ -567,11 +567,15 @@ def main():
     p.add_argument("--codex-version", default="")
     p.add_argument("--out", required=True)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--rows", default="1,2,3,4,5,6",
+                   help="which rows to run, comma-separated (all by default)")
     p.add_argument("--server", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                      "..", "tests", "support", "model_server.py"))
     args = p.parse_args()
     b = Bench(args)
     raw = {}
+    row_number = {"one_message": 1, "two_commands": 2, "many_dirs": 3, "write_heavy": 4,
+                  "long_thread": 5, "batch": 6}
     with open("/proc/loadavg") as f:
         load_start = " ".join(f.read().split()[:3])
     try:
@@ -579,6 +583,8 @@ def main():
         for name, fn in (("one_message", b.row1_one_message), ("two_commands", b.row2_two_commands),
                          ("many_dirs", b.row3_many_dirs), ("write_heavy", b.row4_write_heavy),
                          ("long_thread", b.row5_long_thread), ("batch", b.row6_batch)):
+            if str(row_number[name]) not in args.rows.split(","):
+                continue
             print(f"  running: {name}", file=sys.stderr, flush=True)
             raw[name] = fn()
     finally:

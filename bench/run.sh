@@ -48,7 +48,7 @@ fi
 
 echo
 echo "== whole process: agentexec vs codex exec, loopback model server (bench/compare.py)"
-args=(--agentexec "$bin" --out "$out" --runs "${BENCH_RUNS:-5}")
+args=(--agentexec "$bin" --out "$out" --runs "${BENCH_RUNS:-5}" --rows "${BENCH_ROWS:-1,2,3,4,5,6}")
 if [ -n "$codex" ]; then
   args+=(--codex "$codex" --codex-version "$("$codex" --version 2>/dev/null | head -1)")
 else
