@@ -134,6 +134,27 @@ struct ParsedFile {
   toml::table table;
 };
 
+// False when `value` cannot be a TOML value, so that the parser need not be asked: a bare word
+// (a model or a provider name) or a path, whose parse error would be thrown. The first exception a
+// process throws costs milliseconds (the unwinder sorts its tables), most of a run's start-up.
+// A TOML value starts with a quote, a bracket, a brace, a sign or a digit, or is one of the
+// words true, false, inf and nan.
+bool MayBeTomlValue(std::string_view value) {
+  if (value.empty()) return false;
+  const unsigned char first = static_cast<unsigned char>(value.front());
+  if (std::isdigit(first) != 0 ||
+      std::string_view("\"'[{+-").find(value.front()) != std::string_view::npos) {
+    return true;
+  }
+  for (std::string_view word : {"true", "false", "inf", "nan"}) {
+    if (value.substr(0, word.size()) != word) continue;
+    if (value.size() == word.size()) return true;
+    const char next = value[word.size()];
+    if (next == ' ' || next == '\t' || next == '#') return true;
+  }
+  return false;
+}
+
 // A missing file is not an error; anything else that stops us reading it is. With `beneath`,
 // the file is read beneath that directory (runner/config_io.h).
 Result<ParsedFile> ReadToml(const std::string& path, const std::string& beneath = "") {
@@ -475,10 +496,12 @@ Result<Override> ParseOverride(const std::string& text) {
     return MakeError(fmt::format("-c {}: '{}' is not a valid key", text, key));
   }
   // The value is TOML when it parses as exactly one value, else the raw text as a string.
-  try {
-    toml::table parsed = toml::parse(std::string_view("v = " + value));
-    if (parsed.size() == 1 && parsed.contains("v")) o.holder = std::move(parsed);
-  } catch (const toml::parse_error&) {
+  if (MayBeTomlValue(value)) {
+    try {
+      toml::table parsed = toml::parse(std::string_view("v = " + value));
+      if (parsed.size() == 1 && parsed.contains("v")) o.holder = std::move(parsed);
+    } catch (const toml::parse_error&) {
+    }
   }
   if (o.holder.empty()) o.holder.insert("v", value);
   o.value = o.holder.get("v");
@@ -651,7 +674,7 @@ Status LoadFlagLayer(const LoadOptions& options, Loader& loader) {
     origin.context = fmt::format("{} {}", flag.flag, flag.value);
     origin.base_dir = options.process_cwd;
     toml::table holder;
-    if (flag.toml) {
+    if (flag.toml && MayBeTomlValue(flag.value)) {
       try {
         holder = toml::parse(std::string_view("v = " + flag.value));
       } catch (const toml::parse_error&) {

@@ -579,6 +579,37 @@ TEST_F(ConfigTest, OverrideValuesAreTomlElseStrings) {
   EXPECT_EQ(config->developer_instructions, "a = b");
 }
 
+// Words and paths are strings without asking the parser (whose error would be thrown); the
+// four words TOML knows, alone or before a comment, are still values.
+TEST_F(ConfigTest, OverrideWordsAndPathsAreStringsAndTomlWordsAreValues) {
+  const std::pair<std::string, std::string> strings[] = {
+      {"model=nano", "nano"},
+      {"model=inference", "inference"},
+      {"model=truex", "truex"},
+      {"model=falsehood", "falsehood"},
+      {"model=/opt/models/a", "/opt/models/a"},
+      {"model=./m", "./m"},
+      {"model=~/m", "~/m"},
+      {"model=5.5-mini", "5.5-mini"},
+      {"model=@scope/m", "@scope/m"},
+      {"model=", ""},
+  };
+  for (const auto& [override, expected] : strings) {
+    LoadOptions o = Options();
+    o.overrides = {override};
+    Result<Config> config = LoadConfig(o);
+    ASSERT_TRUE(config.ok()) << override << ": " << config.message();
+    EXPECT_EQ(config->model, expected) << override;
+  }
+  for (const std::string& value : {"true", "true # on", "true\t# on"}) {
+    LoadOptions o = Options();
+    o.overrides = {"sandbox_workspace_write.network_access=" + value};
+    Result<Config> config = LoadConfig(o);
+    ASSERT_TRUE(config.ok()) << value << ": " << config.message();
+    EXPECT_TRUE(config->network_access) << value;
+  }
+}
+
 TEST_F(ConfigTest, OverrideOfATableWalksIt) {
   LoadOptions o = Options();
   o.overrides = {"sandbox_workspace_write={network_access=true, exclude_slash_tmp=true}"};
