@@ -1,0 +1,86 @@
+// The search for nested repositories (sandbox/nested_walk.h), the one start-up cost that grows
+// with the workspace: 15,000 directories on the disk, as leaves (a hundred empty directories
+// in each of 150, like build output) and as a deeper tree (3,000 packages of five directories,
+// like node_modules), walked on one thread and on as many as the walk takes here.
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sandbox/nested_walk.h"
+
+namespace {
+
+using ae::sandbox::NestedHit;
+using ae::sandbox::WalkNested;
+using ae::sandbox::WalkThreads;
+
+constexpr int kDirectories = 15000;
+
+// The trees, made once under /var/tmp (the disk, as a workspace is) and removed at exit.
+class Trees {
+ public:
+  static const Trees& Get() {
+    static const Trees trees;
+    return trees;
+  }
+  std::string leaves, packages;
+
+ private:
+  Trees() {
+    std::string tmpl = "/var/tmp/ae-bench-walk-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) return;
+    base_ = tmpl;
+    leaves = base_ + "/leaves";
+    packages = base_ + "/packages";
+    for (int i = 0; i < kDirectories; ++i) {
+      std::filesystem::create_directories(leaves + "/d" + std::to_string(i / 100) + "/e" +
+                                          std::to_string(i % 100));
+    }
+    // Five directories a package: the package, lib, lib/a, lib/b, test.
+    for (int i = 0; i < kDirectories / 5; ++i) {
+      const std::string pkg = packages + "/p" + std::to_string(i);
+      std::filesystem::create_directories(pkg + "/lib/a");
+      std::filesystem::create_directories(pkg + "/lib/b");
+      std::filesystem::create_directories(pkg + "/test");
+    }
+  }
+  ~Trees() {
+    std::error_code ec;
+    if (!base_.empty()) std::filesystem::remove_all(base_, ec);
+  }
+  std::string base_;
+};
+
+// arg 0: 0 leaves, 1 packages; arg 1: 0 one thread, 1 WalkThreads().
+void BM_NestedWalk15kDirs(benchmark::State& state) {
+  const Trees& trees = Trees::Get();
+  const std::string& root = state.range(0) == 0 ? trees.leaves : trees.packages;
+  if (root.empty()) {
+    state.SkipWithError("cannot make the trees under /var/tmp");
+    return;
+  }
+  const unsigned threads = state.range(1) == 0 ? 1 : WalkThreads();
+  int hits = 0;
+  for (auto _ : state) {
+    WalkNested(
+        root, {}, [] { return false; }, [&](NestedHit, const std::string&) { ++hits; }, threads);
+  }
+  benchmark::DoNotOptimize(hits);
+  state.SetLabel(std::to_string(threads) + " thread(s)");
+  state.counters["dirs"] =
+      benchmark::Counter(kDirectories, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_NestedWalk15kDirs)
+    ->ArgNames({"packages", "threads"})
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
