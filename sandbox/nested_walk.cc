@@ -77,6 +77,16 @@ long SubdirectoryCount(int fd) {
   return static_cast<long>(st.st_nlink - 2);
 }
 
+// Whether the directory `name` in `dir_fd`, which could not be opened or looked into, is one
+// of ours whose mode keeps us out (a directory another user keeps from us holds nothing of
+// ours a command could reach either).
+bool OursButClosed(int dir_fd, const char* name, int err) {
+  if (err != EACCES) return false;
+  struct stat st {};
+  return ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+         st.st_uid == ::geteuid();
+}
+
 // What the parts of one walk share: the root, the directories not to enter, the visitor, and
 // the root's file system.
 struct WalkShared {
@@ -126,14 +136,25 @@ class Walk {
       Frame child;
       child.name = name;
       if (!Enter(top.fd.get(), top.toward_skip, child.name, &child.toward_skip)) continue;
-      child.fd.reset(::openat(top.fd.get(), child.name.c_str(), kOpenFlags));
-      if (!child.fd) continue;  // gone, a symlink by now, or not ours to read
+      child.fd = OpenSubdirectory(top.fd.get(), child.name);
+      if (!child.fd) continue;
       List(child.fd.get(), &child.name, &child.todo);
       if (child.todo.empty()) continue;
       stack_.push_back(std::move(child));
       if (stack_.size() > kMaxOpenFrames) Close(stack_[stack_.size() - 1 - kMaxOpenFrames]);
     }
     return true;
+  }
+
+  // Opens the subdirectory `name` of the top frame's directory `dir_fd` (base when the stack is
+  // empty); invalid when it is gone, a symlink by now, or closed to us (reported, see
+  // OursButClosed).
+  Fd OpenSubdirectory(int dir_fd, const std::string& name) {
+    Fd fd(::openat(dir_fd, name.c_str(), kOpenFlags));
+    if (!fd && OursButClosed(dir_fd, name.c_str(), errno)) {
+      shared_.visit(NestedHit::kUnsearchable, PathOf(name));
+    }
+    return fd;
   }
 
   // Lists `fd` (base) alone: reports what it holds and queues its subdirectories in `out`.
@@ -198,6 +219,9 @@ class Walk {
     struct stat st {};
     if (::fstatat(dir_fd, (name + "/.git").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       shared_.visit(NestedHit::kGit, PathOf(name));
+    } else if (OursButClosed(dir_fd, name.c_str(), errno)) {
+      shared_.visit(NestedHit::kUnsearchable, PathOf(name));  // not even searchable
+      return;
     }
     if (::fstatat(dir_fd, (name + "/.agentexec").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       shared_.visit(NestedHit::kAgentexec, PathOf(name) + "/.agentexec");
@@ -308,7 +332,11 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
                 const std::function<bool()>& stop, const NestedVisitor& visit, unsigned threads) {
   if (stop()) return false;
   Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return true;  // nothing there to walk
+  if (!fd) {
+    // Nothing there to walk, or a root a command closed to us: then all of it is unknown.
+    if (OursButClosed(AT_FDCWD, root.c_str(), errno)) visit(NestedHit::kUnsearchable, root);
+    return true;
+  }
   std::mutex visit_mutex;
   const NestedVisitor serialized = [&](NestedHit hit, const std::string& dir) {
     const std::lock_guard<std::mutex> lock(visit_mutex);
@@ -322,6 +350,13 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   }
   const bool toward_skip = !skip.empty();
   std::vector<char> buffer(kBufferBytes);
+  auto open_subtree = [&](const Subtree& subtree) {
+    Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
+    if (!dir && OursButClosed(subtree.parent->get(), subtree.name.c_str(), errno)) {
+      shared.visit(NestedHit::kUnsearchable, subtree.path);
+    }
+    return dir;
+  };
   if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);
 
   // Breadth first until there are subtrees enough to share among the threads, each of which
@@ -332,8 +367,8 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
     if (stop()) return false;
     Subtree next = std::move(queue.front());
     queue.pop_front();
-    Fd dir(::openat(next.parent->get(), next.name.c_str(), kOpenFlags));
-    if (!dir) continue;  // gone, a symlink by now, or not ours to read
+    Fd dir = open_subtree(next);
+    if (!dir) continue;
     Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue);
   }
   std::vector<Subtree> subtrees(std::make_move_iterator(queue.begin()),
@@ -346,7 +381,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
       const size_t i = taken.fetch_add(1);
       if (i >= subtrees.size() || stopped.load()) return;
       Subtree& subtree = subtrees[i];
-      Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
+      Fd dir = open_subtree(subtree);
       subtree.parent.reset();
       if (!dir) continue;
       if (!Walk(shared, subtree.path, own_buffer).Run(std::move(dir), subtree.toward_skip, stop)) {

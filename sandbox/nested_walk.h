@@ -13,19 +13,22 @@
 namespace ae::sandbox {
 
 // What the walk found: a directory below the root holding a `.git` entry (`dir` without the
-// name), or an `.agentexec` entry (`dir` is then the whole path of the entry).
-enum class NestedHit { kGit, kAgentexec };
+// name), an `.agentexec` entry (`dir` is then the whole path of the entry), or a directory of
+// ours it may not read or search (kUnsearchable: `dir` is that directory, or the root). A
+// command can chmod a directory it owns to hide what is below it from the next run's walk, so
+// what the walk cannot see is to be kept read-only whole.
+enum class NestedHit { kGit, kAgentexec, kUnsearchable };
 using NestedVisitor = std::function<void(NestedHit hit, const std::string& dir)>;
 
 // Walks every directory below `root` (absolute, canonical), depth first, calling `visit` for
 // each hit; the root's own `.git` and `.agentexec` are not reported (the policy lists them
 // whether or not they exist). Symlinks are never followed, a `.git` or `.agentexec` is never
-// entered, and a directory that cannot be opened is skipped (git running as us could not use
-// a repository in it either). The directories in `skip` (canonical, below `root`: other roots,
-// walked on their own) are not entered. `stop` is asked before each directory is opened; when
-// it says yes the walk ends at once and returns false. True: the walk saw the whole tree.
-// With `threads` above 1 the tree is split among that many threads (`stop` is then asked on
-// each); `visit` is never called by two at once.
+// entered, and a directory that cannot be opened is skipped, unless it is ours and the cause
+// is its mode (EACCES): that is reported as kUnsearchable. The directories in `skip` (canonical,
+// below `root`: other roots, walked on their own) are not entered. `stop` is asked before each
+// directory is opened; when it says yes the walk ends at once and returns false. True: the walk saw
+// the whole tree. With `threads` above 1 the tree is split among that many threads (`stop` is then
+// asked on each); `visit` is never called by two at once.
 bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
                 const std::function<bool()>& stop, const NestedVisitor& visit,
                 unsigned threads = 1);

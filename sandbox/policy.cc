@@ -136,9 +136,16 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
   auto visit = [&](NestedHit hit, const std::string& path) {
     if (hit == NestedHit::kGit) {
       AddGitCarveouts(carveouts, path);
-    } else {
-      AddCarveout(carveouts, path);
+      return;
     }
+    if (hit == NestedHit::kUnsearchable) {
+      // Kept read-only whole, unless another root is below it (a workspace in a directory of
+      // /tmp), which must stay writable: that root is walked on its own.
+      for (const std::string& root : roots) {
+        if (root != path && IsUnder(root, path)) return;
+      }
+    }
+    AddCarveout(carveouts, path);
   };
   // Each directory once: a root inside another (a workspace under /tmp) is walked on its own,
   // not again as part of the outer one (which may not reach it: a directory on the way may

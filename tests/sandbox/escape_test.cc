@@ -1276,6 +1276,37 @@ TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
 
 // ---- Kernel gaps: without the mount namespace every user is told what it can still do to
 // files outside the roots, in words true for it, and the attempt does exactly that.
+// A command cannot hide a nested repository from the next run by taking its own mode bits
+// off a directory above it (chmod 311: searchable, not listable by its owner; the walk cannot
+// see below it): what the walk cannot see is kept read-only whole. Two runs, as the user who
+// owns the workspace (root sees through any mode).
+TEST_F(EscapeSuite, AClosedDirectoryHidesNoRepositoryFromTheNextRun) {
+  Sh("mkdir -p vendor/lib vendor/leaf && git init -q vendor/lib && "
+     "echo 'gitdir: ../../nested/.git' > vendor/leaf/.git",
+     ws_);
+  std::string skip, check;
+  if (!EscapeSuite_BecomeNobody(base_, ws_, &skip, &check)) GTEST_SKIP() << skip;
+  const std::vector<std::string> nobody = UserPrefix(Config::kUnprivileged);
+  auto run = [&](const std::string& script) {
+    std::vector<std::string> argv = nobody;
+    for (const char* arg : {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s",
+                            "workspace-write", "--", "sh", "-c"}) {
+      argv.push_back(arg);
+    }
+    argv.push_back(script);
+    return RunProcess(argv, ws_);
+  };
+  Ran first = run("chmod 311 vendor");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Ran second = run("echo evil > vendor/lib/.git/hooks/pre-commit; echo x > vendor/new");
+  EXPECT_FALSE(testing::Exists(ws_ + "/vendor/lib/.git/hooks/pre-commit")) << second.output;
+  EXPECT_FALSE(testing::Exists(ws_ + "/vendor/new")) << second.output;
+  EXPECT_NE(second.output.find("vendor/lib/.git/hooks/pre-commit: Read-only file system"),
+            std::string::npos)
+      << second.output;
+  Sh("chmod 755 vendor", ws_);
+}
+
 TEST_F(EscapeSuite, MetadataWarningWithoutNamespacesIsTrueForEveryUser) {
   const std::string secret = out_ + "/secret";
   const std::vector<std::string> sandbox = {AGENTEXEC_BIN,

@@ -2,6 +2,7 @@
 // name, and a tree shared among threads, each finding exactly what one thread finds.
 #include "sandbox/nested_walk.h"
 
+#include <grp.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +130,70 @@ TEST(NestedWalk, AWideDirectoryIsWalkedWithFewDescriptors) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Runs `body` as an unprivileged user that owns `dir` (root passes every mode check, so the
+// walk would see through what follows): in a child as nobody when we are root, with `dir`
+// given to it, all but an entry named `foreign`; as ourselves otherwise. The child's exit
+// status is the answer.
+int AsOwnerOf(const std::string& dir, const std::function<int()>& body) {
+  if (::geteuid() != 0) return body();
+  Sh("chown 65534:65534 . && find . -mindepth 1 -maxdepth 1 ! -name foreign -exec chown -R "
+     "65534:65534 {} +",
+     dir);
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(90);
+    }
+    ::_exit(body());
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// A command can chmod a directory it owns so that the next run's walk cannot list it, to
+// hide a repository below it; what the walk cannot see is reported, to be kept read-only
+// whole. A directory it cannot list but can search is still looked into by name when it has
+// no subdirectories; one that belongs to another user holds nothing a command of ours could
+// reach, and is not reported.
+TEST(NestedWalk, ADirectoryClosedByItsModeIsReportedWhole) {
+  ScratchDir dir;
+  const std::string root = dir.path() + "/ws";
+  Sh("mkdir -p ws/vendor/lib/.git ws/shut ws/peek ws/open/sub && echo 'gitdir: /x' > ws/peek/.git",
+     dir.path());
+  const bool root_user = ::geteuid() == 0;
+  if (root_user) Sh("mkdir -p ws/foreign/sub && chmod 700 ws/foreign", dir.path());
+  const int status = AsOwnerOf(root, [&] {
+    Sh("chmod 311 vendor peek && chmod 0 shut", root);
+    Hits expected = {"git " + root + "/peek", "unsearchable " + root + "/shut",
+                     "unsearchable " + root + "/vendor"};
+    for (unsigned threads : {1u, 4u}) {
+      Hits hits;
+      WalkNested(
+          root, {}, [] { return false; },
+          [&](NestedHit hit, const std::string& path) {
+            hits.push_back((hit == NestedHit::kGit         ? "git "
+                            : hit == NestedHit::kAgentexec ? "agentexec "
+                                                           : "unsearchable ") +
+                           path);
+          },
+          threads);
+      std::sort(hits.begin(), hits.end());
+      if (hits != expected) {
+        for (const std::string& hit : hits)
+          std::fprintf(stderr, "threads %u: %s\n", threads, hit.c_str());
+        return 1;
+      }
+    }
+    Sh("chmod 755 vendor peek shut", root);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+  Sh("chmod -R u+rwx ws", dir.path());
 }
 
 // `stop` ends the walk on every thread: the answer is then that the tree was not all seen.
