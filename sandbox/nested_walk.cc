@@ -44,6 +44,13 @@ constexpr int kOpenFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kSubtreesPerThread = 16;
 constexpr unsigned kMaxWalkThreads = 4;
 
+// Whether an open just failed for want of descriptors or memory, not because of what the tree
+// holds: the walk has then not seen the whole tree, and says so (a subtree skipped for that
+// would leave its repositories writable without a word).
+bool OutOfResources() {
+  return errno == EMFILE || errno == ENFILE || errno == ENOMEM;
+}
+
 struct Frame {
   Fd fd;             // invalid while closed to spare descriptors (kMaxOpenFrames)
   std::string name;  // in the parent frame's directory; empty for the root
@@ -130,6 +137,7 @@ class Walk {
       top.next += name.size() + 1;
       if (stop()) return false;
       if (!top.fd && !Reopen()) {
+        if (OutOfResources()) return false;
         stack_.pop_back();  // moved or removed by someone else since it was listed
         continue;
       }
@@ -137,6 +145,7 @@ class Walk {
       child.name = name;
       if (!Enter(top.fd.get(), top.toward_skip, child.name, &child.toward_skip)) continue;
       child.fd = OpenSubdirectory(top.fd.get(), child.name);
+      if (!child.fd && OutOfResources()) return false;
       if (!child.fd) continue;
       List(child.fd.get(), &child.name, &child.todo);
       if (child.todo.empty()) continue;
@@ -151,9 +160,11 @@ class Walk {
   // OursButClosed).
   Fd OpenSubdirectory(int dir_fd, const std::string& name) {
     Fd fd(::openat(dir_fd, name.c_str(), kOpenFlags));
-    if (!fd && OursButClosed(dir_fd, name.c_str(), errno)) {
+    const int err = errno;
+    if (!fd && OursButClosed(dir_fd, name.c_str(), err)) {
       shared_.visit(NestedHit::kUnsearchable, PathOf(name));
     }
+    errno = err;  // for OutOfResources
     return fd;
   }
 
@@ -308,7 +319,10 @@ class Walk {
     }
     struct stat st {};
     Frame& top = stack_.back();
-    if (::fstat(at.get(), &st) != 0 || st.st_dev != top.dev || st.st_ino != top.ino) return false;
+    if (::fstat(at.get(), &st) != 0 || st.st_dev != top.dev || st.st_ino != top.ino) {
+      errno = ESTALE;  // another directory by now, not OutOfResources
+      return false;
+    }
     top.fd = std::move(at);
     return true;
   }
@@ -333,6 +347,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   if (stop()) return false;
   Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
+    if (OutOfResources()) return false;
     // Nothing there to walk, or a root a command closed to us: then all of it is unknown.
     if (OursButClosed(AT_FDCWD, root.c_str(), errno)) visit(NestedHit::kUnsearchable, root);
     return true;
@@ -352,9 +367,11 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   std::vector<char> buffer(kBufferBytes);
   auto open_subtree = [&](const Subtree& subtree) {
     Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
-    if (!dir && OursButClosed(subtree.parent->get(), subtree.name.c_str(), errno)) {
+    const int err = errno;
+    if (!dir && OursButClosed(subtree.parent->get(), subtree.name.c_str(), err)) {
       shared.visit(NestedHit::kUnsearchable, subtree.path);
     }
+    errno = err;  // for OutOfResources
     return dir;
   };
   if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);
@@ -368,6 +385,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
     Subtree next = std::move(queue.front());
     queue.pop_front();
     Fd dir = open_subtree(next);
+    if (!dir && OutOfResources()) return false;
     if (!dir) continue;
     Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue);
   }
@@ -382,7 +400,12 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
       if (i >= subtrees.size() || stopped.load()) return;
       Subtree& subtree = subtrees[i];
       Fd dir = open_subtree(subtree);
+      const bool out_of_resources = !dir && OutOfResources();
       subtree.parent.reset();
+      if (out_of_resources) {
+        stopped.store(true);
+        return;
+      }
       if (!dir) continue;
       if (!Walk(shared, subtree.path, own_buffer).Run(std::move(dir), subtree.toward_skip, stop)) {
         stopped.store(true);

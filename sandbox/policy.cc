@@ -163,6 +163,11 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
   return true;
 }
 
+// Why a search that nothing stopped did not see every directory (WalkNested).
+constexpr const char* kSearchOutOfResources =
+    "sandbox: the search for nested repositories ran out of descriptors or memory before it "
+    "was complete";
+
 // The niceness of NestedScan's threads (0 is the session's).
 constexpr int kScanNice = 10;
 
@@ -280,8 +285,10 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
   Result<Policy> policy = BuildPolicyWithoutNested(settings, cwd);
   if (!policy.ok()) return policy;
   std::vector<std::string> found;
-  SearchNested(
-      policy->writable_roots, [] { return false; }, &found);
+  if (!SearchNested(
+          policy->writable_roots, [] { return false; }, &found)) {
+    return MakeError(kSearchOutOfResources);
+  }
   AddNested(&*policy, found);
   return policy;
 }
@@ -320,7 +327,9 @@ Status NestedScan::Finish(Policy* policy) {
   if (!searched_ && !roots_.empty()) Search(/*own_thread=*/false);
   if (!roots_.empty() && !complete_) {
     finished_ = MakeError(
-        "sandbox: the search for nested repositories was cancelled before it was complete");
+        cancel_.cancelled()
+            ? "sandbox: the search for nested repositories was cancelled before it was complete"
+            : kSearchOutOfResources);
   } else {
     AddNested(policy, found_);
     finished_ = Status{};

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +223,41 @@ TEST_F(NestedScanTest, ACancelledSearchLeavesThePolicyIncompleteAndSaysSo) {
             "sandbox: the search for nested repositories was cancelled before it was complete");
   EXPECT_FALSE(Listed(policy, ws_ + "/nested/.git"));
   EXPECT_EQ(policy.read_only_carveouts, base->read_only_carveouts);
+}
+
+// A search that runs out of descriptors has not seen the whole tree: the policy is not
+// completed, and the error says why (BuildPolicy likewise), so no command runs with a
+// repository the search did not reach left writable.
+TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo) {
+  Sh("for i in $(seq 1 40); do p=t$i; for j in $(seq 1 40); do p=$p/c; done; mkdir -p $p/.git; "
+     "done",
+     ws_);
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  ASSERT_TRUE(base.ok()) << base.message();
+  const std::string expected =
+      "sandbox: the search for nested repositories ran out of descriptors or memory before it "
+      "was complete";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Fewer descriptors than the frames one walk keeps open (none above stdio left open).
+    for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+    struct rlimit limit = {20, 20};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(2);
+    const CancelToken never_cancelled;
+    NestedScan scan(*base, never_cancelled);
+    Policy policy = *base;
+    const Status finished = scan.Finish(&policy);
+    if (finished.ok() || finished.message() != expected) ::_exit(3);
+    if (policy.read_only_carveouts != base->read_only_carveouts) ::_exit(4);
+    Result<Policy> built = BuildPolicy(WorkspaceWrite(), ws_);
+    if (built.ok() || built.message() != expected) ::_exit(5);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(NestedScanTest, NothingToSearchOutsideWorkspaceWrite) {

@@ -196,6 +196,48 @@ TEST(NestedWalk, ADirectoryClosedByItsModeIsReportedWhole) {
   Sh("chmod -R u+rwx ws", dir.path());
 }
 
+// Runs `child` in a forked process and returns its exit status (-1: it did not exit).
+template <typename Child>
+int InChild(Child child) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) ::_exit(child());
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// A walk that runs out of descriptors has not seen the whole tree: it never answers that it
+// has with a subtree left unread. The subtrees queued for the threads hold 32 parents'
+// descriptors, and each is a chain deeper than the frames a walk keeps open; the process may
+// hold 40 descriptors besides stdio, which is enough for one thread.
+TEST(NestedWalk, RunningOutOfDescriptorsIsNeverACompleteWalk) {
+  ScratchDir dir;
+  Sh("for i in $(seq 1 32); do for j in 1 2; do p=a$i/b$j; for k in $(seq 1 40); do p=$p/c; "
+     "done; mkdir -p $p; echo 'gitdir: /x' > $p/.git; done; done",
+     dir.path());
+  const std::string root = dir.path();
+  for (unsigned threads : {1u, 4u}) {
+    const int status = InChild([&] {
+      // Descriptor numbers are what the limit counts: none above stdio is left open.
+      for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+      struct rlimit rl = {3 + 40, 3 + 40};
+      if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) return 2;
+      std::atomic<int> hits{0};
+      const bool complete = WalkNested(
+          root, {}, [] { return false; }, [&](NestedHit, const std::string&) { ++hits; }, threads);
+      if (!complete) return 3;
+      return hits.load() == 64 ? 0 : 1;
+    });
+    // One thread needs no more descriptors than it may hold: it sees everything.
+    if (threads == 1) {
+      EXPECT_EQ(status, 0) << "threads " << threads;
+    } else {
+      EXPECT_TRUE(status == 0 || status == 3) << "threads " << threads << ": " << status;
+    }
+  }
+}
+
 // `stop` ends the walk on every thread: the answer is then that the tree was not all seen.
 TEST(NestedWalk, AStopEndsTheWalkOnEveryThread) {
   ScratchDir dir;
