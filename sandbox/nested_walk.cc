@@ -94,6 +94,22 @@ bool OursButClosed(int dir_fd, const char* name, int err) {
          st.st_uid == ::geteuid();
 }
 
+// Whether `dir_fd`'s directory, which the walk could open and list, is one of ours whose mode
+// keeps us from looking up `name` in it (chmod 600: readable, not searchable), which an open
+// of `name` just failed with `err` for: nothing below it can be seen.
+bool ListableButClosed(int dir_fd, const char* name, int err) {
+  if (err != EACCES) return false;
+  struct stat st {};
+  if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != EACCES) return false;
+  return ::fstat(dir_fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+// The directory `path` (absolute, not the root "/") is in.
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // What the parts of one walk share: the root, the directories not to enter, the visitor, and
 // the root's file system.
 struct WalkShared {
@@ -163,6 +179,8 @@ class Walk {
     const int err = errno;
     if (!fd && OursButClosed(dir_fd, name.c_str(), err)) {
       shared_.visit(NestedHit::kUnsearchable, PathOf(name));
+    } else if (!fd && ListableButClosed(dir_fd, name.c_str(), err)) {
+      shared_.visit(NestedHit::kUnsearchable, ParentOf(PathOf(name)));
     }
     errno = err;  // for OutOfResources
     return fd;
@@ -370,6 +388,8 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
     const int err = errno;
     if (!dir && OursButClosed(subtree.parent->get(), subtree.name.c_str(), err)) {
       shared.visit(NestedHit::kUnsearchable, subtree.path);
+    } else if (!dir && ListableButClosed(subtree.parent->get(), subtree.name.c_str(), err)) {
+      shared.visit(NestedHit::kUnsearchable, ParentOf(subtree.path));
     }
     errno = err;  // for OutOfResources
     return dir;

@@ -196,6 +196,44 @@ TEST(NestedWalk, ADirectoryClosedByItsModeIsReportedWhole) {
   Sh("chmod -R u+rwx ws", dir.path());
 }
 
+// A directory of ours the walk can open and list but not search (chmod 600 or 400 by an
+// earlier command) hides what is below it as well as one it cannot list: its own `.git` is
+// found by listing, and the directory is reported whole, since nothing below it can be seen.
+TEST(NestedWalk, ADirectoryListableButNotSearchableIsReportedWhole) {
+  ScratchDir dir;
+  const std::string root = dir.path() + "/ws";
+  Sh("mkdir -p ws/vendor/.git ws/vendor/lib/.git ws/deep/a/b/.git", dir.path());
+  const int status = AsOwnerOf(root, [&] {
+    Sh("chmod 600 vendor && chmod 400 deep/a", root);
+    const Hits expected = {"git " + root + "/vendor", "unsearchable " + root + "/deep/a",
+                           "unsearchable " + root + "/vendor"};
+    int failed = 0;
+    for (unsigned threads : {1u, 4u}) {
+      Hits hits;
+      WalkNested(
+          root, {}, [] { return false; },
+          [&](NestedHit hit, const std::string& path) {
+            hits.push_back((hit == NestedHit::kGit         ? "git "
+                            : hit == NestedHit::kAgentexec ? "agentexec "
+                                                           : "unsearchable ") +
+                           path);
+          },
+          threads);
+      std::sort(hits.begin(), hits.end());
+      hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
+      if (hits != expected) {
+        for (const std::string& hit : hits) {
+          std::fprintf(stderr, "threads %u: %s\n", threads, hit.c_str());
+        }
+        failed = 1;
+      }
+    }
+    Sh("chmod 755 vendor deep/a", root);
+    return failed;
+  });
+  EXPECT_EQ(status, 0);
+}
+
 // Runs `child` in a forked process and returns its exit status (-1: it did not exit).
 template <typename Child>
 int InChild(Child child) {
