@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/cancel.h"
+#include "sandbox/nested_walk.h"
 #include "sandbox/paths.h"
 #include "sandbox/policy.h"
 #include "test_util.h"
@@ -240,6 +241,10 @@ TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // A threaded walk first: UBSan checks the dynamic type of the walk's thread state the
+    // first time one runs, with a pipe(2) it cannot have once descriptors run out.
+    WalkNested(
+        ws_, {}, [] { return false; }, [](NestedHit, const std::string&) {}, 2);
     // Fewer descriptors than the frames one walk keeps open (none above stdio left open).
     for (int fd = 3; fd < 4096; ++fd) ::close(fd);
     struct rlimit limit = {20, 20};
