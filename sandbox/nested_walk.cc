@@ -187,7 +187,10 @@ class Walk {
   }
 
   // Lists `fd` (base) alone: reports what it holds and queues its subdirectories in `out`.
-  void Expand(Fd fd, bool toward_skip, std::deque<Subtree>* out) {
+  // False when `stop` said yes first, asked before each subdirectory as Run does (a directory
+  // of many thousands would otherwise hold up a SIGINT).
+  bool Expand(Fd fd, bool toward_skip, std::deque<Subtree>* out,
+              const std::function<bool()>& stop) {
     Frame first;
     List(fd.get(), nullptr, &first.todo);
     stack_.push_back(std::move(first));  // PathOf's base
@@ -197,12 +200,14 @@ class Walk {
       Subtree child;
       child.name = todo.c_str() + at;
       at += child.name.size() + 1;
+      if (stop()) return false;
       if (!Enter(parent->get(), toward_skip, child.name, &child.toward_skip)) continue;
       child.path = PathOf(child.name);
       child.parent = parent;
       out->push_back(std::move(child));
     }
     stack_.clear();
+    return true;
   }
 
  private:
@@ -399,7 +404,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   // Breadth first until there are subtrees enough to share among the threads, each of which
   // then takes the next subtree not yet taken and walks it whole, depth first.
   std::deque<Subtree> queue;
-  Walk(shared, root, buffer).Expand(std::move(fd), toward_skip, &queue);
+  if (!Walk(shared, root, buffer).Expand(std::move(fd), toward_skip, &queue, stop)) return false;
   while (!queue.empty() && queue.size() < threads * kSubtreesPerThread) {
     if (stop()) return false;
     Subtree next = std::move(queue.front());
@@ -407,7 +412,9 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
     Fd dir = open_subtree(next);
     if (!dir && OutOfResources()) return false;
     if (!dir) continue;
-    Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue);
+    if (!Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue, stop)) {
+      return false;
+    }
   }
   std::vector<Subtree> subtrees(std::make_move_iterator(queue.begin()),
                                 std::make_move_iterator(queue.end()));

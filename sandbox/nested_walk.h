@@ -26,10 +26,10 @@ using NestedVisitor = std::function<void(NestedHit hit, const std::string& dir)>
 // entered, and a directory that cannot be opened is skipped, unless it is ours and the cause
 // is its mode (EACCES): that is reported as kUnsearchable. The directories in `skip` (canonical,
 // below `root`: other roots, walked on their own) are not entered. `stop` is asked before each
-// directory is opened; when it says yes the walk ends at once and returns false; so it does
-// when it runs out of descriptors or memory (EMFILE, ENFILE, ENOMEM). True: the walk saw the
-// whole tree. With `threads` above 1 the tree is split among that many threads (`stop` is then
-// asked on each); `visit` is never called by two at once.
+// subdirectory is opened or looked into by name; when it says yes the walk ends at once and returns
+// false; so it does when it runs out of descriptors or memory (EMFILE, ENFILE, ENOMEM). True: the
+// walk saw the whole tree. With `threads` above 1 the tree is split among that many threads (`stop`
+// is then asked on each); `visit` is never called by two at once.
 bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
                 const std::function<bool()>& stop, const NestedVisitor& visit,
                 unsigned threads = 1);

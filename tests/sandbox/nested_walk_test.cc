@@ -285,6 +285,23 @@ TEST(NestedWalk, RunningOutOfDescriptorsIsNeverACompleteWalk) {
   }
 }
 
+// `stop` is asked before each subdirectory is looked into, on the way that splits the tree
+// among the threads too: a SIGINT is not held up by a directory of many thousands (an
+// earlier command's /tmp), whose leaves would each be looked up first.
+TEST(NestedWalk, AStopIsAskedBeforeEachSubdirectoryOfADirectoryBeingSplit) {
+  ScratchDir dir;
+  Sh("for i in $(seq 1 300); do mkdir d$i && touch d$i/.git; done", dir.path());
+  for (unsigned threads : {1u, 4u}) {
+    std::atomic<int> asked{0};
+    std::atomic<int> hits{0};
+    const bool complete = WalkNested(
+        dir.path(), {}, [&] { return ++asked > 1; }, [&](NestedHit, const std::string&) { ++hits; },
+        threads);
+    EXPECT_FALSE(complete) << "threads " << threads;
+    EXPECT_EQ(hits.load(), 0) << "threads " << threads;
+  }
+}
+
 // `stop` ends the walk on every thread: the answer is then that the tree was not all seen.
 TEST(NestedWalk, AStopEndsTheWalkOnEveryThread) {
   ScratchDir dir;
