@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,8 @@ constexpr int kOpenFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 // uses at most kMaxWalkThreads: past that, the file system's own locks are the limit.
 constexpr size_t kSubtreesPerThread = 16;
 constexpr unsigned kMaxWalkThreads = 4;
+// The descriptor limit (RLIMIT_NOFILE) below which the walk keeps to one thread (WalkThreads).
+constexpr rlim_t kDescriptorsForThreads = 1024;
 
 // Whether an open just failed for want of descriptors or memory, not because of what the tree
 // holds: the walk has then not seen the whole tree, and says so (a subtree skipped for that
@@ -359,6 +362,11 @@ class Walk {
 }  // namespace
 
 unsigned WalkThreads() {
+  // Several threads hold up to about 200 descriptors (kSubtreesPerThread parents queued, and
+  // kMaxOpenFrames a thread) where one holds kMaxOpenFrames: under a low descriptor limit the
+  // walk keeps to one, rather than run out and end incomplete.
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < kDescriptorsForThreads) return 1;
   cpu_set_t set;
   CPU_ZERO(&set);
   const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;

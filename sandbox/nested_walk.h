@@ -34,7 +34,8 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
                 const std::function<bool()>& stop, const NestedVisitor& visit,
                 unsigned threads = 1);
 
-// The threads a walk should use here: the CPUs this process may run on, at most 4.
+// The threads a walk should use here: the CPUs this process may run on, at most 4; one under
+// a descriptor limit below 1,024.
 unsigned WalkThreads();
 
 }  // namespace ae::sandbox

@@ -601,9 +601,9 @@ TEST_F(ConfigTest, OverrideWordsAndPathsAreStringsAndTomlWordsAreValues) {
     ASSERT_TRUE(config.ok()) << override << ": " << config.message();
     EXPECT_EQ(config->model, expected) << override;
   }
-  for (const std::string& value : {"true", "true # on", "true\t# on"}) {
+  for (const char* value : {"true", "true # on", "true\t# on"}) {
     LoadOptions o = Options();
-    o.overrides = {"sandbox_workspace_write.network_access=" + value};
+    o.overrides = {std::string("sandbox_workspace_write.network_access=") + value};
     Result<Config> config = LoadConfig(o);
     ASSERT_TRUE(config.ok()) << value << ": " << config.message();
     EXPECT_TRUE(config->network_access) << value;

@@ -46,7 +46,9 @@ bool Listed(const Policy& policy, const std::string& path) {
 void MakeTree(const std::string& dir, int count) {
   for (int i = 0; i < count; ++i) {
     const std::string parent = dir + "/d" + std::to_string(i / 100);
-    if (i % 100 == 0) ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0);
+    if (i % 100 == 0) {
+      ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0);
+    }
     ASSERT_EQ(::mkdir((parent + "/e" + std::to_string(i % 100)).c_str(), 0755), 0);
   }
 }

@@ -285,6 +285,28 @@ TEST(NestedWalk, RunningOutOfDescriptorsIsNeverACompleteWalk) {
   }
 }
 
+// Under a descriptor limit too low for several threads (a CI container's 256), the walk the
+// sandbox asks for keeps to one thread and sees the whole tree, rather than end incomplete
+// and leave the run unable to run a command.
+TEST(NestedWalk, UnderALowDescriptorLimitTheWalkKeepsToOneThreadAndCompletes) {
+  ScratchDir dir;
+  Sh("for i in $(seq 1 100); do mkdir -p t$i/u/v && touch t$i/u/v/.git; done", dir.path());
+  const std::string root = dir.path();
+  const int status = InChild([&] {
+    WarmUpThreads(root);
+    struct rlimit rl = {256, 256};
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) return 2;
+    if (WalkThreads() != 1) return 4;
+    std::atomic<int> hits{0};
+    const bool complete = WalkNested(
+        root, {}, [] { return false; }, [&](NestedHit, const std::string&) { ++hits; },
+        WalkThreads());
+    if (!complete) return 3;
+    return hits.load() == 100 ? 0 : 1;
+  });
+  EXPECT_EQ(status, 0);
+}
+
 // `stop` is asked before each subdirectory is looked into, on the way that splits the tree
 // among the threads too: a SIGINT is not held up by a directory of many thousands (an
 // earlier command's /tmp), whose leaves would each be looked up first.
