@@ -141,7 +141,7 @@ struct ParsedFile {
 // words true, false, inf and nan.
 bool MayBeTomlValue(std::string_view value) {
   if (value.empty()) return false;
-  const unsigned char first = static_cast<unsigned char>(value.front());
+  const auto first = static_cast<unsigned char>(value.front());
   if (std::isdigit(first) != 0 ||
       std::string_view("\"'[{+-").find(value.front()) != std::string_view::npos) {
     return true;
