@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,8 +26,16 @@ inline std::vector<int> ProcessesWith(const std::string& marker) {
   while (dirent* e = ::readdir(d)) {
     int pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Read with read(2): a process that exits between the open and the read makes it fail
+    // with ESRCH, which an ifstream's buffer turns into an exception.
+    std::string cmdline;
+    const int fd =
+        ::open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(n));
+    ::close(fd);
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
     }
