@@ -26,18 +26,47 @@ using testing::Sh;
 
 using Hits = std::vector<std::string>;
 
-// Every hit as "git DIR" or "agentexec PATH", sorted.
-Hits Walk(const std::string& root, unsigned threads, const std::vector<std::string>& skip = {}) {
+// Every hit as "git DIR", "agentexec PATH" or "unsearchable DIR", sorted, each once; false in
+// *complete when the walk did not see the whole tree.
+Hits Collect(const std::string& root, unsigned threads, const std::vector<std::string>& skip,
+             bool* complete) {
   Hits hits;
-  const bool complete = WalkNested(
+  *complete = WalkNested(
       root, skip, [] { return false; },
       [&](NestedHit hit, const std::string& path) {
-        hits.push_back((hit == NestedHit::kGit ? "git " : "agentexec ") + path);
+        hits.push_back((hit == NestedHit::kGit         ? "git "
+                        : hit == NestedHit::kAgentexec ? "agentexec "
+                                                       : "unsearchable ") +
+                       path);
       },
       threads);
-  EXPECT_TRUE(complete);
   std::sort(hits.begin(), hits.end());
+  hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
   return hits;
+}
+
+Hits Walk(const std::string& root, unsigned threads, const std::vector<std::string>& skip = {}) {
+  bool complete = false;
+  Hits hits = Collect(root, threads, skip, &complete);
+  EXPECT_TRUE(complete);
+  return hits;
+}
+
+// In a child (AsOwnerOf): 0 when the walk on 1 and on 4 threads finds exactly `expected`,
+// else 1, what it found said on stderr.
+int WalksFind(const std::string& root, const Hits& expected) {
+  int failed = 0;
+  for (unsigned threads : {1u, 4u}) {
+    bool complete = false;
+    const Hits hits = Collect(root, threads, {}, &complete);
+    if (hits != expected || !complete) {
+      for (const std::string& hit : hits) {
+        std::fprintf(stderr, "threads %u: %s\n", threads, hit.c_str());
+      }
+      failed = 1;
+    }
+  }
+  return failed;
 }
 
 // The directories to try the walk in: the scratch directory's file system and, where there
@@ -169,28 +198,10 @@ TEST(NestedWalk, ADirectoryClosedByItsModeIsReportedWhole) {
   if (root_user) Sh("mkdir -p ws/foreign/sub && chmod 700 ws/foreign", dir.path());
   const int status = AsOwnerOf(root, [&] {
     Sh("chmod 311 vendor peek && chmod 0 shut", root);
-    Hits expected = {"git " + root + "/peek", "unsearchable " + root + "/shut",
-                     "unsearchable " + root + "/vendor"};
-    for (unsigned threads : {1u, 4u}) {
-      Hits hits;
-      WalkNested(
-          root, {}, [] { return false; },
-          [&](NestedHit hit, const std::string& path) {
-            hits.push_back((hit == NestedHit::kGit         ? "git "
-                            : hit == NestedHit::kAgentexec ? "agentexec "
-                                                           : "unsearchable ") +
-                           path);
-          },
-          threads);
-      std::sort(hits.begin(), hits.end());
-      if (hits != expected) {
-        for (const std::string& hit : hits)
-          std::fprintf(stderr, "threads %u: %s\n", threads, hit.c_str());
-        return 1;
-      }
-    }
+    const int failed = WalksFind(root, {"git " + root + "/peek", "unsearchable " + root + "/shut",
+                                        "unsearchable " + root + "/vendor"});
     Sh("chmod 755 vendor peek shut", root);
-    return 0;
+    return failed;
   });
   EXPECT_EQ(status, 0);
   Sh("chmod -R u+rwx ws", dir.path());
@@ -205,29 +216,9 @@ TEST(NestedWalk, ADirectoryListableButNotSearchableIsReportedWhole) {
   Sh("mkdir -p ws/vendor/.git ws/vendor/lib/.git ws/deep/a/b/.git", dir.path());
   const int status = AsOwnerOf(root, [&] {
     Sh("chmod 600 vendor && chmod 400 deep/a", root);
-    const Hits expected = {"git " + root + "/vendor", "unsearchable " + root + "/deep/a",
-                           "unsearchable " + root + "/vendor"};
-    int failed = 0;
-    for (unsigned threads : {1u, 4u}) {
-      Hits hits;
-      WalkNested(
-          root, {}, [] { return false; },
-          [&](NestedHit hit, const std::string& path) {
-            hits.push_back((hit == NestedHit::kGit         ? "git "
-                            : hit == NestedHit::kAgentexec ? "agentexec "
-                                                           : "unsearchable ") +
-                           path);
-          },
-          threads);
-      std::sort(hits.begin(), hits.end());
-      hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
-      if (hits != expected) {
-        for (const std::string& hit : hits) {
-          std::fprintf(stderr, "threads %u: %s\n", threads, hit.c_str());
-        }
-        failed = 1;
-      }
-    }
+    const int failed =
+        WalksFind(root, {"git " + root + "/vendor", "unsearchable " + root + "/deep/a",
+                         "unsearchable " + root + "/vendor"});
     Sh("chmod 755 vendor deep/a", root);
     return failed;
   });
