@@ -123,6 +123,20 @@ struct WalkShared {
   bool root_keeps_nlink = false;
 };
 
+// After an open of the subdirectory `name` of `dir_fd` (at `path`) failed: reports what the
+// walk cannot see there as unsearchable (OursButClosed: the subdirectory; ListableButClosed:
+// `dir_fd`'s directory). errno stays the open's, for OutOfResources.
+void ReportIfClosed(const WalkShared& shared, int dir_fd, const std::string& name,
+                    const std::string& path) {
+  const int err = errno;
+  if (OursButClosed(dir_fd, name.c_str(), err)) {
+    shared.visit(NestedHit::kUnsearchable, path);
+  } else if (ListableButClosed(dir_fd, name.c_str(), err)) {
+    shared.visit(NestedHit::kUnsearchable, ParentOf(path));
+  }
+  errno = err;
+}
+
 // A directory still to walk, with the tree below it, opened by name from its parent when its
 // turn comes. The subtrees of one parent share its descriptor: names wait in the queue, not
 // descriptors, so a directory of 10,000 subdirectories costs one.
@@ -179,13 +193,7 @@ class Walk {
   // OursButClosed).
   Fd OpenSubdirectory(int dir_fd, const std::string& name) {
     Fd fd(::openat(dir_fd, name.c_str(), kOpenFlags));
-    const int err = errno;
-    if (!fd && OursButClosed(dir_fd, name.c_str(), err)) {
-      shared_.visit(NestedHit::kUnsearchable, PathOf(name));
-    } else if (!fd && ListableButClosed(dir_fd, name.c_str(), err)) {
-      shared_.visit(NestedHit::kUnsearchable, ParentOf(PathOf(name)));
-    }
-    errno = err;  // for OutOfResources
+    if (!fd) ReportIfClosed(shared_, dir_fd, name, PathOf(name));
     return fd;
   }
 
@@ -244,12 +252,13 @@ class Walk {
   // cannot be told. One fstatat instead of an open, two getdents64 and a close: most
   // directories of a large tree (node_modules, build output) are leaves.
   bool IsLeaf(int dir_fd, const std::string& name) {
+    // A file system that does not keep the count (btrfs, overlayfs) pays no fstatat for it.
+    if (!shared_.root_keeps_nlink) return false;
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-    // Only on the root's file system, whose kind Run asked once: a mount point below the
-    // root may hold another kind, whose directories are then listed.
-    return S_ISDIR(st.st_mode) && st.st_nlink == 2 && st.st_dev == shared_.root_dev &&
-           shared_.root_keeps_nlink;
+    // Only on the root's file system, whose kind WalkNested asked once: a mount point below
+    // the root may hold another kind, whose directories are then listed.
+    return S_ISDIR(st.st_mode) && st.st_nlink == 2 && st.st_dev == shared_.root_dev;
   }
 
   void ReportLeaf(int dir_fd, const std::string& name) {
@@ -398,13 +407,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   std::vector<char> buffer(kBufferBytes);
   auto open_subtree = [&](const Subtree& subtree) {
     Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
-    const int err = errno;
-    if (!dir && OursButClosed(subtree.parent->get(), subtree.name.c_str(), err)) {
-      shared.visit(NestedHit::kUnsearchable, subtree.path);
-    } else if (!dir && ListableButClosed(subtree.parent->get(), subtree.name.c_str(), err)) {
-      shared.visit(NestedHit::kUnsearchable, ParentOf(subtree.path));
-    }
-    errno = err;  // for OutOfResources
+    if (!dir) ReportIfClosed(shared, subtree.parent->get(), subtree.name, subtree.path);
     return dir;
   };
   if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);

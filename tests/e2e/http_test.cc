@@ -17,6 +17,17 @@
 namespace ae::e2e {
 namespace {
 
+// The golden turn.failed of a model_error after one request that reported no usage
+// (Normalized: the duration as <ms>).
+std::string ModelErrorBeforeAnyUsage(const std::string& message) {
+  return R"({"type":"turn.failed","error":{"message":")" + message +
+         R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
+         R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+         R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
+         R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
+         R"("requests":1,"duration_ms":<ms>})";
+}
+
 constexpr const char* kToolTurns = R"({"turns":[
   {"items":[
     {"type":"reasoning","summary":["**Checking**","Looking at the repo."]},
@@ -198,13 +209,7 @@ TEST_F(HttpTest, RetriesExhaustedEndWithErrorAndTurnFailed) {
           R"({"type":"turn.started"})",
           R"({"type":"error","message":"Reconnecting... 1/2 ()" + demand + ")\"}",
           R"({"type":"error","message":"Reconnecting... 2/2 ()" + demand + ")\"}",
-          R"({"type":"error","message":")" + demand + "\"}",
-          R"({"type":"turn.failed","error":{"message":")" + demand +
-              R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
-              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-              R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-              R"("requests":1,"duration_ms":<ms>})"}));
+          R"({"type":"error","message":")" + demand + "\"}", ModelErrorBeforeAnyUsage(demand)}));
   EXPECT_EQ(server_.RequestCount(), 3);
 }
 
@@ -485,17 +490,11 @@ TEST_F(HttpTest, AnHttpsProviderWithAMissingCaBundleFailsNamingIt) {
   EXPECT_EQ(out.exit_code, 1);
   const std::string error = fmt::format(
       "cannot reach 127.0.0.1:{} (error setting certificate file: {})", server_.port(), missing);
-  EXPECT_EQ(
-      Normalized(out),
-      (std::vector<std::string>{
-          R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
-          R"({"type":"turn.started"})", R"({"type":"error","message":")" + error + "\"}",
-          R"({"type":"turn.failed","error":{"message":")" + error +
-              R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
-              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-              R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-              R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-              R"("requests":1,"duration_ms":<ms>})"}));
+  EXPECT_EQ(Normalized(out),
+            (std::vector<std::string>{
+                R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
+                R"({"type":"turn.started"})", R"({"type":"error","message":")" + error + "\"}",
+                ModelErrorBeforeAnyUsage(error)}));
   EXPECT_EQ(out.err, "error: " + error + "\n");
   EXPECT_EQ(server_.RequestCount(), 0);
 }

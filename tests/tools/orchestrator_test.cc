@@ -59,6 +59,14 @@ class OrchestratorTest : public ToolTest {
     r.total_lines = 1;
     return r;
   }
+  // `touch outside` refused, and the write watch's record of it.
+  static sandbox::RunResult WatchedRefusal(const std::string& outside) {
+    sandbox::RunResult r = Failed("touch: cannot touch '" + outside + "': Permission denied\n");
+    r.writes.watched = true;
+    r.writes.refused = {outside};
+    r.writes.refused_total = 1;
+    return r;
+  }
   CommandRequest Request() const {
     return CommandRequest{{"/bin/sh", "-c", "touch never-ran"}, turn_.cwd, 1234, "touch it"};
   }
@@ -105,10 +113,7 @@ TEST_F(OrchestratorTest, AWatchedRefusalRerunsItOnceUnconfined) {
   if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
   turn_.approval = ApprovalPolicy::kOnFailure;
   const std::string outside = root_ + "/out";
-  sandbox::RunResult denied = Failed("touch: cannot touch '" + outside + "': Permission denied\n");
-  denied.writes.watched = true;
-  denied.writes.refused = {outside};
-  denied.writes.refused_total = 1;
+  sandbox::RunResult denied = WatchedRefusal(outside);
   sandbox::RunResult ok;
   results = {denied, ok};
   Orchestrator orch(turn_, prepared_, Fake());
@@ -155,10 +160,7 @@ TEST_F(OrchestratorTest, UnderOnFailureTheConfinedCommandIsWatchedAndTheRerunIsN
   if (!Confine()) GTEST_SKIP() << "workspace-write cannot be prepared here";
   turn_.approval = ApprovalPolicy::kOnFailure;
   const std::string outside = root_ + "/out";
-  sandbox::RunResult denied = Failed("touch: cannot touch '" + outside + "': Permission denied\n");
-  denied.writes.watched = true;
-  denied.writes.refused = {outside};
-  denied.writes.refused_total = 1;
+  sandbox::RunResult denied = WatchedRefusal(outside);
   results = {denied, sandbox::RunResult{}};
   Orchestrator orch(turn_, prepared_, Fake());
   auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
