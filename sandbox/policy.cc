@@ -166,7 +166,7 @@ bool SearchNested(const std::vector<std::string>& roots, const std::function<boo
 // Why a search that nothing stopped did not see every directory (WalkNested).
 constexpr const char* kSearchOutOfResources =
     "sandbox: the search for nested repositories ran out of descriptors or memory before it "
-    "was complete";
+    "was complete; raise the open-file limit (ulimit -n) or free memory, and run again";
 
 // The niceness of NestedScan's threads (0 is the session's).
 constexpr int kScanNice = 10;

@@ -239,7 +239,7 @@ TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo
   ASSERT_TRUE(base.ok()) << base.message();
   const std::string expected =
       "sandbox: the search for nested repositories ran out of descriptors or memory before it "
-      "was complete";
+      "was complete; raise the open-file limit (ulimit -n) or free memory, and run again";
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
