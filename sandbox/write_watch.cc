@@ -306,15 +306,16 @@ void WriteWatch::HandleOne(int listener) {
       follows = false;
     }
   }
-  // Still the same blocked call of the same process: what was read above is its memory, not
-  // a process that reused the pid.
-  const bool valid = RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id);
-
   std::memset(response_.data(), 0, response_.size());
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(response_.data());
   resp->id = req->id;
   resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-  RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
+  // The answer is accepted only while the call is still pending (ENOENT once the caller was
+  // killed or interrupted): the caller then stayed blocked in it from NOTIF_RECV to here, so
+  // what was read above is its memory and its directory, not those of a process that reused
+  // the pid. The check SECCOMP_IOCTL_NOTIF_ID_VALID makes, without a system call of its own
+  // in the round trip the command waits for.
+  const bool valid = RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
 
   // Checked after the answer: the command waits only for the read above.
   if (!valid || call == nullptr) return;

@@ -4,11 +4,11 @@
 // The command carries a second seccomp filter (seccomp.h, "write watch") that notifies
 // agentexec of every write-intent call: open with a write flag, mkdir, unlink, rename, ...
 // A thread of agentexec receives each notification, reads the path from the command's memory
-// (process_vm_readv; the directory from /proc/PID/cwd or /proc/PID/fd/N), checks the
-// notification is still live (SECCOMP_IOCTL_NOTIF_ID_VALID: the pid was not reused meanwhile),
-// lets the call continue (SECCOMP_USER_NOTIF_FLAG_CONTINUE) and only then checks the path
-// against the policy. Landlock and the mounts decide every call as before: the watch only
-// records, and a command that rewrote the path under it can only make its own record wrong.
+// (process_vm_readv; the directory from /proc/PID/cwd or /proc/PID/fd/N), lets the call
+// continue (SECCOMP_USER_NOTIF_FLAG_CONTINUE; accepted only while the call is still pending, so
+// the pid was not reused meanwhile) and only then checks the path against the policy. Landlock and
+// the mounts decide every call as before: the watch only records, and a command that rewrote the
+// path under it can only make its own record wrong.
 //
 // What is recorded: attempts the sandbox refuses (outside the writable roots, under a
 // read-only carve-out, anything in read-only mode), resolved as a command's write would be.
