@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import stat
 import statistics
 import subprocess
 import sys
@@ -553,6 +554,27 @@ def ratio(num, den):
     return f"{num / den:.2f}x"
 
 
+def count_dirs(root):
+    """Directories below root on its file system: the sandbox searches /tmp, a writable root of
+    every workspace-write run, for nested repositories, so a used machine's /tmp is part of
+    every sandboxed figure here, agentexec's "empty workspace" included."""
+    count = 0
+    dev = os.lstat(root).st_dev
+    for parent, dirs, _ in os.walk(root, onerror=lambda e: None):
+        dirs[:] = [d for d in dirs if same_device(os.path.join(parent, d), dev)]
+        count += len(dirs)
+    return count
+
+
+def same_device(path, dev):
+    """A directory (not a symlink to one, which os.walk lists too) on the device `dev`."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_dev == dev
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--agentexec", required=True)
@@ -578,6 +600,7 @@ def main():
                   "long_thread": 5, "batch": 6}
     with open("/proc/loadavg") as f:
         load_start = " ".join(f.read().split()[:3])
+    tmp_dirs = count_dirs("/tmp")
     try:
         b.codex_sandbox_works()
         for name, fn in (("one_message", b.row1_one_message), ("two_commands", b.row2_two_commands),
@@ -610,13 +633,14 @@ def main():
                "nproc": os.cpu_count(), "cpu": model, "kernel": os.uname().release,
                "loadavg_at_start": load_start, "loadavg_at_end": load, "runs": args.runs,
                "codex": args.codex_version or b.codex_skip_reason,
-               "codex_sandbox": b.codex_sandbox}
+               "codex_sandbox": b.codex_sandbox, "tmp_directories": tmp_dirs}
     if b.codex_skip_reason:
         print(f"\ncodex: {b.codex_skip_reason}")
     else:
         print(f"\ncodex: {args.codex_version} (sandbox {b.codex_sandbox}; plugin sync off)")
     print(f"\nmachine: {machine['nproc']} CPUs, {model}, kernel {machine['kernel']}, "
-          f"load average {load_start} at the start, {load} at the end, {machine['date']}")
+          f"load average {load_start} at the start, {load} at the end, {machine['date']}; "
+          f"/tmp holds {tmp_dirs:,} directories (every workspace-write run searches it)")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "compare.json"), "w") as f:
         json.dump({"machine": machine, "rows": b.rows, "raw": raw}, f, indent=1)
