@@ -18,32 +18,26 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
 
-// Linux 6.6 (headers older than that lack the names): as in sandbox/write_watch.cc.
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
-
 #include "base/cancel.h"
 #include "sandbox/policy.h"
 #include "sandbox/prepared.h"
+#include "sandbox/seccomp.h"
 #include "sandbox/spawn.h"
 
 namespace {
@@ -51,26 +45,27 @@ namespace {
 using namespace ae::sandbox;
 
 constexpr int kFiles = 2000;
-constexpr int kCalls = 2 * kFiles;  // an open with O_CREAT and an unlink a file
+constexpr int kCalls = 2 * kFiles;  // an openat with O_CREAT and an unlinkat a file
 constexpr const char* kLoopEnv = "AE_BENCH_WRITE_LOOP";
 
-void WriteLoop() {
+// Creates and removes kFiles files in the directory `dir_fd` (AT_FDCWD: the working one).
+bool WriteLoop(int dir_fd) {
   char name[32];
   for (int i = 0; i < kFiles; ++i) {
     std::snprintf(name, sizeof name, "f%d", i);
-    const int fd = ::openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) ::_exit(1);
+    const int fd = ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
     ::close(fd);
-    if (::unlink(name) != 0) ::_exit(1);
+    if (::unlinkat(dir_fd, name, 0) != 0) return false;
   }
+  return true;
 }
 
 // The confined command of the product rows: this binary, run with kLoopEnv set, runs the loop
 // before any benchmark starts and exits.
 [[maybe_unused]] const bool kLoopRunner = [] {
   if (::getenv(kLoopEnv) == nullptr) return false;
-  WriteLoop();
-  ::_exit(0);
+  ::_exit(WriteLoop(AT_FDCWD) ? 0 : 1);
 }();
 
 // Where the loop writes: tmpfs when there is one (the cost of the calls themselves is least
@@ -100,54 +95,19 @@ void SetPerCall(benchmark::State& state) {
       kCalls, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-// Installs a filter that notifies openat and unlink, and sends its listener over `sock`.
-bool InstallNotifyFilter(int sock) {
+// Installs a filter that notifies openat and unlinkat; the listener, or -1.
+int InstallNotifyFilter() {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 2, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlink, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlinkat, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
   };
   sock_fprog prog = {static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
-  const long listener =
-      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-  if (listener < 0) return false;
-  const int fd = static_cast<int>(listener);
-  char byte = 0;
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  const bool sent = ::sendmsg(sock, &msg, 0) == 1;
-  ::close(fd);
-  return sent;
-}
-
-int ReceiveListener(int sock) {
-  char byte = 0;
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  if (cm == nullptr || cm->cmsg_type != SCM_RIGHTS) return -1;
-  int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-  return fd;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return static_cast<int>(
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
 }
 
 // Answers every notification at once until no process is left under the filter.
@@ -167,6 +127,18 @@ void AnswerAll(int listener) {
   }
 }
 
+// The listener `number` of the child `pid`, copied into this process (pidfd_getfd, Linux 5.6:
+// a parent may take its child's descriptors); -1 when that is refused.
+int TakeListener(pid_t pid, int number) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return -1;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, number, 0));
+  ::close(pidfd);
+  return fd;
+}
+
+// The loop in a forked child (as a command is one), under the filter when `notified`, its
+// notifications answered from here.
 void BM_WriteIntentCallsFloor(benchmark::State& state) {
   const std::string& dir = Scratch::Get().dir;
   if (dir.empty()) {
@@ -176,40 +148,45 @@ void BM_WriteIntentCallsFloor(benchmark::State& state) {
   const bool notified = state.range(0) != 0;
   const bool direct_switch = state.range(0) == 1;
   for (auto _ : state) {
-    int socks[2] = {-1, -1};
-    if (notified && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, socks) != 0) {
-      state.SkipWithError("socketpair failed");
+    int report[2] = {-1, -1};  // the child's listener number, to the parent
+    if (notified && ::pipe2(report, O_CLOEXEC) != 0) {
+      state.SkipWithError("pipe2 failed");
       return;
     }
     const pid_t pid = ::fork();
     if (pid == 0) {
       if (::chdir(dir.c_str()) != 0) ::_exit(1);
-      if (notified && !InstallNotifyFilter(socks[1])) ::_exit(2);
-      WriteLoop();
-      ::_exit(0);
+      if (notified) {
+        const int listener = InstallNotifyFilter();
+        if (::write(report[1], &listener, sizeof listener) != sizeof listener || listener < 0) {
+          ::_exit(2);
+        }
+      }
+      ::_exit(WriteLoop(AT_FDCWD) ? 0 : 1);
     }
-    std::thread answerer;
     if (notified) {
-      ::close(socks[1]);
-      const int listener = ReceiveListener(socks[0]);
-      ::close(socks[0]);
-      if (listener >= 0 && direct_switch &&
-          ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) !=
-              0) {
+      ::close(report[1]);
+      int number = -1;
+      const bool got = ::read(report[0], &number, sizeof number) == sizeof number && number >= 0;
+      ::close(report[0]);
+      const int listener = got ? TakeListener(pid, number) : -1;
+      if (listener < 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        state.SkipWithError("no listener from the child (seccomp user notification, pidfd_getfd)");
+        return;
+      }
+      if (direct_switch && ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+                                   SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
         state.SkipWithError("no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux before 6.6)");
       }
-      if (listener >= 0) {
-        answerer = std::thread([listener] {
-          AnswerAll(listener);
-          ::close(listener);
-        });
-      }
+      AnswerAll(listener);
+      ::close(listener);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
-    if (answerer.joinable()) answerer.join();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      state.SkipWithError("the loop failed (seccomp user notification unavailable?)");
+      state.SkipWithError("the loop failed");
       return;
     }
   }

@@ -3,11 +3,21 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <vector>
 
 #include "base/result.h"
 #include "sandbox/policy.h"
+
+// Linux 6.6: the kernel switches straight to the thread waiting on a notification listener, on
+// the notifying task's CPU, and back (headers older than that lack the names).
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 namespace ae::sandbox::seccomp {
 

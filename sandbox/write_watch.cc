@@ -36,15 +36,6 @@ constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
 constexpr uint32_t kNativeArch = 0;  // unknown here: every notification is read as native
 #endif
 
-// Linux 6.6: the kernel switches straight to the thread waiting on the listener, on the
-// notifying task's CPU, and back (headers older than that lack the names).
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
-
 bool RetryIoctl(int fd, unsigned long request, void* arg) {
   for (;;) {
     if (::ioctl(fd, request, arg) == 0) return true;
