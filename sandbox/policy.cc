@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,16 +168,8 @@ constexpr const char* kSearchOutOfResources =
     "sandbox: the search for nested repositories ran out of descriptors or memory before it "
     "was complete; raise the open-file limit (ulimit -n) or free memory, and run again";
 
-// NestedScan's threads run under SCHED_IDLE until the session waits for them: on a machine
-// with few CPUs the search would otherwise slow what a run does meanwhile (its start-up, the
-// sandbox's preflight probe, a loopback model server) for an answer only a tool call needs.
-// Then each thread, at its next stop check, goes back to SCHED_OTHER (allowed unprivileged
-// from SCHED_IDLE while RLIMIT_NICE permits the thread's nice value, 0 here: see sched(7)).
-// Where either call is refused (a seccomp profile), the thread keeps the policy it has.
-void SetSchedulingPolicy(int policy) {
-  sched_param none{};
-  (void)::sched_setscheduler(0, policy, &none);  // 0: the calling thread
-}
+// The niceness of NestedScan's threads (0 is the session's).
+constexpr int kScanNice = 10;
 
 // Adds `found` to the policy's carve-outs, with the identity of each that exists.
 void AddNested(Policy* policy, const std::vector<std::string>& found) {
@@ -313,29 +305,24 @@ NestedScan::NestedScan(const Policy& base, const CancelToken& cancel)
 
 NestedScan::~NestedScan() {
   stop_.store(true, std::memory_order_relaxed);
-  waited_for_.store(true, std::memory_order_relaxed);  // to see the stop without delay
   if (thread_.joinable()) thread_.join();
 }
 
 void NestedScan::Search(bool own_thread) {
-  // On its own thread (and the walk's helpers, which inherit the policy when they start): only
-  // the CPU time nothing else wants, until Finish waits for it (SetSchedulingPolicy).
-  if (own_thread) SetSchedulingPolicy(SCHED_IDLE);
-  auto stop = [this, own_thread] {
-    thread_local bool raised = false;
-    if (own_thread && !raised && waited_for_.load(std::memory_order_relaxed)) {
-      SetSchedulingPolicy(SCHED_OTHER);
-      raised = true;
-    }
-    return stop_.load(std::memory_order_relaxed) || cancel_.cancelled();
-  };
-  complete_ = SearchNested(roots_, stop, &found_);
+  if (own_thread) {
+    // On its own thread (and the walk's helpers, which inherit it): a lower priority than
+    // the session's, whose start-up and first model request it would otherwise slow on a
+    // machine with few CPUs; when the session waits for it (Finish), nothing of ours competes.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kScanNice);
+  }
+  complete_ = SearchNested(
+      roots_, [this] { return stop_.load(std::memory_order_relaxed) || cancel_.cancelled(); },
+      &found_);
   searched_ = true;
 }
 
 Status NestedScan::Finish(Policy* policy) {
   if (finished_) return *finished_;
-  waited_for_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
   if (!searched_ && !roots_.empty()) Search(/*own_thread=*/false);
   if (!roots_.empty() && !complete_) {

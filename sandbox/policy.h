@@ -97,7 +97,6 @@ class NestedScan {
   std::vector<std::string> roots_;
   const CancelToken& cancel_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> waited_for_{false};  // Finish (or the end) waits: full priority from now
   std::thread thread_;
   bool searched_ = false;           // Search() ran (on the thread, joined, or in Finish)
   bool complete_ = false;           // ... and saw every directory
