@@ -168,7 +168,10 @@ constexpr const char* kSearchOutOfResources =
     "sandbox: the search for nested repositories ran out of descriptors or memory before it "
     "was complete; raise the open-file limit (ulimit -n) or free memory, and run again";
 
-// The niceness of NestedScan's threads (0 is the session's).
+// The niceness of NestedScan's threads (0 is the session's). Not SCHED_IDLE: without
+// CAP_SYS_NICE a thread cannot leave it again (Linux counts it as nice 20, and leaving it as
+// lowering the nice value, which RLIMIT_NICE forbids by default), so a session waiting for the
+// search on a busy machine would wait for threads the scheduler runs last.
 constexpr int kScanNice = 10;
 
 // Adds `found` to the policy's carve-outs, with the identity of each that exists.
