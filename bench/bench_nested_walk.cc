@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_dir.h"
 #include "sandbox/nested_walk.h"
 
 namespace {
@@ -34,15 +35,13 @@ class Trees {
     static const Trees trees;
     return trees;
   }
-  std::string leaves, packages;
+  std::string leaves, packages;  // empty when the directory could not be made
 
  private:
   Trees() {
-    std::string tmpl = "/var/tmp/ae-bench-walk-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) return;
-    base_ = tmpl;
-    leaves = base_ + "/leaves";
-    packages = base_ + "/packages";
+    if (base_.path().empty()) return;
+    leaves = base_.path() + "/leaves";
+    packages = base_.path() + "/packages";
     for (int i = 0; i < kDirectories; ++i) {
       std::filesystem::create_directories(leaves + "/d" + std::to_string(i / 100) + "/e" +
                                           std::to_string(i % 100));
@@ -55,11 +54,7 @@ class Trees {
       std::filesystem::create_directories(pkg + "/test");
     }
   }
-  ~Trees() {
-    std::error_code ec;
-    if (!base_.empty()) std::filesystem::remove_all(base_, ec);
-  }
-  std::string base_;
+  ae::bench::BenchDir base_{"/var/tmp/ae-bench-walk"};
 };
 
 // arg 0: 0 leaves, 1 packages; arg 1: 0 one thread, 1 WalkThreads().

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/cancel.h"
+#include "bench/bench_dir.h"
 #include "engine/events/emitter.h"
 #include "engine/exec/orchestrator.h"
 #include "engine/tools/apply_patch/applier.h"
@@ -85,8 +86,6 @@ BENCHMARK(BM_Capture64MiB)->Unit(benchmark::kMillisecond)->UseRealTime();
 class PatchFixture {
  public:
   PatchFixture() {
-    char tmpl[] = "/tmp/ae-bench-patch-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     for (int i = 0; i < 20000; ++i) original_ += fmt::format("    value_{} = compute({});\n", i, i);
     patch_ = "*** Begin Patch\n*** Update File: big.py\n";
     for (int h = 0; h < 50; ++h) {
@@ -99,19 +98,16 @@ class PatchFixture {
     patch_ += "*** End Patch\n";
     // As a workspace-write run sees it: the patch goes through the confined resolver.
     policy_.mode = ae::sandbox::Mode::kWorkspaceWrite;
-    policy_.writable_roots = {std::filesystem::canonical(dir_).string()};
+    policy_.writable_roots = {std::filesystem::canonical(dir()).string()};
   }
-  ~PatchFixture() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  void Reset() const { std::ofstream(dir_ + "/big.py", std::ios::binary) << original_; }
-  const std::string& dir() const { return dir_; }
+  void Reset() const { std::ofstream(dir() + "/big.py", std::ios::binary) << original_; }
+  const std::string& dir() const { return dir_.path(); }
   const std::string& patch() const { return patch_; }
   const ae::sandbox::Policy& policy() const { return policy_; }
 
  private:
-  std::string dir_, original_, patch_;
+  ae::bench::BenchDir dir_{"/tmp/ae-bench-patch"};
+  std::string original_, patch_;
   ae::sandbox::Policy policy_;
 };
 

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "base/cancel.h"
+#include "bench/bench_dir.h"
 #include "sandbox/policy.h"
 #include "sandbox/prepared.h"
 #include "sandbox/seccomp.h"
@@ -70,25 +71,12 @@ bool WriteLoop(int dir_fd) {
 
 // Where the loop writes: tmpfs when there is one (the cost of the calls themselves is least
 // there, so the notifications' share is largest), removed at exit.
-class Scratch {
- public:
-  static const Scratch& Get() {
-    static const Scratch scratch;
-    return scratch;
-  }
-  std::string dir;
-
- private:
-  Scratch() {
-    std::string tmpl = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/ae-bench-watch-XXXXXX"
-                                                                 : "/var/tmp/ae-bench-watch-XXXXXX";
-    if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
-  }
-  ~Scratch() {
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-  }
-};
+const std::string& ScratchDir() {
+  static const ae::bench::BenchDir dir(std::filesystem::is_directory("/dev/shm")
+                                           ? "/dev/shm/ae-bench-watch"
+                                           : "/var/tmp/ae-bench-watch");
+  return dir.path();
+}
 
 void SetPerCall(benchmark::State& state) {
   state.counters["per_call"] = benchmark::Counter(
@@ -140,7 +128,7 @@ int TakeListener(pid_t pid, int number) {
 // The loop in a forked child (as a command is one), under the filter when `notified`, its
 // notifications answered from here.
 void BM_WriteIntentCallsFloor(benchmark::State& state) {
-  const std::string& dir = Scratch::Get().dir;
+  const std::string& dir = ScratchDir();
   if (dir.empty()) {
     state.SkipWithError("cannot make a scratch directory");
     return;
@@ -201,7 +189,7 @@ BENCHMARK(BM_WriteIntentCallsFloor)
     ->Unit(benchmark::kMillisecond);
 
 void BM_WriteIntentCallsConfined(benchmark::State& state) {
-  const std::string& dir = Scratch::Get().dir;
+  const std::string& dir = ScratchDir();
   Settings settings;
   settings.mode = Mode::kWorkspaceWrite;
   ae::Result<Policy> policy = BuildPolicy(settings, dir);
@@ -215,10 +203,8 @@ void BM_WriteIntentCallsConfined(benchmark::State& state) {
     return;
   }
   SpawnSpec spec;
-  spec.argv = {"/proc/self/exe"};
-  // The path of this binary, as the confined command runs it.
   std::error_code ec;
-  spec.argv[0] = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  spec.argv = {std::filesystem::read_symlink("/proc/self/exe", ec).string()};  // this binary
   spec.cwd = dir;
   spec.env = {std::string(kLoopEnv) + "=1"};
   spec.sandbox = prepared->get();

@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/fd.h"
 
 namespace ae::test {
 
@@ -29,13 +29,12 @@ inline std::vector<int> ProcessesWith(const std::string& marker) {
     // Read with read(2): a process that exits between the open and the read makes it fail
     // with ESRCH, which an ifstream's buffer turns into an exception.
     std::string cmdline;
-    const int fd =
-        ::open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    const Fd fd(
+        ::open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(n));
-    ::close(fd);
+    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(n));
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
     }
