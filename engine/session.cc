@@ -117,8 +117,8 @@ std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& sett
     return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, policy.message());
   }
   settled.policy = *policy;
-  // The nested repositories are searched while the run starts and the model answers; the
-  // turn waits for them before its first tool call (complete_sandbox in RunTheTurn).
+  // The nested repositories are searched once the model announces a tool call, while the
+  // call streams; the turn waits for them before running it (complete_sandbox in RunTheTurn).
   settled.nested = std::make_unique<sandbox::NestedScan>(*policy, run.cancel);
   settled.warnings = config.warnings;
   if (!policy->unrestricted()) {
@@ -307,7 +307,8 @@ void RunTheTurn(SessionRun& run, SettledSandbox& settled, TurnContext& turn, Mod
                 .prompt_cache_key = run.result.thread_id,
                 .final_answer_check = config.final_answer_check,
                 .record = &run.record,
-                .before_tools = complete_sandbox};
+                .before_tools = complete_sandbox,
+                .tool_call_ahead = [&] { settled.nested->Start(); }};
   TurnResult turn_result = RunTurn(deps, history);
 
   run.result.code = turn_result.code;

@@ -9,17 +9,22 @@
 namespace ae {
 namespace {
 
-// Relays the client's live notifications as events.
+// Relays the client's live notifications as events, and its tool-call hint to the session.
 class TurnObserver : public StreamObserver {
  public:
-  explicit TurnObserver(Emitter& emitter) : emitter_(emitter) {}
+  TurnObserver(Emitter& emitter, const std::function<void()>& tool_call_ahead)
+      : emitter_(emitter), tool_call_ahead_(tool_call_ahead) {}
   void OnTextDelta(const std::string& delta) override { emitter_.Emit(AgentMessageDelta{delta}); }
   void OnRetry(int attempt, int max, const std::string& reason) override {
     emitter_.Emit(StreamError{fmt::format("Reconnecting... {}/{} ({})", attempt, max, reason)});
   }
+  void OnToolCallAhead() override {
+    if (tool_call_ahead_) tool_call_ahead_();
+  }
 
  private:
   Emitter& emitter_;
+  const std::function<void()>& tool_call_ahead_;
 };
 
 // Why the run was cancelled, as a code and a message.
@@ -103,7 +108,7 @@ class TurnLoop {
       : deps_(deps),
         history_(history),
         record_(deps.record != nullptr ? *deps.record : own_record_),
-        observer_(deps.emitter),
+        observer_(deps.emitter, deps.tool_call_ahead),
         env_{deps.turn, deps.emitter, deps.cancel, deps.orchestrator},
         tools_json_(deps.router.SpecsJson()),
         context_(EstimateTokens(tools_json_)),

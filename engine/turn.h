@@ -47,6 +47,9 @@ struct TurnDeps {
   // Runs before each batch of tool calls; an error fails the turn instead (the session
   // completes its sandbox here: sandbox::NestedScan). Empty: none.
   std::function<Status()> before_tools;
+  // Called when a response announces a tool call before it is complete (the client's
+  // StreamObserver::OnToolCallAhead): the session starts that search here. Empty: none.
+  std::function<void()> tool_call_ahead;
 };
 
 struct TurnResult {

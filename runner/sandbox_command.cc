@@ -237,6 +237,7 @@ int RunSandboxCommand(const CliArgs& args) {
     // wait on the kernel); the command starts only once it is complete.
     const CancelToken never_cancelled;
     sandbox::NestedScan nested(*policy, never_cancelled);
+    nested.Start();
     Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
     if (!report.ok()) {
       PrintLine(report.message());

@@ -297,8 +297,11 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd) {
 }
 
 NestedScan::NestedScan(const Policy& base, const CancelToken& cancel)
-    : roots_(base.writable_roots), cancel_(cancel) {
-  if (roots_.empty()) return;
+    : roots_(base.writable_roots), cancel_(cancel) {}
+
+void NestedScan::Start() {
+  if (started_ || finished_ || roots_.empty()) return;
+  started_ = true;
   try {
     thread_ = std::thread([this] { Search(/*own_thread=*/true); });
   } catch (const std::system_error&) {
@@ -314,8 +317,9 @@ NestedScan::~NestedScan() {
 void NestedScan::Search(bool own_thread) {
   if (own_thread) {
     // On its own thread (and the walk's helpers, which inherit it): a lower priority than
-    // the session's, whose start-up and first model request it would otherwise slow on a
-    // machine with few CPUs; when the session waits for it (Finish), nothing of ours competes.
+    // the session's, which meanwhile reads the model's stream (or `agentexec sandbox`'s
+    // probe) and would otherwise be slowed on a machine with few CPUs; when the session
+    // waits for it (Finish), nothing of ours competes.
     (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kScanNice);
   }
   complete_ = SearchNested(

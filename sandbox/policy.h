@@ -70,14 +70,17 @@ Result<Policy> BuildPolicy(const Settings& settings, const std::string& cwd);
 // NestedScan::Finish has completed it.
 Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::string& cwd);
 
-// The nested repositories of a policy's writable roots, searched on a thread of their own
-// while the session starts and the model answers; the session waits for them before its
-// first tool call, so no command or file change runs before the carve-outs it needs are
-// known, and a run that calls no tool never waits. The walk has no bound (nested_walk.h).
+// The nested repositories of a policy's writable roots, searched once something will need
+// them: on a thread of its own from Start (the session calls it when the model announces a
+// tool call, `agentexec sandbox` at once), or else by Finish. The session waits for them
+// before its first tool call, so no command or file change runs before the carve-outs it needs
+// are known; a run that calls no tool never searches, and so never pays for the size of its
+// workspace or of /tmp. The walk has no bound (nested_walk.h). Start and Finish are called
+// from one thread.
 class NestedScan {
  public:
-  // Starts the search in the writable roots of `base` (none outside workspace-write), which
-  // ends early once `cancel` is cancelled. Without a thread to be had, Finish searches.
+  // The search of the writable roots of `base` (none outside workspace-write), to end early
+  // once `cancel` is cancelled. Nothing is searched yet.
   NestedScan(const Policy& base, const CancelToken& cancel);
   ~NestedScan();  // stops the search and waits for it
   NestedScan(const NestedScan&) = delete;
@@ -85,7 +88,12 @@ class NestedScan {
   NestedScan(NestedScan&&) = delete;
   NestedScan& operator=(NestedScan&&) = delete;
 
-  // Waits for the search and adds what it found to `policy` (the base policy, or a copy of
+  // Starts the search on a thread at a lower priority than the caller's, unless it has
+  // started, there is nothing to search, or no thread is to be had (Finish then searches).
+  void Start();
+
+  // Waits for the search (searching on the caller's thread if it has not started) and adds
+  // what it found to `policy` (the base policy, or a copy of
   // it): the carve-outs and their identities. An error when the search was cancelled before
   // it was complete: `policy` then lacks carve-outs and must confine nothing. Once: a second
   // call returns the first one's answer and adds nothing.
@@ -98,6 +106,7 @@ class NestedScan {
   const CancelToken& cancel_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  bool started_ = false;            // Start() made the thread
   bool searched_ = false;           // Search() ran (on the thread, joined, or in Finish)
   bool complete_ = false;           // ... and saw every directory
   std::vector<std::string> found_;  // the carve-outs it found

@@ -71,6 +71,7 @@ class ChatDecoder : public StreamDecoder {
     reasoning_ += StringMember(delta, "reasoning_content");
     reasoning_ += StringMember(delta, "reasoning");
     if (const rapidjson::Value* calls = Member(delta, "tool_calls"); calls && calls->IsArray()) {
+      if (!calls->Empty()) observer_.OnToolCallAhead();
       for (const auto& call : calls->GetArray()) {
         int64_t index = Member(&call, "index") && call["index"].IsInt64()
                             ? call["index"].GetInt64()

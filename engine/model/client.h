@@ -71,6 +71,11 @@ struct OutputItem {
   WebSearchAction search_action;  // web_search_call
 };
 
+// A call the engine runs (a tool of its router), as opposed to what it only reports.
+inline bool IsToolCall(OutputItem::Kind kind) {
+  return kind == OutputItem::Kind::kFunctionCall || kind == OutputItem::Kind::kCustomToolCall;
+}
+
 struct ModelResponse {
   std::string id;
   std::vector<OutputItem> items;
@@ -95,6 +100,10 @@ class StreamObserver {
   virtual void OnTextDelta(const std::string& /*delta*/) {}
   // A retry is about to happen: attempt is 1-based, of max.
   virtual void OnRetry(int /*attempt*/, int /*max*/, const std::string& /*reason*/) {}
+  // The response under way holds a tool call, announced before the call is complete (its
+  // arguments are still streaming), so what the call will need can be readied meanwhile. A
+  // hint only: it may come more than once, or not at all (a server that sends the call whole).
+  virtual void OnToolCallAhead() {}
 };
 
 class ModelClient {

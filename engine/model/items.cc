@@ -25,6 +25,15 @@ void JoinTexts(const rapidjson::Value& v, const char* array, std::string_view se
 
 }  // namespace
 
+OutputItem::Kind ItemKindOf(std::string_view type) {
+  if (type == "message") return OutputItem::Kind::kMessage;
+  if (type == "reasoning") return OutputItem::Kind::kReasoning;
+  if (type == "function_call") return OutputItem::Kind::kFunctionCall;
+  if (type == "custom_tool_call") return OutputItem::Kind::kCustomToolCall;
+  if (type == "web_search_call") return OutputItem::Kind::kWebSearchCall;
+  return OutputItem::Kind::kOther;
+}
+
 Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
   if (!v.IsObject()) return MakeError("output item is not a JSON object");
   auto type_it = v.FindMember("type");
@@ -34,15 +43,13 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
   std::string_view type(type_it->value.GetString(), type_it->value.GetStringLength());
   OutputItem item;
   item.raw_json = ToJson(v);
-  if (type == "message") {
-    item.kind = OutputItem::Kind::kMessage;
+  item.kind = ItemKindOf(type);
+  if (item.kind == OutputItem::Kind::kMessage) {
     JoinTexts(v, "content", "", &item.text);
     item.phase = StringMember(v, "phase");
-  } else if (type == "reasoning") {
-    item.kind = OutputItem::Kind::kReasoning;
+  } else if (item.kind == OutputItem::Kind::kReasoning) {
     JoinTexts(v, "summary", "\n", &item.text);
-  } else if (type == "function_call") {
-    item.kind = OutputItem::Kind::kFunctionCall;
+  } else if (item.kind == OutputItem::Kind::kFunctionCall) {
     item.name = StringMember(v, "name");
     item.call_id = StringMember(v, "call_id");
     auto args = v.FindMember("arguments");
@@ -51,13 +58,11 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
                            ? std::string(args->value.GetString(), args->value.GetStringLength())
                            : ToJson(args->value);
     }
-  } else if (type == "custom_tool_call") {
-    item.kind = OutputItem::Kind::kCustomToolCall;
+  } else if (item.kind == OutputItem::Kind::kCustomToolCall) {
     item.name = StringMember(v, "name");
     item.call_id = StringMember(v, "call_id");
     item.arguments = StringMember(v, "input");
-  } else if (type == "web_search_call") {
-    item.kind = OutputItem::Kind::kWebSearchCall;
+  } else if (item.kind == OutputItem::Kind::kWebSearchCall) {
     auto action = v.FindMember("action");
     if (action != v.MemberEnd() && action->value.IsObject()) {
       const rapidjson::Value& a = action->value;
@@ -78,8 +83,6 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
       item.search_action.type = "search";  // an item with only a query (older servers)
       item.search_action.query = item.query;
     }
-  } else {
-    item.kind = OutputItem::Kind::kOther;
   }
   return item;
 }

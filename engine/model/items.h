@@ -13,6 +13,9 @@
 
 namespace ae {
 
+// The kind of an item whose "type" is `type` (kOther for any type the engine does not know).
+OutputItem::Kind ItemKindOf(std::string_view type);
+
 // `json` is one item object. raw_json is the item re-serialised compactly.
 Result<OutputItem> ParseOutputItem(std::string_view json);
 Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& item);

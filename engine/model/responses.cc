@@ -43,6 +43,11 @@ class ResponsesDecoder : public StreamDecoder {
     if (type == "response.output_text.delta") {
       std::string delta = StringMember(&doc, "delta");
       if (!delta.empty()) observer_.OnTextDelta(delta);
+    } else if (type == "response.output_item.added") {
+      // A tool call begins; its arguments follow as deltas (only the whole item is kept).
+      if (IsToolCall(ItemKindOf(StringMember(FindJsonMember(doc, "item"), "type")))) {
+        observer_.OnToolCallAhead();
+      }
     } else if (type == "response.output_item.done") {
       const rapidjson::Value* item = FindJsonMember(doc, "item");
       if (!item) return MakeError("response.output_item.done without an item");
@@ -55,6 +60,7 @@ class ResponsesDecoder : public StreamDecoder {
       }
       auto parsed = ParseOutputItemValue(*item);
       if (!parsed) return MakeError("response.output_item.done: " + parsed.message());
+      if (IsToolCall(parsed->kind)) observer_.OnToolCallAhead();  // a server that skips .added
       response_.items.push_back(std::move(*parsed));
     } else if (type == "response.created") {
       response_.id = StringMember(FindJsonMember(doc, "response"), "id");
@@ -95,7 +101,7 @@ class ResponsesDecoder : public StreamDecoder {
       return MakeError(fmt::format("Incomplete response returned, reason: {}",
                                    reason.empty() ? "unknown" : reason));
     }
-    // response.output_item.added and unknown events carry nothing we need.
+    // Unknown events carry nothing we need.
     return {};
   }
 

@@ -83,6 +83,7 @@ class ScriptedClient : public ModelClient {
     r.items = turn.items;
     r.usage = turn.usage;
     for (const OutputItem& item : r.items) {
+      if (IsToolCall(item.kind)) observer.OnToolCallAhead();
       if (item.kind == OutputItem::Kind::kMessage && !item.text.empty()) {
         observer.OnTextDelta(item.text);
       }

@@ -124,6 +124,24 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
             R"("requests":2,"duration_ms":1400})");
 }
 
+// The client's tool-call hint reaches the session (which starts its search for nested
+// repositories there) before the calls run; a response without a call gives none.
+TEST_F(TurnTest, AToolCallIsAnnouncedToTheSessionBeforeItRuns) {
+  client_.responses.push_back(Response({Message("Checking."), Call("echo", "{}", "c1")}));
+  client_.responses.push_back(Response({Message("Done.")}));
+  std::vector<std::string> seen;
+  TurnResult r = Run(0, std::nullopt, [&](TurnDeps& deps) {
+    deps.tool_call_ahead = [&] { seen.emplace_back("ahead"); };
+    deps.before_tools = [&] {
+      seen.emplace_back("before tools, echo ran " + std::to_string(echo_->calls));
+      return Status{};
+    };
+  });
+  EXPECT_EQ(r.outcome(), SessionOutcome::kCompleted);
+  EXPECT_EQ(seen, (std::vector<std::string>{"ahead", "before tools, echo ran 0"}));
+  EXPECT_EQ(echo_->calls, 1);
+}
+
 // A tool's model warning follows the whole batch's outputs as a user message, so every call
 // still meets its output first.
 TEST_F(TurnTest, ModelWarningsFollowTheBatchsOutputs) {

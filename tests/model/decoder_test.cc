@@ -44,6 +44,43 @@ TEST(ResponsesDecoder, SkipsUnknownEventsAndCollectsItems) {
   EXPECT_EQ(r.usage.cached_input_tokens, 0);
   EXPECT_EQ(r.usage.output_tokens, 2);
   EXPECT_EQ(obs.deltas, (std::vector<std::string>{"He", "llo"}));
+  EXPECT_EQ(obs.tool_calls_ahead, 0);  // a message is no tool call
+}
+
+// A tool call is announced when its item is added, before its arguments stream, and again
+// when it is done (for servers that send no .added); messages, reasoning and web searches
+// announce nothing.
+TEST(ResponsesDecoder, AnnouncesAToolCallBeforeItsArgumentsArrive) {
+  RecordingObserver obs;
+  auto d = MakeResponsesDecoder(obs);
+  ASSERT_TRUE(
+      Feed(*d, R"({"type":"response.output_item.added","item":{"type":"reasoning"}})").ok());
+  ASSERT_TRUE(Feed(*d, R"({"type":"response.output_item.added","item":{"type":"message"}})").ok());
+  ASSERT_TRUE(
+      Feed(*d, R"({"type":"response.output_item.added","item":{"type":"web_search_call"}})").ok());
+  ASSERT_TRUE(Feed(*d, R"({"type":"response.output_item.added"})").ok());  // no item: no call
+  EXPECT_EQ(obs.tool_calls_ahead, 0);
+  ASSERT_TRUE(
+      Feed(
+          *d,
+          R"({"type":"response.output_item.added","item":{"type":"function_call","name":"exec_command","arguments":"","call_id":"c1"}})")
+          .ok());
+  EXPECT_EQ(obs.tool_calls_ahead, 1);
+  ASSERT_TRUE(
+      Feed(*d, R"({"type":"response.function_call_arguments.delta","delta":"{\"cmd\":"})").ok());
+  EXPECT_EQ(obs.tool_calls_ahead, 1);
+  ASSERT_TRUE(
+      Feed(
+          *d,
+          R"({"type":"response.output_item.done","item":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}})")
+          .ok());
+  EXPECT_EQ(obs.tool_calls_ahead, 2);
+  ASSERT_TRUE(
+      Feed(
+          *d,
+          R"({"type":"response.output_item.added","item":{"type":"custom_tool_call","name":"apply_patch","input":"","call_id":"c2"}})")
+          .ok());
+  EXPECT_EQ(obs.tool_calls_ahead, 3);
 }
 
 TEST(ResponsesDecoder, TypeFromEventNameWhenDataHasNone) {
@@ -159,6 +196,7 @@ TEST(ChatDecoder, AssemblesToolCallsFromDeltas) {
   EXPECT_EQ(r.usage.output_tokens, 4);
   EXPECT_EQ(r.usage.reasoning_output_tokens, 1);
   EXPECT_EQ(obs.deltas, std::vector<std::string>{"Let me look."});
+  EXPECT_EQ(obs.tool_calls_ahead, 4);  // once per chunk that carries a call
 }
 
 TEST(ChatDecoder, FinishWithoutDoneCompletesOnlyAtACleanEnd) {

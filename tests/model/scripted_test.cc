@@ -70,12 +70,14 @@ TEST(ScriptedProvider, ReplaysTurnsInOrder) {
   EXPECT_EQ(r1->usage.output_tokens, 20);
   EXPECT_EQ(r1->usage.reasoning_output_tokens, 5);
   EXPECT_EQ(obs.deltas, std::vector<std::string>{"Running the tests first."});
+  EXPECT_EQ(obs.tool_calls_ahead, 3);  // two function calls and a custom tool call
 
   auto r2 = (*client)->Stream(Prompt{}, obs, cancel);
   ASSERT_TRUE(r2.ok());
   ASSERT_EQ(r2->items.size(), 1u);
   EXPECT_EQ(r2->items[0].text, "Done.");
   EXPECT_EQ(r2->usage.input_tokens, 0);
+  EXPECT_EQ(obs.tool_calls_ahead, 3);  // a message-only turn announces none
 
   auto r3 = (*client)->Stream(Prompt{}, obs, cancel);
   ASSERT_FALSE(r3.ok());

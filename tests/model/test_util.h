@@ -30,8 +30,10 @@ class RecordingObserver : public StreamObserver {
     retries.push_back("Reconnecting... " + std::to_string(attempt) + "/" + std::to_string(max) +
                       " (" + reason + ")");
   }
+  void OnToolCallAhead() override { ++tool_calls_ahead; }
   std::vector<std::string> deltas;
   std::vector<std::string> retries;
+  int tool_calls_ahead = 0;
 };
 
 }  // namespace ae

@@ -1,6 +1,6 @@
 // The search for nested repositories (sandbox/nested_walk.h, NestedScan in policy.h): no
-// bound after which a repository is silently writable, and a run that waits for the search
-// before its first command, never before its first model request.
+// bound after which a repository is silently writable, and a run that searches once the model
+// announces a tool call and waits for the search before running it.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -195,6 +195,8 @@ TEST_F(NestedScanTest, TheBackgroundSearchCompletesThePolicyAsBuildPolicyDoes) {
   EXPECT_FALSE(Listed(*base, ws_ + "/a/b/nested/.git"));
   CancelToken cancel;
   NestedScan scan(*base, cancel);
+  scan.Start();
+  scan.Start();  // once
   Policy completed = *base;
   ASSERT_TRUE(scan.Finish(&completed).ok());
   const std::set<std::string> expected(whole->read_only_carveouts.begin(),
@@ -210,6 +212,26 @@ TEST_F(NestedScanTest, TheBackgroundSearchCompletesThePolicyAsBuildPolicyDoes) {
   // Once: a second call adds nothing.
   ASSERT_TRUE(scan.Finish(&completed).ok());
   EXPECT_EQ(completed.read_only_carveouts.size(), expected.size());
+}
+
+// Nothing is searched until something needs the carve-outs (Start, or else Finish): a
+// repository made after the scan was set up, as before a session's first tool call, is found
+// either way, and a run that calls no tool searches nothing.
+TEST_F(NestedScanTest, TheTreeIsSearchedAsItIsWhenStartedNotWhenSetUp) {
+  for (const bool start : {true, false}) {
+    const std::string dir = start ? "started" : "finished";
+    Sh("mkdir " + dir, ws_);
+    Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+    ASSERT_TRUE(base.ok()) << base.message();
+    CancelToken cancel;
+    NestedScan scan(*base, cancel);
+    Sh("git init -q " + dir + "/late", ws_);
+    if (start) scan.Start();
+    Policy policy = *base;
+    ASSERT_TRUE(scan.Finish(&policy).ok());
+    EXPECT_TRUE(Listed(policy, ws_ + "/" + dir + "/late/.git")) << dir;
+    scan.Start();  // after Finish: nothing more to search
+  }
 }
 
 TEST_F(NestedScanTest, ACancelledSearchLeavesThePolicyIncompleteAndSaysSo) {
@@ -315,8 +337,9 @@ class NestedScanRunTest : public NestedScanTest {
   std::optional<TreeDir> trees_;
 };
 
-// The model's first answer arrives at once, while $TMPDIR (20,000 directories) is still being
-// searched: the command waits for the search, and the nested repository is read-only.
+// The model's first answer, a tool call, arrives whole at once: the search it starts has
+// $TMPDIR's 20,000 directories ahead of it, the command waits for it, and the nested
+// repository is read-only.
 TEST_F(NestedScanRunTest, ACommandCannotWriteANestedGitWhenTheModelAnswersAtOnce) {
   MakeTree(trees_->path(), 20000);
   Sh("mkdir -p sub && git init -q sub/nested", ws_);
@@ -358,18 +381,20 @@ TEST_F(NestedScanRunTest, SigintDuringTheSearchIsExit130AndNoCommandRuns) {
   pid_t pid = 0;
   ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&actions);
-  // The header is out and the model's answer (a tool call) follows at once: the run is at, or
-  // within a few milliseconds of, the wait for the search, which is still going (its thread
-  // is alive).
+  // The header is out and the model's answer (a tool call) follows at once: its announcement
+  // starts the search, on a thread of its own, and the run waits for it. The signal goes
+  // while that thread is alive, before the command could have run.
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   bool searching = false;
   for (int i = 0; i < 20000 && !searching; ++i) {
-    if (ReadText(out_path).find(R"({"type":"turn.started"})") != std::string::npos) {
-      searching = std::distance(std::filesystem::directory_iterator(task_dir),
+    const std::string out = ReadText(out_path);
+    if (out.find("command_execution") != std::string::npos) break;
+    if (out.find(R"({"type":"turn.started"})") != std::string::npos) {
+      std::error_code ec;
+      searching = std::distance(std::filesystem::directory_iterator(task_dir, ec),
                                 std::filesystem::directory_iterator()) >= 2;
-      if (!searching) break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!searching) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ::kill(pid, SIGINT);
   int status = 0;

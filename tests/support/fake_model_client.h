@@ -26,6 +26,11 @@ class FakeModelClient : public ModelClient {
     if (responses.empty()) return MakeError("fake: no response left");
     Result<ModelResponse> r = std::move(responses.front());
     responses.pop_front();
+    if (r.ok()) {
+      for (const OutputItem& item : r->items) {
+        if (IsToolCall(item.kind)) observer.OnToolCallAhead();  // as the scripted client does
+      }
+    }
     return r;
   }
 };
