@@ -640,7 +640,8 @@ def main():
         print(f"\ncodex: {args.codex_version} (sandbox {b.codex_sandbox}; plugin sync off)")
     print(f"\nmachine: {machine['nproc']} CPUs, {model}, kernel {machine['kernel']}, "
           f"load average {load_start} at the start, {load} at the end, {machine['date']}; "
-          f"/tmp holds {tmp_dirs:,} directories (every workspace-write run searches it)")
+          f"/tmp holds {tmp_dirs:,} directories (a workspace-write run with a tool call "
+          "searches it)")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "compare.json"), "w") as f:
         json.dump({"machine": machine, "rows": b.rows, "raw": raw}, f, indent=1)
