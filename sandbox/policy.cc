@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
-#include <system_error>
 #include <unordered_set>
 
 #include "base/fd.h"
@@ -168,12 +167,6 @@ constexpr const char* kSearchOutOfResources =
     "sandbox: the search for nested repositories ran out of descriptors or memory before it "
     "was complete; raise the open-file limit (ulimit -n) or free memory, and run again";
 
-// The niceness of NestedScan's threads (0 is the session's). Not SCHED_IDLE: without
-// CAP_SYS_NICE a thread cannot leave it again (Linux counts it as nice 20, and leaving it as
-// lowering the nice value, which RLIMIT_NICE forbids by default), so a session waiting for the
-// search on a busy machine would wait for threads the scheduler runs last.
-constexpr int kScanNice = 10;
-
 // Adds `found` to the policy's carve-outs, with the identity of each that exists.
 void AddNested(Policy* policy, const std::vector<std::string>& found) {
   CarveoutList carveouts(&policy->read_only_carveouts);
@@ -303,9 +296,10 @@ void NestedScan::Start() {
   if (started_ || finished_ || roots_.empty()) return;
   started_ = true;
   try {
-    thread_ = std::thread([this] { Search(/*own_thread=*/true); });
-  } catch (const std::system_error&) {
-    // No thread to be had: Finish searches on the caller's, as BuildPolicy does.
+    thread_ = std::thread([this] { Search(); });
+  } catch (const std::exception&) {
+    // No thread to be had (system_error, bad_alloc): Finish searches on the caller's, as
+    // BuildPolicy does. Nothing may escape: Start runs inside the model client's stream.
   }
 }
 
@@ -314,14 +308,7 @@ NestedScan::~NestedScan() {
   if (thread_.joinable()) thread_.join();
 }
 
-void NestedScan::Search(bool own_thread) {
-  if (own_thread) {
-    // On its own thread (and the walk's helpers, which inherit it): a lower priority than
-    // the session's, which meanwhile reads the model's stream (or `agentexec sandbox`'s
-    // probe) and would otherwise be slowed on a machine with few CPUs; when the session
-    // waits for it (Finish), nothing of ours competes.
-    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kScanNice);
-  }
+void NestedScan::Search() {
   complete_ = SearchNested(
       roots_, [this] { return stop_.load(std::memory_order_relaxed) || cancel_.cancelled(); },
       &found_);
@@ -331,7 +318,7 @@ void NestedScan::Search(bool own_thread) {
 Status NestedScan::Finish(Policy* policy) {
   if (finished_) return *finished_;
   if (thread_.joinable()) thread_.join();
-  if (!searched_ && !roots_.empty()) Search(/*own_thread=*/false);
+  if (!searched_ && !roots_.empty()) Search();
   if (!roots_.empty() && !complete_) {
     finished_ = MakeError(
         cancel_.cancelled()

@@ -88,8 +88,10 @@ class NestedScan {
   NestedScan(NestedScan&&) = delete;
   NestedScan& operator=(NestedScan&&) = delete;
 
-  // Starts the search on a thread at a lower priority than the caller's, unless it has
-  // started, there is nothing to search, or no thread is to be had (Finish then searches).
+  // Starts the search on a thread of its own, unless it has started, there is nothing to
+  // search, or no thread is to be had (Finish then searches). At the caller's priority: it
+  // starts when a call is coming, which will wait for it, and only the stream's reading runs
+  // beside it (a lower one would make that wait as long as the machine is busy).
   void Start();
 
   // Waits for the search (searching on the caller's thread if it has not started) and adds
@@ -100,7 +102,7 @@ class NestedScan {
   Status Finish(Policy* policy);
 
  private:
-  void Search(bool own_thread);
+  void Search();
 
   std::vector<std::string> roots_;
   const CancelToken& cancel_;

@@ -230,7 +230,6 @@ TEST_F(NestedScanTest, TheTreeIsSearchedAsItIsWhenStartedNotWhenSetUp) {
     Policy policy = *base;
     ASSERT_TRUE(scan.Finish(&policy).ok());
     EXPECT_TRUE(Listed(policy, ws_ + "/" + dir + "/late/.git")) << dir;
-    scan.Start();  // after Finish: nothing more to search
   }
 }
 
@@ -355,6 +354,44 @@ TEST_F(NestedScanRunTest, ACommandCannotWriteANestedGitWhenTheModelAnswersAtOnce
   EXPECT_FALSE(Exists(ws_ + "/sub/nested/.git/hooks/pre-commit"));
 }
 
+// When a directory was last listed, or 2000-01-01 if never since `Age` (its atime; a listing
+// moves an atime older than the directory's mtime, also under relatime).
+struct timespec ListedAt(const std::string& dir) {
+  struct stat st {};
+  EXPECT_EQ(::stat(dir.c_str(), &st), 0) << dir;
+  return st.st_atim;
+}
+void Age(const std::string& dir) {
+  const struct timespec times[2] = {{946684800, 0}, {UTIME_OMIT, UTIME_OMIT}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, dir.c_str(), times, 0), 0) << dir;
+}
+
+// A run whose model calls no tool searches nothing: a directory of the workspace with a
+// subdirectory (so the search would list it, first of the roots) is not listed. A run with a
+// tool call lists it.
+TEST_F(NestedScanRunTest, ARunThatCallsNoToolSearchesNothing) {
+  const std::string probe = ws_ + "/probe";
+  const std::string control = ws_ + "/control";
+  Sh("mkdir -p probe/sub control/sub", ws_);
+  Age(control);
+  Sh("ls control >/dev/null", ws_);
+  if (ListedAt(control).tv_sec == 946684800) {
+    GTEST_SKIP() << ws_ << " does not record when a directory is listed (noatime)";
+  }
+  Age(probe);
+  const std::string message = R"({"turns":[{"items":[{"type":"message","text":"Hi."}]}]})";
+  testing::Ran ran = RunProcess(Argv(message), ws_, Env());
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ListedAt(probe).tv_sec, 946684800) << "a run without a tool call searched";
+
+  const std::string command = R"({"turns":[
+    {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"true"}}]},
+    {"items":[{"type":"message","text":"Done."}]}]})";
+  ran = RunProcess(Argv(command), ws_, Env());
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_NE(ListedAt(probe).tv_sec, 946684800) << "a run with a tool call did not search";
+}
+
 // SIGINT while the first tool call waits for a search of 60,000 directories: the run ends
 // as interrupted (exit 130) and the command never runs on the incomplete policy.
 TEST_F(NestedScanRunTest, SigintDuringTheSearchIsExit130AndNoCommandRuns) {
@@ -382,8 +419,8 @@ TEST_F(NestedScanRunTest, SigintDuringTheSearchIsExit130AndNoCommandRuns) {
   ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&actions);
   // The header is out and the model's answer (a tool call) follows at once: its announcement
-  // starts the search, on a thread of its own, and the run waits for it. The signal goes
-  // while that thread is alive, before the command could have run.
+  // starts the search and the run waits for it. The signal goes while the search's threads
+  // are alive, before the command could have run.
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   bool searching = false;
   for (int i = 0; i < 20000 && !searching; ++i) {
