@@ -51,36 +51,29 @@ TEST(ResponsesDecoder, SkipsUnknownEventsAndCollectsItems) {
 // when it is done (for servers that send no .added); messages, reasoning and web searches
 // announce nothing.
 TEST(ResponsesDecoder, AnnouncesAToolCallBeforeItsArgumentsArrive) {
+  struct Step {
+    const char* event;
+    int announced;  // tool calls announced once the event is read
+  };
+  const Step steps[] = {
+      {R"({"type":"response.output_item.added","item":{"type":"reasoning"}})", 0},
+      {R"({"type":"response.output_item.added","item":{"type":"message"}})", 0},
+      {R"({"type":"response.output_item.added","item":{"type":"web_search_call"}})", 0},
+      {R"({"type":"response.output_item.added"})", 0},  // no item: no call
+      {R"({"type":"response.output_item.added","item":{"type":"function_call","name":"exec_command","arguments":"","call_id":"c1"}})",
+       1},
+      {R"({"type":"response.function_call_arguments.delta","delta":"{\"cmd\":"})", 1},
+      {R"({"type":"response.output_item.done","item":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}})",
+       2},
+      {R"({"type":"response.output_item.added","item":{"type":"custom_tool_call","name":"apply_patch","input":"","call_id":"c2"}})",
+       3},
+  };
   RecordingObserver obs;
   auto d = MakeResponsesDecoder(obs);
-  ASSERT_TRUE(
-      Feed(*d, R"({"type":"response.output_item.added","item":{"type":"reasoning"}})").ok());
-  ASSERT_TRUE(Feed(*d, R"({"type":"response.output_item.added","item":{"type":"message"}})").ok());
-  ASSERT_TRUE(
-      Feed(*d, R"({"type":"response.output_item.added","item":{"type":"web_search_call"}})").ok());
-  ASSERT_TRUE(Feed(*d, R"({"type":"response.output_item.added"})").ok());  // no item: no call
-  EXPECT_EQ(obs.tool_calls_ahead, 0);
-  ASSERT_TRUE(
-      Feed(
-          *d,
-          R"({"type":"response.output_item.added","item":{"type":"function_call","name":"exec_command","arguments":"","call_id":"c1"}})")
-          .ok());
-  EXPECT_EQ(obs.tool_calls_ahead, 1);
-  ASSERT_TRUE(
-      Feed(*d, R"({"type":"response.function_call_arguments.delta","delta":"{\"cmd\":"})").ok());
-  EXPECT_EQ(obs.tool_calls_ahead, 1);
-  ASSERT_TRUE(
-      Feed(
-          *d,
-          R"({"type":"response.output_item.done","item":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}})")
-          .ok());
-  EXPECT_EQ(obs.tool_calls_ahead, 2);
-  ASSERT_TRUE(
-      Feed(
-          *d,
-          R"({"type":"response.output_item.added","item":{"type":"custom_tool_call","name":"apply_patch","input":"","call_id":"c2"}})")
-          .ok());
-  EXPECT_EQ(obs.tool_calls_ahead, 3);
+  for (const Step& step : steps) {
+    ASSERT_TRUE(Feed(*d, step.event).ok()) << step.event;
+    EXPECT_EQ(obs.tool_calls_ahead, step.announced) << step.event;
+  }
 }
 
 TEST(ResponsesDecoder, TypeFromEventNameWhenDataHasNone) {
