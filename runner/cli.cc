@@ -9,14 +9,9 @@
 #include <variant>
 
 #include "base/duration.h"
+#include "runner/build_commit.h"
 #include "runner/exit_code.h"
 #include "runner/option_table.h"
-
-// The git commit, set at configure time for ae_config only (cmake/Version.cmake), so a new
-// commit rebuilds one file, not the tree.
-#ifndef AGENTEXEC_COMMIT
-#define AGENTEXEC_COMMIT "unknown"
-#endif
 
 namespace ae {
 namespace {
@@ -481,7 +476,7 @@ std::optional<CliArgs> HelpOrVersion(const char* const* argv, int literal_from) 
   for (int i = 1; i < literal_from; ++i) {
     std::string_view a = argv[i];
     if (a == "-V" || a == "--version") {
-      args.version_text = fmt::format("agentexec {} ({})\n", AGENTEXEC_VERSION, AGENTEXEC_COMMIT);
+      args.version_text = fmt::format("agentexec {} ({})\n", AGENTEXEC_VERSION, BuildCommit());
       return args;
     }
   }
