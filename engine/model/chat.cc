@@ -119,25 +119,7 @@ class ChatDecoder : public StreamDecoder {
       w.EndObject();
       r.items.push_back(MakeItem(std::string(w.view())));
     }
-    if (!text_.empty()) {
-      JsonWriter w;
-      w.StartObject();
-      w.Key("type");
-      w.String("message");
-      w.Key("role");
-      w.String("assistant");
-      w.Key("content");
-      w.StartArray();
-      w.StartObject();
-      w.Key("type");
-      w.String("output_text");
-      w.Key("text");
-      w.String(text_);
-      w.EndObject();
-      w.EndArray();
-      w.EndObject();
-      r.items.push_back(MakeItem(std::string(w.view())));
-    }
+    if (!text_.empty()) r.items.push_back(MakeItem(AssistantMessageJson(text_)));
     for (auto& [index, call] : calls_) {
       JsonWriter w;
       w.StartObject();

@@ -87,6 +87,30 @@ Result<OutputItem> ParseOutputItemValue(const rapidjson::Value& v) {
   return item;
 }
 
+void WriteAssistantContent(JsonWriter& w, std::string_view text) {
+  w.Key("role");
+  w.String("assistant");
+  w.Key("content");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("output_text");
+  w.Key("text");
+  w.String(text);
+  w.EndObject();
+  w.EndArray();
+}
+
+std::string AssistantMessageJson(std::string_view text) {
+  JsonWriter w;
+  w.StartObject();
+  w.Key("type");
+  w.String("message");
+  WriteAssistantContent(w, text);
+  w.EndObject();
+  return std::string(w.view());
+}
+
 Result<OutputItem> ParseOutputItem(std::string_view json) {
   Result<rapidjson::Document> doc = ParseJson(json, "output item");
   if (!doc.ok()) return doc.error();

@@ -53,19 +53,7 @@ class ScriptedClient : public ModelClient {
       summary.kind = OutputItem::Kind::kMessage;
       summary.text =
           fmt::format("Summary of the work so far ({} history items).", prompt.input.size());
-      JsonWriter w;
-      w.StartObject();
-      w.Key("type"), w.String("message");
-      w.Key("role"), w.String("assistant");
-      w.Key("content");
-      w.StartArray();
-      w.StartObject();
-      w.Key("type"), w.String("output_text");
-      w.Key("text"), w.String(summary.text);
-      w.EndObject();
-      w.EndArray();
-      w.EndObject();
-      summary.raw_json = std::string(w.view());
+      summary.raw_json = AssistantMessageJson(summary.text);
       r.items.push_back(std::move(summary));
       return r;
     }
@@ -111,17 +99,7 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
   if (type == "message") {
     auto text = RequiredString(item, "text", type);
     if (!text) return text.error();
-    w.Key("role");
-    w.String("assistant");
-    w.Key("content");
-    w.StartArray();
-    w.StartObject();
-    w.Key("type");
-    w.String("output_text");
-    w.Key("text");
-    w.String(*text);
-    w.EndObject();
-    w.EndArray();
+    WriteAssistantContent(w, *text);
     if (const rapidjson::Value* phase = FindJsonMember(item, "phase"); phase && phase->IsString()) {
       w.Key("phase");
       w.String(phase->GetString());
