@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -367,29 +369,45 @@ void Age(const std::string& dir) {
 }
 
 // A run whose model calls no tool searches nothing: a directory of the workspace with a
-// subdirectory (so the search would list it, first of the roots) is not listed. A run with a
-// tool call lists it.
+// subdirectory (so the search would list it) is not listed. A run with a tool call lists it.
+// The workspace is in /var/tmp, the only root, so that no other test's run searches it (every
+// run searches /tmp, where the other scratch directories are).
 TEST_F(NestedScanRunTest, ARunThatCallsNoToolSearchesNothing) {
-  const std::string probe = ws_ + "/probe";
-  const std::string control = ws_ + "/control";
-  Sh("mkdir -p probe/sub control/sub", ws_);
-  Age(control);
-  Sh("ls control >/dev/null", ws_);
-  if (ListedAt(control).tv_sec == 946684800) {
-    GTEST_SKIP() << ws_ << " does not record when a directory is listed (noatime)";
+  std::string ws = "/var/tmp/ae-probe-XXXXXX";
+  if (::mkdtemp(ws.data()) == nullptr) {
+    GTEST_SKIP() << "cannot make a directory in /var/tmp: " << std::strerror(errno);
   }
-  Age(probe);
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove{ws};
+  Sh("git init -q . && mkdir -p probe/sub control/sub", ws);
+  Age(ws + "/control");
+  Sh("ls control >/dev/null", ws);
+  if (ListedAt(ws + "/control").tv_sec == 946684800) {
+    GTEST_SKIP() << ws << " does not record when a directory is listed (noatime)";
+  }
+  auto argv = [&](const std::string& turns) {
+    std::vector<std::string> args = Argv(turns);
+    args.insert(args.end() - 1, {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                                 "sandbox_workspace_write.exclude_tmpdir_env_var=true"});
+    return args;
+  };
+  Age(ws + "/probe");
   const std::string message = R"({"turns":[{"items":[{"type":"message","text":"Hi."}]}]})";
-  testing::Ran ran = RunProcess(Argv(message), ws_, Env());
+  testing::Ran ran = RunProcess(argv(message), ws, Env());
   ASSERT_EQ(ran.exit_code, 0) << ran.output;
-  EXPECT_EQ(ListedAt(probe).tv_sec, 946684800) << "a run without a tool call searched";
+  EXPECT_EQ(ListedAt(ws + "/probe").tv_sec, 946684800) << "a run without a tool call searched";
 
   const std::string command = R"({"turns":[
     {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"true"}}]},
     {"items":[{"type":"message","text":"Done."}]}]})";
-  ran = RunProcess(Argv(command), ws_, Env());
+  ran = RunProcess(argv(command), ws, Env());
   ASSERT_EQ(ran.exit_code, 0) << ran.output;
-  EXPECT_NE(ListedAt(probe).tv_sec, 946684800) << "a run with a tool call did not search";
+  EXPECT_NE(ListedAt(ws + "/probe").tv_sec, 946684800) << "a run with a tool call did not search";
 }
 
 // SIGINT while the first tool call waits for a search of 60,000 directories: the run ends
