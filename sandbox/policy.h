@@ -95,10 +95,10 @@ class NestedScan {
   void Start();
 
   // Waits for the search (searching on the caller's thread if it has not started) and adds
-  // what it found to `policy` (the base policy, or a copy of
-  // it): the carve-outs and their identities. An error when the search was cancelled before
-  // it was complete: `policy` then lacks carve-outs and must confine nothing. Once: a second
-  // call returns the first one's answer and adds nothing.
+  // what it found to `policy` (the base policy, or a copy of it): the carve-outs and their
+  // identities. An error when the search was cancelled before it was complete: `policy` then
+  // lacks carve-outs and must confine nothing. Once: a second call returns the first one's
+  // answer and adds nothing.
   Status Finish(Policy* policy);
 
  private:

@@ -10,10 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -373,17 +371,8 @@ void Age(const std::string& dir) {
 // The workspace is in /var/tmp, the only root, so that no other test's run searches it (every
 // run searches /tmp, where the other scratch directories are).
 TEST_F(NestedScanRunTest, ARunThatCallsNoToolSearchesNothing) {
-  std::string ws = "/var/tmp/ae-probe-XXXXXX";
-  if (::mkdtemp(ws.data()) == nullptr) {
-    GTEST_SKIP() << "cannot make a directory in /var/tmp: " << std::strerror(errno);
-  }
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove{ws};
+  const ScratchDir outside("ae-probe", "/var/tmp");
+  const std::string& ws = outside.path();
   Sh("git init -q . && mkdir -p probe/sub control/sub", ws);
   Age(ws + "/control");
   Sh("ls control >/dev/null", ws);

@@ -13,12 +13,12 @@
 
 namespace ae::test {
 
-// A fresh directory /tmp/PREFIX-XXXXXX (mode 0755, canonical path), removed with everything
-// in it when the object goes away.
+// A fresh directory PARENT/PREFIX-XXXXXX, /tmp unless told (mode 0755, canonical path),
+// removed with everything in it when the object goes away.
 class ScratchDir {
  public:
-  explicit ScratchDir(const std::string& prefix = "ae-test") {
-    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  explicit ScratchDir(const std::string& prefix = "ae-test", const std::string& parent = "/tmp") {
+    std::string tmpl = parent + "/" + prefix + "-XXXXXX";
     const char* made = ::mkdtemp(tmpl.data());
     EXPECT_NE(made, nullptr) << "mkdtemp " << tmpl;
     if (made == nullptr) {
