@@ -66,8 +66,15 @@ bench: configure
 test-engines: all
 	./tests/engines/run.sh $(BUILD)
 
+# The README's set-up on a bare Debian 12 (debootstrap, Docker): its two blocks, as root and as
+# a user with sudo, from a clone of HEAD (tests/engines/fresh_machine.sh; about 25 min a run).
+.PHONY: test-fresh
+test-fresh:
+	./tests/engines/fresh_machine.sh $(BUILD)/fresh
+
 # The build's chatter goes to stderr so stdout is the run itself: JSONL, then the answer.
 demo:
+	@./$(DEPS) demo
 	@$(MAKE) all >&2
 	@./examples/demo.sh $(BUILD)/agentexec
 

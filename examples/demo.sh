@@ -3,7 +3,9 @@
 # provider (no network, no key) on a small git repository with a failing test: it reads
 # the code, runs the tests, patches the bug under the workspace-write sandbox, reruns the
 # tests, and answers. stdout is exactly the JSONL stream (pipe it to jq); the final message
-# and the resulting diff go to stderr.
+# and the resulting diff go to stderr. The outcome is not the scripted model's word: after the
+# run the demo runs the project's tests itself, outside agentexec, and fails loudly (exit 1)
+# when they do not pass, whatever the final message said.
 set -euo pipefail
 
 bin=$(realpath "${1:-build/agentexec}")
@@ -38,4 +40,15 @@ echo >&2
 echo >&2
 echo "what changed in the repository:" >&2
 git --no-pager diff --stat >&2
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+
+# The check: the project's tests, run here (no bytecode left in the repository).
+echo >&2
+echo "the demo's check (\$ python3 -m unittest, outside agentexec):" >&2
+if ! check=$(python3 -B -m unittest 2>&1 </dev/null); then
+  printf '%s\n' "$check" >&2
+  echo "demo: FAILED: the project's tests do not pass after the run, whatever its final message says" >&2
+  exit 1
+fi
+printf '%s\n' "$check" | tail -n 3 >&2
+echo "demo: the project's tests pass" >&2

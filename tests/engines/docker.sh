@@ -16,6 +16,7 @@
 #  - the GitLab component (templates/agentexec.yml) and ci-examples/gitlab/docker-executor.yml
 #    in gitlab-ci-local's Docker executor: the file fixed (changes.patch), the artifact's
 #    events.jsonl valid, the job log showing the human progress as it goes.
+. "$root/tests/engines/debian_image.sh"
 dk=$work/docker
 mkdir -p "$dk"
 dk_image=agentexec-engines:test
@@ -25,23 +26,10 @@ dk_cases=(docker_image docker_readme_line docker_user_flag docker_sandbox_defaul
 dk_skip_all() { local c; for c in "${dk_cases[@]}"; do result SKIP "$c" "$1"; done; }
 
 dk_missing=""
-if ! command -v docker >/dev/null; then
-  dk_missing="docker is not installed"
-elif ! docker info >/dev/null 2>"$dk/info.err"; then
-  dk_missing="docker info failed (no daemon to talk to): $(tail -n1 "$dk/info.err")"
-elif [ "$(id -u)" != 0 ]; then
+if [ "$(id -u)" != 0 ]; then
   dk_missing="the cases give workspaces to uid 1001 and root (chown): run as root"
-fi
-# The base: Debian 12 as Debian's own mirror has it (debootstrap), imported as debian:12.
-if [ -z "$dk_missing" ] && ! docker image inspect debian:12 >/dev/null 2>&1; then
-  if ! command -v debootstrap >/dev/null &&
-    ! DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y --no-install-recommends \
-      debootstrap >"$dk/apt.log" 2>&1; then
-    dk_missing="no debian:12 image, and apt-get could not install debootstrap to make one ($(tail -n1 "$dk/apt.log"))"
-  elif ! timeout 900 debootstrap --variant=minbase bookworm "$dk/deb12" >"$dk/debootstrap.log" 2>&1 ||
-    ! tar -C "$dk/deb12" -c . | docker import - debian:12 >>"$dk/debootstrap.log" 2>&1; then
-    dk_missing="could not make debian:12 with debootstrap: $(tail -n1 "$dk/debootstrap.log")"
-  fi
+elif ! debian12_image "$dk"; then
+  dk_missing=$debian12_missing
 fi
 
 # dk_events_valid FILE: every line a JSON object valid against schema/events.schema.json

@@ -189,14 +189,9 @@ TEST(ReviewCiFormats, HostileFindingsStillGiveAValidCodeQualityReport) {
       "\"lines\":{\"begin\":2,\"end\":2}}}]");
 }
 
-// The published SARIF 2.1.0 JSON Schema (OASIS) comes from outside, so it is not committed: the
-// test takes it from an npm package that ships it unchanged, once per build tree. Empty, with
-// `why` set, when npm or the registry is not there.
-constexpr const char* kSchemaPackage = "@datadog/datadog-ci@2.48.0";
-constexpr const char* kSchemaTarball = "datadog-datadog-ci-2.48.0.tgz";
-constexpr const char* kSchemaInPackage =
-    "package/dist/commands/sarif/json-schema/sarif-schema-2.1.0.json";
-
+// The published SARIF 2.1.0 JSON Schema (OASIS) comes from outside, so it is not committed:
+// scripts/install-deps.sh test takes it from an npm package that ships it unchanged. Empty,
+// with a failure saying how to install it, when it is not there.
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -204,39 +199,12 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string SarifSchema(std::string* why) {
-  const std::string dir = AE_SARIF_SCHEMA_DIR;
-  const std::string schema = dir + "/sarif-schema-2.1.0.json";
+std::string SarifSchema() {
+  const std::string schema = AE_SARIF_SCHEMA;
   if (!std::filesystem::exists(schema)) {
-    if (std::system("command -v npm >/dev/null 2>&1") != 0) {
-      *why = "npm is not installed (scripts/install-deps.sh test installs it)";
-      return "";
-    }
-    std::filesystem::create_directories(dir);
-    // A private directory beside the schema, then one rename: tests running in parallel never
-    // see half a file, and the rename stays on one filesystem.
-    std::string work = dir + "/fetch-XXXXXX";
-    if (::mkdtemp(work.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp " << work;
-      return "";
-    }
-    const std::string cmd = "cd '" + work + "' && timeout 180 npm pack --fetch-retries=1 " +
-                            kSchemaPackage + " >pack.log 2>&1 && tar -xzf " + kSchemaTarball + " " +
-                            kSchemaInPackage + " >>pack.log 2>&1";
-    const bool fetched = std::system(cmd.c_str()) == 0;
-    std::error_code ec;
-    if (fetched) std::filesystem::rename(work + "/" + kSchemaInPackage, schema, ec);
-    std::string log = Slurp(work + "/pack.log");
-    // npm's first error line names the cause (ECONNREFUSED, ENOTFOUND, E404); the rest is a trace.
-    if (size_t at = log.find("npm error"); at != std::string::npos) {
-      log = log.substr(at, log.find('\n', at) - at);
-    }
-    std::filesystem::remove_all(work, ec);
-    if (!fetched) {
-      *why = "cannot get the SARIF schema from the npm registry (" + std::string(kSchemaPackage) +
-             "): " + log;
-      return "";
-    }
+    ADD_FAILURE() << "no SARIF schema at " << schema
+                  << ": run scripts/install-deps.sh test (make test runs it)";
+    return "";
   }
   Result<rapidjson::Document> doc = ParseJson(Slurp(schema), "the SARIF schema");
   EXPECT_TRUE(doc.ok()) << doc.message();
@@ -287,9 +255,8 @@ TEST(ReviewCiFormats, SarifValidatesAgainstThePublishedSchema) {
   ASSERT_FALSE(python.empty())
       << "python3 has no jsonschema module (scripts/install-deps.sh test installs "
          "python3-jsonschema)";
-  std::string why;
-  const std::string schema = SarifSchema(&why);
-  if (schema.empty()) GTEST_SKIP() << why;
+  const std::string schema = SarifSchema();
+  if (schema.empty()) return;
   test::ScratchDir dir("ae-sarif");
 
   const std::string good = ReviewSarif(SeveralFindings(), "/work/repo", "9.9.9").text;

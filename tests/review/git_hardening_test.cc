@@ -76,10 +76,12 @@ class GitHardening : public ::testing::Test {
     for (const std::string& name : set_) ::unsetenv(name.c_str());
   }
   void Sh(const std::string& cmd) {
+    // Exported, so that the identity reaches every command of a chain (a prefix lands on
+    // its first command only): a fresh machine has no git identity of its own.
     const std::string full = "cd '" + repo_ +
-                             "' && GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t "
+                             "' && export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t "
                              "GIT_AUTHOR_EMAIL=t@example.invalid GIT_COMMITTER_NAME=t "
-                             "GIT_COMMITTER_EMAIL=t@example.invalid " +
+                             "GIT_COMMITTER_EMAIL=t@example.invalid && " +
                              cmd;
     ASSERT_EQ(std::system(full.c_str()), 0) << full;
   }
