@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make test-fresh: the README's set-up on a bare Debian 12, as a newcomer meets it. A
 # debian:12 image made by debootstrap (--variant=minbase, tests/engines/debian_image.sh) runs
-# in a privileged container (the stand-in for a machine: its /tmp is overlayfs, it has no git
-# identity, no PYTHONDONTWRITEBYTECODE, nothing but the minimal base). The two code blocks of
+# in a container as close to a machine as the host allows (every capability the host itself
+# has, no seccomp or AppArmor profile, /proc and /sys unmasked: --privileged asks for
+# capabilities a VM may withhold, and then fails). It is the newcomer's machine: its /tmp is
+# overlayfs, it has no git identity, no PYTHONDONTWRITEBYTECODE, nothing but the minimal base. The two code blocks of
 # the README's "Set-up" section are taken from the README of the commit under test, so the
 # README and this test cannot drift: the first block (the prerequisite) runs as root, then the
 # repository is cloned and the second block runs line by line in the clone. Asserted:
@@ -58,6 +60,25 @@ rm -rf "$out/src.git"
 git clone -q --bare --no-local --single-branch "$root" "$out/src.git"
 git -C "$out/src.git" update-ref HEAD "$commit"
 
+# The options that make the container a machine: every capability this host has (a VM may
+# withhold some, e.g. CAP_SYS_RESOURCE, and --privileged then fails), no profiles.
+machine_options() {
+  local opts="--cap-add ALL"
+  # The capabilities this process may not hold, by number (CapBnd's clear bits up to 40).
+  local bnd=$((16#$(awk '/^CapBnd/ { print $2 }' /proc/self/status))) n
+  local names=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
+    LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER
+    SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE
+    SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP
+    MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF
+    CHECKPOINT_RESTORE)
+  for n in "${!names[@]}"; do
+    (((bnd >> n) & 1)) || opts+=" --cap-drop ${names[$n]}"
+  done
+  echo "$opts --security-opt seccomp=unconfined --security-opt apparmor=unconfined" \
+    "--security-opt systempaths=unconfined"
+}
+
 # run_machine MODE: one fresh container; its logs in $out/MODE.
 run_machine() {
   local mode=$1 dir=$out/$1
@@ -100,7 +121,7 @@ as 'cd ~/agentexec/.demo/repo && python3 -m unittest' </dev/null >/out/demo-chec
 echo $? >/out/demo-check.rc
 SH
   local started=$SECONDS
-  docker run --rm --privileged --name "agentexec-fresh-$mode-$$" \
+  docker run --rm $(machine_options) --name "agentexec-fresh-$mode-$$" \
     -v "$out/src.git:/src.git:ro" -v "$dir:/out" debian:12 bash /out/machine.sh "$mode" \
     >"$dir/docker.log" 2>&1
   local took=$((SECONDS - started))
