@@ -40,6 +40,7 @@ RUN apt-get update -qq \
 COPY --from=build /out/agentexec /usr/local/bin/agentexec
 COPY scripts/summarize-events.sh /usr/local/share/agentexec/scripts/summarize-events.sh
 COPY scripts/ci/run.sh /usr/local/share/agentexec/scripts/ci/run.sh
+COPY scripts/ci/artefacts.gitignore /usr/local/share/agentexec/scripts/ci/artefacts.gitignore
 COPY scripts/docker-entrypoint.sh /usr/local/share/agentexec/scripts/docker-entrypoint.sh
 # The licence and the notices of the libraries the static binary bundles (LGPL: how to relink).
 COPY LICENSE /usr/share/doc/agentexec/LICENSE

@@ -30,6 +30,7 @@
 #include "base/secret_env.h"
 #include "base/write_all.h"
 #include "engine/review/git.h"
+#include "runner/artefacts.h"
 #include "runner/batch_manifest.h"
 #include "runner/batch_report.h"
 #include "runner/batch_shard.h"
@@ -230,6 +231,35 @@ Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& 
     return MakeError(fmt::format("git {} failed (exit {}): {}", args.front(), r->exit_code, err));
   }
   return out;
+}
+
+// Stages what the task changed in `clone`: every change to a tracked file, and the untracked
+// files that are neither ignored by the repository nor build artefacts a command left behind
+// (scripts/ci/artefacts.gitignore; scripts/ci/run.sh stages the same way for changes.patch).
+Status StageChanges(const std::string& clone, const std::vector<std::string>& env) {
+  if (Result<std::string> tracked = Git(clone, {"add", "-u", "--", "."}, env); !tracked.ok()) {
+    return tracked.error();
+  }
+  std::vector<std::string> list = {"ls-files", "-z", "--others", "--exclude-standard"};
+  for (std::string& exclude : ArtefactExcludeArgs()) list.push_back(std::move(exclude));
+  list.insert(list.end(), {"--", "."});
+  Result<std::string> untracked = Git(clone, list, env);
+  if (!untracked.ok()) return untracked.error();
+  if (untracked->empty()) return {};
+  std::string err;
+  Result<ChildResult> added = RunChild(
+      GitSpec(clone,
+              {"--literal-pathspecs", "add", "--pathspec-from-file=-", "--pathspec-file-nul"}, env),
+      *untracked, [](const char*, size_t) {},
+      [&](const char* d, size_t n) {
+        if (err.size() < 4096) err.append(d, std::min(n, size_t{4096}));
+      },
+      {}, kGitTimeoutMs);
+  if (!added.ok()) return MakeError("git add: " + added.message());
+  if (added->exit_code != 0) {
+    return MakeError(fmt::format("git add failed (exit {}): {}", added->exit_code, err));
+  }
+  return {};
 }
 
 // Creates `name` beneath `dirfd` for writing: never an existing file, never through a link.
@@ -620,8 +650,7 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
         "the task changed the clone's git configuration ({}); batch runs no git command on it",
         config_after.ok() ? ".git/config" : config_after.message()));
   }
-  Result<std::string> added = Git(clone, {"add", "-A", "--", "."}, env_);
-  if (!added.ok()) return fail(added.message());
+  if (Status staged = StageChanges(clone, env_); !staged.ok()) return fail(staged.message());
   Result<Fd> patch = CreateBeneath(task_fd, "changes.patch");
   if (!patch.ok()) return fail(patch.message());
   std::string git_err;

@@ -67,19 +67,6 @@ struct Frame {
 // The number of subdirectories of the directory `fd` when its file system keeps st_nlink as
 // 2 + that number; -1 when it may not (btrfs and overlayfs report 1 or other counts, ext4
 // reports 1 past 65,000 subdirectories).
-bool KeepsSubdirectoryCount(int fd) {
-  struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return false;
-  switch (static_cast<unsigned long>(fs.f_type)) {
-    case EXT4_SUPER_MAGIC:  // also ext2 and ext3
-    case TMPFS_MAGIC:
-    case XFS_SUPER_MAGIC:
-      return true;
-    default:
-      return false;
-  }
-}
-
 long SubdirectoryCount(int fd) {
   if (!KeepsSubdirectoryCount(fd)) return -1;
   struct stat st {};
@@ -369,6 +356,19 @@ class Walk {
 };
 
 }  // namespace
+
+bool KeepsSubdirectoryCount(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case EXT4_SUPER_MAGIC:  // also ext2 and ext3
+    case TMPFS_MAGIC:
+    case XFS_SUPER_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
 
 unsigned WalkThreads() {
   // Several threads hold up to about 200 descriptors (kSubtreesPerThread parents queued, and

@@ -34,6 +34,11 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
                 const std::function<bool()>& stop, const NestedVisitor& visit,
                 unsigned threads = 1);
 
+// Whether the file system of the directory `fd` keeps st_nlink as 2 + its subdirectories
+// (ext2-4, tmpfs, xfs; not btrfs or overlayfs): only there can the walk tell, without listing,
+// that a directory it cannot list has no subdirectory, and look into it by name.
+bool KeepsSubdirectoryCount(int fd);
+
 // The threads a walk should use here: the CPUs this process may run on, at most 4; one under
 // a descriptor limit below 1,024.
 unsigned WalkThreads();

@@ -8,7 +8,9 @@
 #   summary.md          the Markdown summary (scripts/summarize-events.sh)
 #   exit-code           agentexec's exit code
 #   changes.patch       what the run changed in the git work tree (git apply-able; binary
-#                       safe; new files included), when the working directory is in git
+#                       safe; new files included, but not the build artefacts and caches
+#                       of artefacts.gitignore beside this script that no commit tracks),
+#                       when the working directory is in git
 # With AGENTEXEC_OUT_DIR set (the GitLab component: artifacts must lie in the project), the
 # files are copied at the very end into that directory, which must not exist yet.
 # With GITHUB_OUTPUT set it adds the outputs final-message, events-file, exit-code,
@@ -185,12 +187,23 @@ if top=$(safe_git . rev-parse --show-toplevel 2>/dev/null) &&
     rel=$(realpath -m --relative-to="$top" "$dest")
     [[ "$rel" != ../* ]] && exclude=(":(top,exclude)$rel")
   fi
+  # Staged as batch stages a task's clone (runner/batch_run.cc, StageChanges): every change to
+  # a tracked file, then the untracked files that neither the repository ignores nor
+  # artefacts.gitignore names.
+  artefacts=()
+  while IFS= read -r pattern; do
+    case $pattern in "" | "#"*) ;; *) artefacts+=("--exclude=$pattern") ;; esac
+  done <"$here/artefacts.gitignore"
   (export GIT_INDEX_FILE="$out/index"
-   safe_git "$top" read-tree HEAD && safe_git "$top" add -A -- ":/" "${exclude[@]}" &&
+   safe_git "$top" read-tree HEAD && safe_git "$top" add -u -- ":/" "${exclude[@]}" &&
+     safe_git "$top" ls-files -z --others --exclude-standard "${artefacts[@]}" -- ":/" \
+       "${exclude[@]}" >"$out/untracked" &&
+     { [ ! -s "$out/untracked" ] || safe_git "$top" --literal-pathspecs add \
+       --pathspec-from-file="$out/untracked" --pathspec-file-nul; } &&
      safe_git "$top" diff --no-ext-diff --no-textconv --cached --binary HEAD \
        >"$out/changes.patch") ||
     echo "agentexec step: could not write changes.patch" >&2
-  rm -f "$out/index"
+  rm -f "$out/index" "$out/untracked"
 fi
 
 # A summary that cannot be made must not hide agentexec's own exit code.

@@ -84,8 +84,11 @@ class GitLabTest(unittest.TestCase):
         self.assertIn("exec\n/bin/bash -lc 'ls && cat calc.py'\n succeeded in ", r.log)
         self.assertNotIn('{"type":', r.log)
         patch = _read(os.path.join(out, "changes.patch"))
-        self.assertIn("diff --git a/calc.py b/calc.py", patch)
-        self.assertNotIn("agentexec-out", patch.split("\n")[0])
+        # The fix alone: not the artifact directory, not the __pycache__ the tests left.
+        self.assertEqual([l for l in patch.splitlines() if l.startswith("diff --git")],
+                         ["diff --git a/calc.py b/calc.py"], patch[:2000])
+        self.assertTrue(os.path.isdir(os.path.join(self.repo, "__pycache__")),
+                        "the demo's tests left no __pycache__: the case proves nothing")
         # The prompt reached agentexec unexpanded (expand: false).
         rollouts = subprocess.run(["grep", "-rl", "stays text", os.path.join(self.tmp, "home")],
                                   capture_output=True, text=True).stdout

@@ -113,6 +113,9 @@ def base_env(tmp, home):
     env = {k: v for k, v in os.environ.items()
            if not re.search(r"KEY|TOKEN|SECRET", k) and not k.startswith(("GITHUB_", "CI_"))}
     env.pop("XDG_RUNTIME_DIR", None)
+    # A fresh machine has none: the demo's tests then leave __pycache__ behind, which
+    # changes.patch must not carry (scripts/ci/artefacts.gitignore).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["HOME"] = os.path.join(outside_dir(), "user-home")
     os.makedirs(env["HOME"], exist_ok=True)
     env["AGENTEXEC_HOME"] = home

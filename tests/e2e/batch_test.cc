@@ -500,6 +500,44 @@ TEST_F(BatchTest, AGitConfigChangedByTheTaskIsNotUsed) {
       << Slurp(Out() + "/results.jsonl");
 }
 
+// What a task's commands leave behind as build artefacts (scripts/ci/artefacts.gitignore),
+// untracked, is neither in changes.patch nor in the commit; a tracked file of the same kind,
+// changed, is, and so is a new source file; the repository's own .gitignore still applies.
+TEST_F(BatchTest, BuildArtefactsACommandLeftAreNotTheTasksChanges) {
+  MakeRepo("alpha", {"kept.pyc", ".gitignore"});
+  ASSERT_EQ(
+      std::system(("echo '*.log' > '" + ws_.root() + "/alpha/.gitignore' && git -C '" + ws_.root() +
+                   "/alpha' -c user.name=t -c user.email=t@example.com commit -qam ignore")
+                      .c_str()),
+      0);
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p"})");
+  script_ = ws_.WriteFile(
+      "artefacts.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":)"
+      R"("mkdir -p __pycache__ src/__pycache__ node_modules/x .pytest_cache target && )"
+      R"(echo b > __pycache__/m.cpython-311.pyc && echo b > src/__pycache__/n.pyc && )"
+      R"(echo j > node_modules/x/index.js && echo c > .pytest_cache/v && echo o > target/a.o && )"
+      R"(echo l > run.log && echo y > kept.pyc && echo 'x = 1' > src/new.py"}}]},)"
+      R"({"items":[{"type":"message","text":"done"}]}]})");
+  RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(Slurp(Out() + "/tasks/alpha/changes.patch"),
+            "diff --git a/kept.pyc b/kept.pyc\nindex 587be6b..975fbec 100644\n--- a/kept.pyc\n"
+            "+++ b/kept.pyc\n@@ -1 +1 @@\n-x\n+y\n"
+            "diff --git a/src/new.py b/src/new.py\nnew file mode 100644\nindex 0000000..7d4290a\n"
+            "--- /dev/null\n+++ b/src/new.py\n@@ -0,0 +1 @@\n+x = 1\n");
+  EXPECT_NE(Slurp(Out() + "/results.jsonl").find(R"("files_changed":2,)"), std::string::npos)
+      << Slurp(Out() + "/results.jsonl");
+  FILE* show = ::popen(
+      ("git -C '" + Out() + "/work/alpha/repo' show --name-only --format= HEAD").c_str(), "r");
+  ASSERT_NE(show, nullptr);
+  char buf[256] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, show);
+  ::pclose(show);
+  EXPECT_EQ(std::string(buf, n), "kept.pyc\nsrc/new.py\n");
+}
+
 // A task's command under danger-full-access walks its ancestors' /proc/PID/environ: batch is
 // one of them, and it must not show the credentials the tasks inherit from it.
 TEST_F(BatchTest, ATasksCommandFindsNoCredentialInBatchsEnvironment) {

@@ -54,6 +54,7 @@ std::string PeekOutput(bool unprivileged, std::string* auth, std::string* header
       std::filesystem::permissions(entry.path(), std::filesystem::perms::all);
     }
     options.wrapper = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    options.reachable_binary = true;
   }
   RunOutput out =
       RunAgentexec({"--json", "--ephemeral", "-s", "danger-full-access", "find-the-key"}, options);

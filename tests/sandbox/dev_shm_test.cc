@@ -17,6 +17,7 @@
 namespace ae::sandbox {
 namespace {
 
+using testing::Bin;
 using testing::Exists;
 using testing::Ran;
 using testing::RunProcess;
@@ -53,7 +54,7 @@ class DevShm : public ::testing::Test {
   Ran Sandbox(const std::string& mode, std::vector<std::string> command,
               std::vector<std::string> extra = {},
               std::vector<std::pair<std::string, std::string>> env = {}) {
-    std::vector<std::string> argv = {AGENTEXEC_BIN, "sandbox", "-s", mode};
+    std::vector<std::string> argv = {Bin(), "sandbox", "-s", mode};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("--");
     argv.insert(argv.end(), command.begin(), command.end());
@@ -101,14 +102,14 @@ TEST_F(DevShm, MultiprocessingWorksForAnUnprivilegedUser) {
   std::vector<std::string> argv = nobody;
   // As nobody, with no user config (root's is not readable to it).
   argv.insert(argv.end(),
-              {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s", "read-only", "--", "true"});
+              {Bin(), "sandbox", "--ignore-user-config", "-s", "read-only", "--", "true"});
   Ran check = RunProcess(argv, "/");
   if (check.exit_code != 0 || !check.output.empty()) {
     GTEST_SKIP() << "no user namespace for an unprivileged user here: " << check.output;
   }
   argv = nobody;
-  argv.insert(argv.end(), {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s", "read-only",
-                           "--", "python3", "-c", kLockAndShm});
+  argv.insert(argv.end(), {Bin(), "sandbox", "--ignore-user-config", "-s", "read-only", "--",
+                           "python3", "-c", kLockAndShm});
   Ran ran = RunProcess(argv, "/");
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, "lock and shm 7\n");

@@ -39,7 +39,9 @@
 namespace ae::sandbox {
 namespace {
 
+using testing::Bin;
 using testing::GoneWithin;
+using testing::Probe;
 using testing::ProcessesWith;
 using testing::Ran;
 using testing::ReadText;
@@ -678,7 +680,7 @@ class EscapeSuite : public ::testing::Test {
         continue;
       }
       // Kernels without IA-32 emulation answer int 0x80 with SIGSEGV even unconfined.
-      static const bool ia32 = RunProcess({SANDBOX_PROBE, "int80"}, "/").signal != SIGSEGV;
+      static const bool ia32 = RunProcess({Probe(), "int80"}, "/").signal != SIGSEGV;
       if (attempt.args[0] == "int80" && !ia32) {
         std::printf("[ skipped  ] %s: no IA-32 emulation in this kernel\n", attempt.name.c_str());
         continue;
@@ -703,7 +705,7 @@ class EscapeSuite : public ::testing::Test {
       }
       // The suite configures the sandbox on the command line alone: no user config (the
       // unprivileged user could not read root's anyway).
-      for (const char* a : {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s"}) {
+      for (const char* a : {Bin(), "sandbox", "--ignore-user-config", "-s"}) {
         argv.push_back(a);
       }
       argv.push_back(config == Config::kNone ? "danger-full-access" : attempt.mode);
@@ -713,7 +715,7 @@ class EscapeSuite : public ::testing::Test {
       }
       argv.insert(argv.end(), attempt.extra.begin(), attempt.extra.end());
       argv.push_back("--");
-      argv.push_back(SANDBOX_PROBE);
+      argv.push_back(Probe());
       argv.insert(argv.end(), attempt.args.begin(), attempt.args.end());
 
       if (config == Config::kNone) Restore();
@@ -860,7 +862,7 @@ class EscapeSuite : public ::testing::Test {
 
     std::vector<std::string> argv = UserPrefix(config);
     for (const std::string& a :
-         {std::string(AGENTEXEC_BIN), std::string("-c"), std::string("model_provider=scripted"),
+         {std::string(Bin()), std::string("-c"), std::string("model_provider=scripted"),
           std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
           std::string("-c"), std::string("sandbox_workspace_write.exclude_slash_tmp=true"),
           std::string("-c"), std::string("sandbox_workspace_write.exclude_tmpdir_env_var=true"),
@@ -930,7 +932,7 @@ class EscapeSuite : public ::testing::Test {
 };
 
 TEST_F(EscapeSuite, FullSandboxHasNoEscapes) {
-  Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
+  Ran check = RunProcess({Bin(), "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
   ASSERT_EQ(check.exit_code, 0) << check.output;
   if (check.output.find("could not create a") != std::string::npos) {
     GTEST_SKIP() << "no mount or PID namespace on this host; see "
@@ -958,7 +960,7 @@ TEST_F(EscapeSuite, LandlockAndSeccompAloneHaveNoEscapes) {
 
 // The degradations above are fatal when the user says so.
 TEST_F(EscapeSuite, RequireFullIsolationMakesDegradationFatal) {
-  Ran ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "-c",
+  Ran ran = RunProcess({Bin(), "sandbox", "-s", "workspace-write", "-c",
                         "require_full_isolation=true", "--", "true"},
                        ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
   EXPECT_EQ(ran.exit_code, 3) << ran.output;
@@ -968,9 +970,9 @@ TEST_F(EscapeSuite, RequireFullIsolationMakesDegradationFatal) {
                             "Operation not permitted)"),
             std::string::npos)
       << ran.output;
-  ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only", "-c",
-                    "require_full_isolation=true", "--", "true"},
-                   ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1"}});
+  ran = RunProcess(
+      {Bin(), "sandbox", "-s", "read-only", "-c", "require_full_isolation=true", "--", "true"}, ws_,
+      {{"AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1"}});
   EXPECT_EQ(ran.exit_code, 3) << ran.output;
   EXPECT_NE(ran.output.find("processes a command leaves running (setsid, daemons) can outlive "
                             "it in this run: could not create a PID namespace (unshare: "
@@ -978,7 +980,7 @@ TEST_F(EscapeSuite, RequireFullIsolationMakesDegradationFatal) {
             std::string::npos)
       << ran.output;
   // Without the key the same run goes ahead, and says what it lacks.
-  ran = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "read-only", "--", "true"}, ws_,
+  ran = RunProcess({Bin(), "sandbox", "-s", "read-only", "--", "true"}, ws_,
                    {{"AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1"}});
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_NE(ran.output.find("could not create a PID namespace"), std::string::npos) << ran.output;
@@ -1007,10 +1009,10 @@ bool EscapeSuite_BecomeNobody(const std::string& base, const std::string& ws, st
     return false;
   }
   Sh("chown -R 65534:65534 " + base, "/");
-  Ran check = RunProcess(
-      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", AGENTEXEC_BIN,
-       "sandbox", "--ignore-user-config", "-s", "workspace-write", "--", "true"},
-      ws);
+  Ran check =
+      RunProcess({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", Bin(),
+                  "sandbox", "--ignore-user-config", "-s", "workspace-write", "--", "true"},
+                 ws);
   if (check.exit_code != 0) {
     *skip = "agentexec is not runnable as nobody here: " + check.output;
     return false;
@@ -1176,7 +1178,7 @@ class CarveoutEscapes : public EscapeSuite {
       WriteText(base_ + "/turns.json", CarveoutTurns(attempt.commands));
       std::vector<std::string> argv = prefix;
       for (const std::string& a :
-           {std::string(AGENTEXEC_BIN), std::string("-c"), std::string("model_provider=scripted"),
+           {std::string(Bin()), std::string("-c"), std::string("model_provider=scripted"),
             std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
             std::string("--json"), std::string("-s"), std::string("workspace-write"),
             std::string("-a"), attempt.approval}) {
@@ -1216,7 +1218,7 @@ class CarveoutEscapes : public EscapeSuite {
 };
 
 TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnly) {
-  Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
+  Ran check = RunProcess({Bin(), "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
   ASSERT_EQ(check.exit_code, 0) << check.output;
   if (check.output.find("could not create a mount namespace") != std::string::npos) {
     GTEST_SKIP() << "no mount namespace on this host (carve-outs are a warned limit): "
@@ -1246,7 +1248,7 @@ TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnlyUnprivileged) {
 // protect: the command runs, and no sandbox failure is reported, so on-failure reruns
 // nothing outside the sandbox. AGENTEXEC_SANDBOX_FAKE_VANISH removes it at that moment.
 TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
-  Ran check = RunProcess({AGENTEXEC_BIN, "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
+  Ran check = RunProcess({Bin(), "sandbox", "-s", "workspace-write", "--", "true"}, ws_);
   ASSERT_EQ(check.exit_code, 0) << check.output;
   if (check.output.find("could not create a mount namespace") != std::string::npos) {
     GTEST_SKIP() << "no mount namespace on this host: " << check.output;
@@ -1256,7 +1258,7 @@ TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
   WriteText(base_ + "/turns.json",
             CarveoutTurns({"if touch .git/probe 2>/dev/null; then echo unconfined >> runs-vanish; "
                            "else echo confined >> runs-vanish; fi; echo still here"}));
-  Ran ran = RunProcess({AGENTEXEC_BIN, "-c", "model_provider=scripted", "-c",
+  Ran ran = RunProcess({Bin(), "-c", "model_provider=scripted", "-c",
                         "model_providers.scripted.script=\"" + base_ + "/turns.json\"", "-c",
                         "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
                         "sandbox_workspace_write.exclude_tmpdir_env_var=true", "--json", "-s",
@@ -1289,8 +1291,8 @@ TEST_F(EscapeSuite, AClosedDirectoryHidesNoRepositoryFromTheNextRun) {
   const std::vector<std::string> nobody = UserPrefix(Config::kUnprivileged);
   auto run = [&](const std::string& script) {
     std::vector<std::string> argv = nobody;
-    for (const char* arg : {AGENTEXEC_BIN, "sandbox", "--ignore-user-config", "-s",
-                            "workspace-write", "--", "sh", "-c"}) {
+    for (const char* arg :
+         {Bin(), "sandbox", "--ignore-user-config", "-s", "workspace-write", "--", "sh", "-c"}) {
       argv.push_back(arg);
     }
     argv.push_back(script);
@@ -1309,7 +1311,7 @@ TEST_F(EscapeSuite, AClosedDirectoryHidesNoRepositoryFromTheNextRun) {
 
 TEST_F(EscapeSuite, MetadataWarningWithoutNamespacesIsTrueForEveryUser) {
   const std::string secret = out_ + "/secret";
-  const std::vector<std::string> sandbox = {AGENTEXEC_BIN,
+  const std::vector<std::string> sandbox = {Bin(),
                                             "sandbox",
                                             "--ignore-user-config",
                                             "-s",
@@ -1319,7 +1321,7 @@ TEST_F(EscapeSuite, MetadataWarningWithoutNamespacesIsTrueForEveryUser) {
                                             "-c",
                                             "sandbox_workspace_write.exclude_tmpdir_env_var=true",
                                             "--",
-                                            SANDBOX_PROBE,
+                                            Probe(),
                                             "chmod"};
   auto run = [&](std::vector<std::string> prefix, const std::string& path) {
     prefix.insert(prefix.end(), sandbox.begin(), sandbox.end());

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "sandbox/policy.h"
+#include "tests/support/reachable.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae::sandbox::testing {
@@ -38,6 +39,19 @@ std::vector<int> ProcessesWith(const std::string& marker);
 // Waits (bounded) until no process carries `marker`; if some still run after `ms`, kills
 // them and returns false.
 bool GoneWithin(const std::string& marker, int ms);
+
+#if defined(AGENTEXEC_BIN) && defined(SANDBOX_PROBE)
+// agentexec and the probe as every user may run them: the tests that switch to nobody use
+// these (tests/support/reachable.h).
+inline const char* Bin() {
+  static const std::string path = ae::test::ReachableExecutable(AGENTEXEC_BIN);
+  return path.c_str();
+}
+inline const char* Probe() {
+  static const std::string path = ae::test::ReachableExecutable(SANDBOX_PROBE);
+  return path.c_str();
+}
+#endif
 
 // Runs a shell command outside any sandbox and fails the test if it fails.
 void Sh(const std::string& command, const std::string& cwd);

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "tests/support/event_schema_check.h"
+#include "tests/support/reachable.h"
 
 namespace ae::e2e {
 
@@ -42,7 +43,8 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
     std::abort();
   }
   std::vector<std::string> argv_s = options.wrapper;
-  argv_s.push_back(AGENTEXEC_BIN);
+  argv_s.push_back(options.reachable_binary ? test::ReachableExecutable(AGENTEXEC_BIN)
+                                            : std::string(AGENTEXEC_BIN));
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());

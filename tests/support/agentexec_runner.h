@@ -20,6 +20,9 @@ struct RunOptions {
   int signal = 0;
   // Runs `wrapper... agentexec args...` instead (e.g. a shell pipeline or `unshare -m`).
   std::vector<std::string> wrapper;
+  // Runs a copy of agentexec that every user may run (tests/support/reachable.h): for a
+  // wrapper that switches to another user.
+  bool reachable_binary = false;
 };
 
 struct RunOutput {
