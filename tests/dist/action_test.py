@@ -2,14 +2,12 @@
 binary: installed from a release tarball (file:// base), run with the scripted provider or
 over loopback HTTP, with GITHUB_OUTPUT / GITHUB_STEP_SUMMARY in temp files."""
 import glob
-import http.server
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
@@ -19,60 +17,45 @@ from gha import _read  # noqa: E402
 import support  # noqa: E402
 
 
-class _PermissionApi(http.server.BaseHTTPRequestHandler):
-    """GitHub's GET /repos/OWNER/REPO/collaborators/USER/permission, answered from `answers`
-    (user -> permission); an unknown user gets 404, "broken" a body that is not JSON."""
-    answers = {}
-    requests = []
-
-    def do_GET(self):
-        _PermissionApi.requests.append((self.path, self.headers.get("Authorization")))
-        m = re.fullmatch(r"/repos/octo/repo/collaborators/([^/]+)/permission", self.path)
-        user = m.group(1) if m else None
-        if user not in self.answers:
-            self.send_response(404)
-            body = b'{"message": "Not Found"}'
-        elif self.answers[user] == "broken":
-            self.send_response(200)
-            body = b"<html>"
-        else:
-            self.send_response(200)
-            body = json.dumps({"permission": self.answers[user], "user": {"login": user}}).encode()
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+# Every event GitHub documents ("Events that trigger workflows", docs.github.com), and names
+# it does not (invented ones, as GitHub may add, and an empty one): the permission check must
+# run on all of them but UNCHECKED, the events only people with write access can cause.
+DOCUMENTED_EVENTS = (
+    "branch_protection_rule", "check_run", "check_suite", "create", "delete", "deployment",
+    "deployment_status", "discussion", "discussion_comment", "fork", "gollum", "image_version",
+    "issue_comment", "issues", "label", "merge_group", "milestone", "page_build", "project",
+    "project_card", "project_column", "public", "pull_request", "pull_request_review",
+    "pull_request_review_comment", "pull_request_target", "push", "registry_package", "release",
+    "repository_dispatch", "schedule", "status", "watch", "workflow_call", "workflow_dispatch",
+    "workflow_run")
+FUTURE_EVENTS = ("brand_new_event", "dynamic", "")
+UNCHECKED = {"push", "workflow_dispatch", "schedule", "repository_dispatch", "create", "delete",
+             "release"}
 
 
 class PermissionCheckTest(support.ReleaseCase):
-    """The Action's first step on events anyone can trigger: the actor's permission read from
-    a fake API (loopback), fail closed."""
+    """The Action's first step on every event but those only people with write access can
+    cause: the actor's permission read from a fake API (loopback), fail closed."""
 
     STEP = "Check the triggering actor's permission"
 
     def setUp(self):
         super().setUp()
-        _PermissionApi.answers = {"alice": "write", "olga": "admin", "mallory": "read",
-                                  "nobody": "none", "garbled": "broken"}
-        _PermissionApi.requests = []
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), _PermissionApi)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.addCleanup(self.server.server_close)
-        self.addCleanup(self.server.shutdown)
+        self.server = support.permission_api(self, {
+            "alice": "write", "olga": "admin", "mallory": "read", "nobody": "none",
+            "garbled": "broken"})
 
-    def run_as(self, actor, event="issue_comment", **inputs):
+    def run_as(self, actor, event="issue_comment", payload=None, **inputs):
         env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
         env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
         runner = gha.Runner(self.repo, env=env, tmp=self.tmp, github={
-            "event_name": event, "actor": actor, "token": "ghs_job",
+            "event_name": event, "actor": actor, "token": "ghs_job", "event": payload or {},
             "api_url": f"http://127.0.0.1:{self.server.server_port}"})
         # No prompt: an allowed run goes on and stops at once with exit 2 (usage).
         inputs.setdefault("version", support.version())
-        result = runner.run_action(gha.REPO_ROOT, inputs)
-        steps = {s[0]: s for s in result.steps}
+        self.result = runner.run_action(gha.REPO_ROOT, inputs)
+        steps = {s[0]: s for s in self.result.steps}
+        self.run_step = steps["Run agentexec"]
         return steps[self.STEP], steps["Install agentexec"]
 
     def test_read_permission_is_refused_and_nothing_runs(self):
@@ -82,12 +65,15 @@ class PermissionCheckTest(support.ReleaseCase):
                       "issue_comment event runs agentexec only for actors with write or admin "
                       "permission (or bots in allowed-bots); not running", check[3])
         self.assertEqual(install[1], "skipped")
-        self.assertEqual(_PermissionApi.requests,
+        self.assertEqual(support.PermissionApi.requests,
                          [("/repos/octo/repo/collaborators/mallory/permission", "Bearer ghs_job")])
 
     def test_write_and_admin_are_allowed(self):
-        for actor, permission in (("alice", "write"), ("olga", "admin")):
-            check, install = self.run_as(actor, event="pull_request_target")
+        for actor, permission, event in (("alice", "write", "pull_request_target"),
+                                         ("olga", "admin", "pull_request_target"),
+                                         ("alice", "write", "pull_request"),
+                                         ("olga", "admin", "brand_new_event")):
+            check, install = self.run_as(actor, event=event)
             self.assertEqual(check[1], "success", check[3])
             self.assertIn(f"agentexec: {actor} has {permission} permission on octo/repo", check[3])
             self.assertEqual(install[1], "success", install[3])
@@ -110,16 +96,57 @@ class PermissionCheckTest(support.ReleaseCase):
         check, install = self.run_as("renovate[bot]", **{"allowed-bots": "dependabot, renovate"})
         self.assertEqual(check[1], "success", check[3])
         self.assertEqual(install[1], "success")
-        self.assertEqual(_PermissionApi.requests, [])  # bots are decided by the list alone
+        self.assertEqual(support.PermissionApi.requests, [])  # bots are decided by the list alone
 
-    def test_other_events_need_no_check(self):
-        env = support.base_env(self.tmp, os.path.join(self.tmp, "home"))
-        env["AGENTEXEC_DOWNLOAD_BASE"] = "file://" + self.release
-        runner = gha.Runner(self.repo, env=env, tmp=self.tmp,
-                            github={"event_name": "pull_request", "actor": "mallory"})
-        result = runner.run_action(gha.REPO_ROOT, {"version": support.version()})
-        self.assertEqual({s[0]: s[1] for s in result.steps}[self.STEP], "skipped")
-        self.assertEqual(_PermissionApi.requests, [])
+    def test_every_event_is_checked_but_those_only_writers_can_cause(self):
+        # The step's `if:` evaluated for each event name: fail closed, so an event GitHub adds
+        # later (or one this list forgot) is checked, not waved through.
+        action = gha.yaml.safe_load(_read(os.path.join(gha.REPO_ROOT, "action.yml")))
+        step = [s for s in action["runs"]["steps"] if s.get("name") == self.STEP][0]
+        self.assertEqual(action["runs"]["steps"][0], step)  # before anything is installed
+        ran = {}
+        for event in DOCUMENTED_EVENTS + FUTURE_EVENTS:
+            ctx = {"github": {"event_name": event, "actor": "mallory", "repository": "octo/repo",
+                              "event": {}},
+                   "inputs": {}, "env": {}, "steps": {}}
+            ran[event] = gha.condition(step.get("if"), ctx, "success")
+        self.assertTrue(all(isinstance(v, bool) for v in ran.values()), ran)
+        self.assertEqual(sorted(e for e, checked in ran.items() if not checked), sorted(UNCHECKED))
+        self.assertLessEqual(UNCHECKED, set(DOCUMENTED_EVENTS))
+
+    def test_unlisted_events_refuse_a_reader_before_anything_runs(self):
+        # A fork's pull request, a workflow_run a fork's workflow started, the merge queue and
+        # an event GitHub adds later: mallory (read) is refused, nothing is installed or run.
+        fork_pr = {"pull_request": {"number": 7, "head": {"repo": {"full_name": "evil/repo"}}}}
+        for event, payload in (("pull_request", fork_pr), ("workflow_run", {}),
+                               ("merge_group", {}), ("brand_new_event", {})):
+            support.PermissionApi.requests = []
+            check, install = self.run_as("mallory", event=event, payload=payload)
+            self.assertEqual(check[1:3], ("failure", 1), event)
+            self.assertIn("::error::agentexec: mallory has read permission on octo/repo; the "
+                          f"{event} event runs agentexec only for actors with write or admin "
+                          "permission (or bots in allowed-bots); not running\n", check[3])
+            self.assertEqual((install[1], self.run_step[1]), ("skipped", "skipped"), event)
+            self.assertFalse(self.result.success)
+            self.assertEqual(support.PermissionApi.requests,
+                             [("/repos/octo/repo/collaborators/mallory/permission", "Bearer ghs_job")])
+
+    def test_an_event_without_actor_is_refused(self):
+        check, install = self.run_as("", event="brand_new_event")
+        self.assertEqual(check[1:], ("failure", 1, "::error::agentexec: the brand_new_event "
+                                     "event names no actor to check; not running\n"))
+        self.assertEqual(install[1], "skipped")
+        self.assertEqual(support.PermissionApi.requests, [])
+
+    def test_write_access_events_need_no_check(self):
+        # push, workflow_dispatch, schedule, repository_dispatch, create, delete, release:
+        # even with a reader named as actor the step is skipped and the API never asked.
+        for event in sorted(UNCHECKED):
+            check, install = self.run_as("mallory", event=event)
+            self.assertEqual(check, (self.STEP, "skipped", None, ""), event)
+            self.assertEqual(install[1], "success", install[3])
+            self.assertEqual(self.run_step[1:3], ("failure", 2), event)  # no prompt: usage
+        self.assertEqual(support.PermissionApi.requests, [])
 
 
 class ActionTest(support.ReleaseCase):

@@ -92,10 +92,15 @@ class ExamplesTest(support.ReleaseCase):
                         "arguments": {"cmd": "git log --oneline | head -1"}}]},
             {"items": [{"type": "message", "text": "1. calc.py: mean() divides by n-1."}]}])
         event = {"pull_request": {"number": 42, "head": {"repo": {"full_name": "octo/repo"}}}}
-        r = self.runner(turns, github={"event_name": "pull_request", "event": event,
-                                       "base_ref": "main"}).run_job(
+        # A pull_request event is checked: the Action asks for the actor's permission.
+        api = support.permission_api(self, {"alice": "write"})
+        r = self.runner(turns, github={
+            "event_name": "pull_request", "event": event, "base_ref": "main", "actor": "alice",
+            "token": "ghs_job", "api_url": f"http://127.0.0.1:{api.server_port}"}).run_job(
             os.path.join(EXAMPLES, "review-pr.yml"), "review")
         self.assertTrue(r.success, self.log(r))
+        self.assertEqual(support.PermissionApi.requests,
+                         [("/repos/octo/repo/collaborators/alice/permission", "Bearer ghs_job")])
         self.assertEqual(_read(self.gh_log),
                          "--- gh\npr\ncomment\n42\n--body-file\nreview.md\n--- body\n"
                          "1. calc.py: mean() divides by n-1.\n\n<sub>agentexec review, run 1</sub>\n")

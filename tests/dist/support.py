@@ -1,6 +1,7 @@
 """Fixtures shared by the tests/dist tests: a release made from the built binary, a git
 repository with a failing test (examples/demo/project), scripted-provider homes."""
 import atexit
+import http.server
 import json
 import os
 import platform
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -296,3 +298,43 @@ def hostile_git_config(repo, marker):
             "PAGER": f"{prog} env-pager2", "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor={prog} env-params'",
             "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "filter.f.clean",
             "GIT_CONFIG_VALUE_0": f"{prog} env-count"}
+
+
+class PermissionApi(http.server.BaseHTTPRequestHandler):
+    """GitHub's GET /repos/OWNER/REPO/collaborators/USER/permission, answered from `answers`
+    (user -> permission); an unknown user gets 404, "broken" a body that is not JSON."""
+    answers = {}
+    requests = []
+
+    def do_GET(self):
+        PermissionApi.requests.append((self.path, self.headers.get("Authorization")))
+        m = re.fullmatch(r"/repos/octo/repo/collaborators/([^/]+)/permission", self.path)
+        user = m.group(1) if m else None
+        if user not in self.answers:
+            self.send_response(404)
+            body = b'{"message": "Not Found"}'
+        elif self.answers[user] == "broken":
+            self.send_response(200)
+            body = b"<html>"
+        else:
+            self.send_response(200)
+            body = json.dumps({"permission": self.answers[user], "user": {"login": user}}).encode()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def permission_api(case, answers):
+    """Starts PermissionApi on loopback for the test `case` (stopped at its cleanup) with
+    `answers`; the Action reaches it as github.api_url = f"http://127.0.0.1:{server_port}"."""
+    PermissionApi.answers = answers
+    PermissionApi.requests = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), PermissionApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    case.addCleanup(server.server_close)
+    case.addCleanup(server.shutdown)
+    return server
