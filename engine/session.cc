@@ -19,6 +19,7 @@
 #include "engine/uuid.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
+#include "sandbox/private_tmp.h"
 
 namespace ae {
 namespace {
@@ -101,6 +102,8 @@ SessionResult FailBeforeTurn(SessionRun& run, ErrorCode code, std::string messag
 // The settled sandbox: the policy, the nested-repository search still under way, the prepared
 // sandbox (null when unrestricted), the warnings so far and how the kernel enforces it.
 struct SettledSandbox {
+  // First, so it goes last: the run's own /tmp is removed once every command is gone.
+  sandbox::PrivateTmp tmp;
   std::optional<sandbox::Policy> policy;
   std::unique_ptr<sandbox::NestedScan> nested;
   sandbox::PreparedPtr prepared;
@@ -112,7 +115,14 @@ struct SettledSandbox {
 // the run here (exit 3) instead of running commands unconfined.
 std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& settled) {
   const SessionConfig& config = run.config;
-  Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(config.sandbox, config.cwd);
+  sandbox::Settings settings = config.sandbox;
+  if (sandbox::WantsPrivateTmp(settings)) {
+    Result<sandbox::PrivateTmp> tmp = sandbox::PrivateTmp::Create();
+    if (!tmp.ok()) return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, tmp.message());
+    settled.tmp = std::move(*tmp);
+    settings.private_tmp = settled.tmp.path();
+  }
+  Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, config.cwd);
   if (!policy.ok()) {
     return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, policy.message());
   }

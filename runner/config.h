@@ -67,6 +67,7 @@ struct Config {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
+  bool shared_tmp = false;              // sandbox_workspace_write.shared_tmp
   bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*

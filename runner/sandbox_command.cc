@@ -9,8 +9,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +34,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
+#include "sandbox/private_tmp.h"
 
 namespace ae {
 namespace {
@@ -214,6 +217,55 @@ bool ForkAndPump(const std::vector<int>& pump) {
   sandbox::FollowChild(child);
 }
 
+// The run's own /tmp outlives the command, which replaces the process that confines itself:
+// so this process forks first; the child goes on to confine itself and run the command, and
+// this one waits for it, passing on the signals a caller sends, removes the directory, and
+// ends as the child did. Returns true in the child.
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp) {
+  sigset_t passed, old;
+  ::sigemptyset(&passed);
+  for (int sig : kPassedOn) ::sigaddset(&passed, sig);
+  if (::sigprocmask(SIG_BLOCK, &passed, &old) != 0) return false;
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    // Killing agentexec (the pid the caller knows) ends the command's whole tree.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    tmp.Release();  // the parent removes it
+    return true;
+  }
+  Fd signals(::signalfd(-1, &passed, SFD_CLOEXEC));
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  while (signals && pidfd) {
+    pollfd polls[2] = {{pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+    if (::poll(polls, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if ((polls[0].revents & POLLIN) != 0) break;
+    signalfd_siginfo info{};
+    if (::read(signals.get(), &info, sizeof info) == sizeof info) {
+      ::kill(child, static_cast<int>(info.ssi_signo));
+    }
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (std::string left = tmp.Remove(); !left.empty()) PrintLine("warning: " + left);
+  std::fflush(nullptr);
+  if (WIFSIGNALED(status)) {
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    ::raise(WTERMSIG(status));
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
 }  // namespace
 
 int RunSandboxCommand(const CliArgs& args) {
@@ -221,10 +273,20 @@ int RunSandboxCommand(const CliArgs& args) {
   Result<LoadedLayers> layers = LoadLayers(args, env);
   if (!layers.ok()) return FailWith(ExitCode::kUsage, layers.message());
   for (const std::string& w : layers->config.warnings) PrintLine("warning: " + w);
-  const sandbox::Settings settings =
+  sandbox::Settings settings =
       SandboxSettingsFrom(layers->config, layers->cwd, env.cwd, args.add_dirs);
   std::vector<std::string> command = *args.sandbox_command;
   const int unavailable = ToInt(ExitCode::kSandboxUnavailable);
+  sandbox::PrivateTmp tmp;
+  if (sandbox::WantsPrivateTmp(settings)) {
+    Result<sandbox::PrivateTmp> made = sandbox::PrivateTmp::Create();
+    if (!made.ok()) {
+      PrintLine(made.message());
+      return unavailable;
+    }
+    tmp = std::move(*made);
+    settings.private_tmp = tmp.path();
+  }
 
   Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, layers->cwd);
   if (!policy.ok()) {
@@ -257,6 +319,13 @@ int RunSandboxCommand(const CliArgs& args) {
       return unavailable;
     }
     if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+    if (const std::string tmpdir = sandbox::CommandTmpdir(**prepared); !tmpdir.empty()) {
+      ::setenv("TMPDIR", tmpdir.c_str(), 1);
+      if (!ForkToRemoveAfter(tmp)) {
+        PrintLine(fmt::format("agentexec sandbox: cannot fork: {}", std::strerror(errno)));
+        return unavailable;
+      }
+    }
     // Without the mount namespace the host's tree is writable to metadata calls anyway (the
     // preflight warned): the caller's descriptors then add nothing.
     StdioPlan stdio;

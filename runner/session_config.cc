@@ -303,6 +303,7 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
   sb.network_access = config.network_access;
   sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
   sb.exclude_slash_tmp = config.exclude_slash_tmp;
+  sb.shared_tmp = config.shared_tmp;
   sb.require_full_isolation = config.require_full_isolation;
   sb.read_only_dirs = config.homes;
   return sb;

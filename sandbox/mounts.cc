@@ -161,6 +161,68 @@ std::string PrivateDevShmPath(const Policy& policy) {
   return path;
 }
 
+namespace {
+
+// The run's own /tmp on /tmp (MountPlan::private_tmp), unless /tmp is a writable root or lies
+// below one (the user gave it to commands) or the whole tree is writable.
+void AddPrivateTmp(const Policy& policy, MountPlan* plan) {
+  if (policy.private_tmp.empty() || !plan->read_only_tree) return;
+  const std::string tmp = ResolvePath("/tmp");
+  struct stat st {};
+  if (::stat(tmp.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  for (const std::string& root : policy.writable_roots) {
+    if (root != policy.private_tmp && IsUnder(tmp, root)) return;
+  }
+  std::vector<std::string> kept;
+  for (const std::string& root : policy.writable_roots) {
+    if (root == policy.private_tmp || root == tmp || !IsUnder(root, tmp)) continue;
+    const size_t end = root.find('/', tmp.size() + 1);
+    AddUniquePath(kept, root.substr(0, end));
+  }
+  if (kept.size() > kMaxWritableRoots) return;
+  plan->private_tmp = policy.private_tmp;
+  plan->tmp = tmp;
+  plan->tmp_kept = std::move(kept);
+  for (const std::string& path : plan->tmp_kept) {
+    plan->tmp_kept_steps.push_back("keep " + path + " in the run's private /tmp");
+  }
+}
+
+// In the child: the run's own /tmp on /tmp, and the kept entries of the host's back in it.
+bool MountPrivateTmp(const MountPlan& plan, const char** failed_step, int* err) noexcept {
+  if (plan.private_tmp.empty()) return true;
+  // Copies of the kept entries first (with the writable roots already in place inside them),
+  // while the host's /tmp is still in sight.
+  int kept_fds[kMaxWritableRoots];
+  for (size_t i = 0; i < plan.tmp_kept.size(); ++i) {
+    kept_fds[i] =
+        OpenTree(plan.tmp_kept[i].c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (kept_fds[i] < 0 && errno != ENOENT) {
+      return FailStep(plan.tmp_kept_steps[i].c_str(), failed_step, err);
+    }
+  }
+  const int own = OpenTree(plan.private_tmp.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (own < 0 || MoveMountTo(own, plan.tmp.c_str()) != 0) {
+    return FailStep("mount the run's private /tmp on /tmp", failed_step, err);
+  }
+  ::close(own);
+  for (size_t i = 0; i < plan.tmp_kept.size(); ++i) {
+    if (kept_fds[i] < 0) continue;
+    // The mount point is made in the run's own /tmp; whatever an earlier command of the run
+    // left at that name (a file, a symlink) makes way, a directory is mounted over.
+    const char* path = plan.tmp_kept[i].c_str();
+    struct stat st {};
+    if (::lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) ::unlink(path);
+    if ((::mkdir(path, 0700) != 0 && errno != EEXIST) || MoveMountTo(kept_fds[i], path) != 0) {
+      return FailStep(plan.tmp_kept_steps[i].c_str(), failed_step, err);
+    }
+    ::close(kept_fds[i]);
+  }
+  return true;
+}
+
+}  // namespace
+
 MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace) {
   MountPlan plan;
   if (!enabled || policy.unrestricted()) return plan;
@@ -203,6 +265,7 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
     }
     plan.carveouts.push_back(target);
   }
+  AddPrivateTmp(policy, &plan);
   plan.dev_shm = PrivateDevShmPath(policy);
   if (!plan.dev_shm.empty()) {
     // As large as the host's /dev/shm, so nothing that fits outside fails inside; pages are
@@ -309,6 +372,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
     }
     ::close(root_fds[i]);
   }
+  if (!MountPrivateTmp(plan, failed_step, err)) return false;
   // POSIX shared memory and semaphores (Python's multiprocessing locks, pytest-xdist, pools)
   // need a writable /dev/shm; a fresh tmpfs keeps them off the host's. No exec, as Docker's.
   if (!plan.dev_shm.empty()) {

@@ -58,6 +58,14 @@ struct MountPlan {
   // Step names for errors, "clone mount <path>" etc., made here so the child need not format.
   std::vector<std::string> root_steps;
   std::vector<std::string> carveout_steps;
+  // The run's own /tmp (Policy::private_tmp, a writable root) mounted on `tmp` ("/tmp",
+  // symlinks resolved), with the entries of the host's /tmp that hold a writable root (a
+  // workspace under /tmp) put back in it at their own paths (`tmp_kept`, "/tmp/NAME"):
+  // nothing else of the host's /tmp is in sight. Empty: commands see the host's /tmp.
+  std::string private_tmp;
+  std::string tmp;
+  std::vector<std::string> tmp_kept;
+  std::vector<std::string> tmp_kept_steps;  // "keep /tmp/NAME in the private /tmp"
   // A fresh tmpfs mounted here ("/dev/shm", symlinks resolved) so POSIX shared memory and
   // semaphores work; private to the command's namespace, gone with it. Empty: none.
   std::string dev_shm;

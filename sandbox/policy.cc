@@ -179,6 +179,11 @@ void AddNested(Policy* policy, const std::vector<std::string>& found) {
 
 }  // namespace
 
+bool WantsPrivateTmp(const Settings& settings) {
+  return settings.mode == Mode::kWorkspaceWrite && !settings.shared_tmp &&
+         !settings.exclude_slash_tmp;
+}
+
 bool Policy::CanWrite(std::string_view path) const {
   // One rule for every write check: the one agentexec's own writes are held to.
   std::string resolved;
@@ -219,11 +224,20 @@ Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::str
           fmt::format("sandbox: {} {} is not writable in this run: {}", what, given, reason));
     }
   };
-  if (!settings.exclude_slash_tmp) {
+  if (!settings.private_tmp.empty()) {
+    std::string own, reason;
+    if (!Canonical(settings.private_tmp, &own, &reason)) {
+      return MakeError(fmt::format("sandbox: cannot use the run's private /tmp {}: {}",
+                                   settings.private_tmp, reason));
+    }
+    AddUnique(policy.writable_roots, own);
+    policy.private_tmp = own;
+  }
+  if (!settings.exclude_slash_tmp && settings.private_tmp.empty()) {
     std::string tmp, reason;
     if (Canonical("/tmp", &tmp, &reason)) AddUnique(policy.writable_roots, tmp);
   }
-  if (!settings.exclude_tmpdir_env_var) {
+  if (!settings.exclude_tmpdir_env_var && settings.private_tmp.empty()) {
     const char* tmpdir = std::getenv("TMPDIR");
     if (tmpdir != nullptr && *tmpdir != '\0') {
       if (tmpdir[0] == '/') {

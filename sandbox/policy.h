@@ -27,6 +27,12 @@ struct Settings {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
+  // sandbox_workspace_write.shared_tmp: commands get the host's /tmp and $TMPDIR (as codex's
+  // do) instead of the run's own (sandbox/private_tmp.h), which the caller makes otherwise.
+  bool shared_tmp = false;
+  // The run's own /tmp on the host (a PrivateTmp's path), made by the caller; empty: none.
+  // With it, neither the host's /tmp nor $TMPDIR is a writable root.
+  std::string private_tmp;
   // require_full_isolation (top level): a sandbox without its mount or PID namespace is an
   // error (exit 3) instead of a warning.
   bool require_full_isolation = false;
@@ -35,6 +41,10 @@ struct Settings {
   // servers and providers the next run starts, outside any sandbox). Absolute.
   std::vector<std::string> read_only_dirs;
 };
+
+// Whether a run under `settings` gets its own /tmp (sandbox/private_tmp.h): workspace-write,
+// unless /tmp is shared (shared_tmp) or kept read-only (exclude_slash_tmp).
+bool WantsPrivateTmp(const Settings& settings);
 
 // Resolved policy: absolute, canonical paths.
 struct Policy {
@@ -53,6 +63,9 @@ struct Policy {
   std::vector<std::pair<dev_t, ino_t>> carveout_ids;
   bool network_access = false;
   bool require_full_isolation = false;  // Settings::require_full_isolation
+  // The run's own /tmp on the host (Settings::private_tmp, canonical; also a writable root),
+  // which commands see at /tmp in their mount namespace; empty: none.
+  std::string private_tmp;
   // Things the user should know but that do not stop the run (e.g. a --add-dir that does not
   // exist and was skipped). Callers show them as warnings.
   std::vector<std::string> warnings;

@@ -80,6 +80,11 @@ void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy) {
   prepared.watch.carveouts = prepared.mounts.carveouts;
 }
 
+std::string CommandTmpdir(const PreparedSandbox& prepared) {
+  if (!prepared.mounts.private_tmp.empty()) return prepared.mounts.tmp;
+  return prepared.watch.policy.private_tmp;
+}
+
 std::string DescribePrepared(const PreparedSandbox& prepared) {
   if (!prepared.enforce) return "none";
   std::string text = fmt::format("landlock abi {} + seccomp", prepared.landlock_abi);

@@ -39,6 +39,11 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
 // them; not while a command is being set up from `prepared`.
 void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy);
 
+// What a command confined by `prepared` gets as $TMPDIR when the policy gives the run its own
+// /tmp: "/tmp" where the mount namespace puts it there, else its path on the host; "" when
+// the run has none.
+std::string CommandTmpdir(const PreparedSandbox& prepared);
+
 // What the prepared sandbox will do, for headers and logs, e.g.
 // "landlock abi 7 + seccomp + mount namespace + pid namespace".
 std::string DescribePrepared(const PreparedSandbox& prepared);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "engine/events/command_progress.h"
 #include "engine/exec/env_policy.h"
 #include "engine/exec/model_output.h"
@@ -22,6 +24,27 @@ Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandb
   }
 }
 
+namespace {
+
+// Sets NAME=value in `env` ("NAME=value" entries sorted by name), in place of any value it
+// had, keeping the order.
+void SetVariable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  for (auto it = env.begin(); it != env.end(); ++it) {
+    const std::string_view have = std::string_view(*it).substr(0, it->find('='));
+    if (have == name) {
+      *it = name + "=" + value;
+      return;
+    }
+    if (have > name) {
+      env.insert(it, name + "=" + value);
+      return;
+    }
+  }
+  env.push_back(name + "=" + value);
+}
+
+}  // namespace
+
 std::string EscalationRefusal(ApprovalPolicy policy) {
   // codex prints its AskForApproval variant names. It refuses under every policy but
   // on-request; on-failure gets the same text, with its own name.
@@ -41,6 +64,12 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
       CommandExecutionItem{request.display, "", std::nullopt, ItemStatus::kInProgress});
 
   sandbox::SpawnSpec spec{request.argv, request.workdir, env_, sandbox};
+  if (!turn_.sandbox.private_tmp.empty()) {
+    // The run's own /tmp: at /tmp where the mount namespace shows it there, else (no mount
+    // namespace, or a command run outside the sandbox) at its path on the host.
+    SetVariable(spec.env, "TMPDIR",
+                sandbox != nullptr ? sandbox::CommandTmpdir(*sandbox) : turn_.sandbox.private_tmp);
+  }
   // The watch's record is what on-failure reruns on; under never nothing is rerun, and the
   // note to the model makes do with the command's output (AdvisoryDenial) rather than tax
   // every write the command makes.

@@ -66,29 +66,43 @@ class SandboxCommand : public ::testing::Test {
   std::string base_, ws_;
 };
 
-TEST_F(SandboxCommand, WorkspaceAndTmpAreWritable) {
+// The workspace and the run's own /tmp are writable; the host's /tmp (where the scratch
+// directory lives, beside the workspace) is not. What the command leaves in its /tmp is not in
+// the host's, and the directory is gone when the run ends. $TMPDIR names it.
+TEST_F(SandboxCommand, WorkspaceAndTheRunsOwnTmpAreWritable) {
   RequireLandlock();
-  const std::string tmp_file = base_ + "/in-tmp";  // the scratch dir lives under /tmp
+  const std::string host_tmp_file = base_ + "/in-tmp";  // the scratch dir lives under /tmp
   Ran ran = Script("workspace-write",
-                   "echo new > new.txt && mkdir d && mv new.txt d/moved && "
-                   "rm a.txt && mkfifo fifo && echo t > " +
-                       tmp_file + " && echo ok");
+                   "echo new > new.txt && mkdir d && mv new.txt d/moved && rm a.txt && "
+                   "mkfifo fifo && echo t > /tmp/own-" +
+                       std::to_string(::getpid()) + " && echo \"$TMPDIR\" && echo t > " +
+                       host_tmp_file + "; echo $?");
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output,
+            "/tmp\n/bin/sh: 1: cannot create " + host_tmp_file + ": Read-only file system\n2\n");
   EXPECT_EQ(ReadText(ws_ + "/d/moved"), "new\n");
   EXPECT_FALSE(Exists(ws_ + "/a.txt"));
-  EXPECT_EQ(ReadText(tmp_file), "t\n");
+  EXPECT_FALSE(Exists(host_tmp_file));
+  EXPECT_FALSE(Exists("/tmp/own-" + std::to_string(::getpid())));
+  // shared_tmp: the host's /tmp, as codex gives it.
+  ran = Script("workspace-write", "echo t > " + host_tmp_file,
+               {"-c", "sandbox_workspace_write.shared_tmp=true"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ReadText(host_tmp_file), "t\n");
 }
 
-// The workspace lives under /tmp here: both are roots, but each is its own mount (so the
-// workspace cannot be moved away), and a rename from one into the other is EXDEV, as between
-// two file systems and as with codex. `mv` copies instead.
+// With the host's /tmp shared and the workspace under it, both are roots, but each is its own
+// mount (so the workspace cannot be moved away), and a rename from one into the other is
+// EXDEV, as between two file systems and as with codex. `mv` copies instead.
 TEST_F(SandboxCommand, RenameBetweenNestedRootsIsCrossDevice) {
   RequireLandlock();
   testing::WriteText(base_ + "/tmp-made", "t\n");
-  Ran ran = Sandbox("workspace-write", {SANDBOX_PROBE, "rename", base_ + "/tmp-made", ws_ + "/b"});
+  const std::vector<std::string> shared = {"-c", "sandbox_workspace_write.shared_tmp=true"};
+  Ran ran = Sandbox("workspace-write", {SANDBOX_PROBE, "rename", base_ + "/tmp-made", ws_ + "/b"},
+                    shared);
   EXPECT_EQ(ran.exit_code, 1) << ran.output;
   EXPECT_NE(ran.output.find("(errno 18)"), std::string::npos) << ran.output;
-  ran = Script("workspace-write", "mv " + base_ + "/tmp-made b && cat b");
+  ran = Script("workspace-write", "mv " + base_ + "/tmp-made b && cat b", shared);
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_EQ(ran.output, "t\n");
 }
@@ -487,7 +501,7 @@ TEST_F(SandboxCommand, HostUnixSocketsNeedTheNetwork) {
   // private /dev/shm.
   ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-serve-connect", ws_ + "/own.sock"});
   EXPECT_EQ(ran.output, "ok\n");
-  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-serve-connect", base_ + "/own.sock"});
+  ran = Sandbox("workspace-write", {SANDBOX_PROBE, "unix-serve-connect", "/tmp/own.sock"});
   EXPECT_EQ(ran.output, "ok\n");
   ran = Sandbox("read-only", {SANDBOX_PROBE, "unix-serve-connect", "/dev/shm/own.sock"});
   EXPECT_EQ(ran.output, "ok\n");

@@ -286,6 +286,7 @@ class EscapeSuite : public ::testing::Test {
     ::chmod((ws_ + "/tool").c_str(), 0755);
     ::removexattr((ws_ + "/tool").c_str(), "security.capability");
     ::unlink((ws_ + "/newsuid").c_str());
+    ::unlink((base_ + "/planted").c_str());
     for (const char* hook : {"/parent/.git/hooks/pre-commit", "/ws/nested/.git/hooks/pre-commit",
                              "/ws/gfstore/hooks/pre-commit", "/parent/.agentexec/new.toml"}) {
       ::unlink((base_ + hook).c_str());
@@ -384,8 +385,23 @@ class EscapeSuite : public ::testing::Test {
                    "workspace-write",
                    {"rename", from, from + "-moved"},
                    true};
-      move.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+      move.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false", "-c",
+                    "sandbox_workspace_write.shared_tmp=true"};
       list.push_back(move);
+    }
+    // The run's own /tmp (the default): the host's /tmp, where the workspace's scratch
+    // directory, other runs, batch tasks and users leave their files, is out of reach, however
+    // the command names it. (With the host's /tmp shared, the cases above hold the workspace.)
+    for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"create a file in the host's /tmp beside the workspace",
+              {"create", base_ + "/planted"}},
+             {"write a file another run left in the host's /tmp", {"write", secret}},
+             {"create in the host's /tmp via /proc/self/root",
+              {"create", "/proc/self/root" + base_ + "/planted"}}}) {
+      Attempt a{name + " (own /tmp)", "workspace-write", args};
+      a.channel = "shared /tmp";
+      a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+      list.push_back(a);
     }
     Attempt store{"separate git dir: write config",
                   "workspace-write",
@@ -505,7 +521,9 @@ class EscapeSuite : public ::testing::Test {
       Attempt a{name, "workspace-write", args, true};
       a.channel = "nested and parent repos";
       a.cwd = cwd;
-      if (tmp_writable) a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+      if (tmp_writable)
+        a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false", "-c",
+                   "sandbox_workspace_write.shared_tmp=true"};
       a.control = true;
       list.push_back(a);
     };
@@ -605,7 +623,8 @@ class EscapeSuite : public ::testing::Test {
         list.push_back(a);
         if (path == base_ + "/host.sock" && std::string(mode) == "workspace-write") {
           a.name = "connect to the host Unix socket under a writable /tmp";
-          a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false"};
+          a.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false", "-c",
+                     "sandbox_workspace_write.shared_tmp=true"};
           list.push_back(a);
         }
       }

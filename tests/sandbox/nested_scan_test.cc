@@ -306,8 +306,9 @@ TEST_F(NestedScanTest, NothingToSearchOutsideWorkspaceWrite) {
 
 // ---------------------------------------------------------------- whole runs
 
-// A run of the real binary on the scripted provider in ws_, /tmp and $TMPDIR (trees_)
-// writable as by default.
+// A run of the real binary on the scripted provider in ws_, with the host's /tmp and $TMPDIR
+// (trees_) shared (sandbox_workspace_write.shared_tmp): writable roots that hold a large tree
+// to search, as they were before each run had its own /tmp.
 class NestedScanRunTest : public NestedScanTest {
  protected:
   void SetUp() override {
@@ -326,6 +327,8 @@ class NestedScanRunTest : public NestedScanTest {
             "--json",
             "-s",
             "workspace-write",
+            "-c",
+            "sandbox_workspace_write.shared_tmp=true",
             "go"};
   }
   std::vector<std::pair<std::string, std::string>> Env() {
