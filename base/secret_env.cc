@@ -39,15 +39,29 @@ void MoveVariablesOffStartupBlock(const std::vector<std::string>& names) {
     if (name.empty() || name.find('=') != std::string::npos) continue;
     const char* current = std::getenv(name.c_str());
     if (current == nullptr) continue;
-    const std::string copy = current;  // before the block's bytes (which it may be) are wiped
+    // Taken before the block's bytes (which it may be) are wiped, and the block wiped before
+    // setenv: `environ` may still be main's `envp` array, whose entry setenv replaces.
+    std::string copy = current;
     for (char** e = startup_env; e != nullptr && *e != nullptr; ++e) {
       if (std::strncmp(*e, name.c_str(), name.size()) == 0 && (*e)[name.size()] == '=') {
         char* value = *e + name.size() + 1;
         std::memset(value, 0, std::strlen(value));
       }
     }
-    ::setenv(name.c_str(), copy.c_str(), 1);
+    ::setenv(name.c_str(), copy.c_str(), 1);  // glibc's copy, never freed: the one left
+    WipeString(copy);
   }
+}
+
+void WipeString(std::string& s) {
+  s.resize(s.capacity());  // never reallocates: the bytes past the old size are zeroed too
+  ::explicit_bzero(s.data(), s.size());
+  s.clear();
+}
+
+void WipeStrings(std::vector<std::string>& strings) {
+  for (std::string& s : strings) WipeString(s);
+  strings.clear();
 }
 
 std::vector<std::string> CredentialLookingVariables() {

@@ -60,15 +60,29 @@ std::string Errno(const char* what) {
   return fmt::format("{}: {}", what, std::strerror(errno));
 }
 
-// The environment each task's agentexec gets, copied once; then every variable that may hold
-// a credential (a name with KEY, SECRET or TOKEN, as commands' default excludes) is wiped from
-// batch's own startup block (base/secret_env.h): a task's command under danger-full-access
-// walks its ancestors' /proc/PID/environ, and batch is one of them. The tasks' own agentexec
-// wipes the copy it gets once it has read it.
+// The environment each task's agentexec (and each git) gets, copied once: this vector
+// (Batch::env_) is where batch keeps the credentials while it runs. Once it is taken, batch
+// lets go of every variable that may hold one (a name with KEY, SECRET or TOKEN, as commands'
+// default excludes) through the call `agentexec exec` lets go of its key with
+// (base/secret_env.h): the values are overwritten in batch's startup block and leave
+// `environ`, and batch becomes non-dumpable, whatever the tasks' sandbox (it outlives tasks of
+// every mode). A task's command under danger-full-access runs unconfined as the same user and
+// walks its ancestors, batch among them: it can read neither batch's /proc/PID/environ nor its
+// /proc/PID/mem (where env_ is); root still can (CAP_SYS_PTRACE). /proc/self stays open to
+// batch itself (the /proc/self/fd link RunTask reads through), and children get dumpability
+// back at execve. What else holds a value, and for how long: each child's copy of env_ in its
+// spec until the child has started (RunChild wipes it); GitSpec's working copy, wiped at once;
+// a "NAME=value" of 15 bytes or fewer that HardenedGitEnv's vector copied as it grew (left in
+// freed memory: engine/review/git.cc does not reserve); a credential named otherwise (a
+// provider's env_key such as LLM_CRED), left in the startup block, closed to the same user
+// like the rest; and in a sanitizer build, the runtime's own copy of the startup block.
 std::vector<std::string> ProcessEnv() {
+  size_t n = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) ++n;
   std::vector<std::string> env;
+  env.reserve(n);  // no reallocation: a short "NAME=value" would leave its bytes behind
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
-  MoveVariablesOffStartupBlock(CredentialLookingVariables());
+  ForgetSecretVariables(CredentialLookingVariables(), /*non_dumpable=*/true);
   return env;
 }
 
@@ -91,9 +105,14 @@ sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.cwd = cwd;
   std::vector<const char*> env;
+  env.reserve(base_env.size() + 1);
   for (const std::string& kv : base_env) env.push_back(kv.c_str());
   env.push_back(nullptr);
-  for (std::string& kv : HardenedGitEnv(env.data())) {
+  // The credentials are among these copies: what is not moved into the spec is wiped here,
+  // the spec's own by RunChild once git has started.
+  std::vector<std::string> git_env = HardenedGitEnv(env.data());
+  spec.env.reserve(git_env.size());
+  for (std::string& kv : git_env) {
     if (kv.starts_with("GIT_DIR=") || kv.starts_with("GIT_WORK_TREE=") ||
         kv.starts_with("GIT_INDEX_FILE=") || kv.starts_with("GIT_COMMON_DIR=") ||
         kv.starts_with("GIT_OBJECT_DIRECTORY=") || kv.starts_with("GIT_ALTERNATE_OBJECT")) {
@@ -101,6 +120,7 @@ sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string
     }
     spec.env.push_back(std::move(kv));
   }
+  WipeStrings(git_env);
   spec.separate_stderr = true;
   return spec;
 }
@@ -118,6 +138,9 @@ void SetNonBlocking(int fd) {
 // Runs `spec` to its end through sandbox/spawn: `input` on stdin, stdout and stderr to the
 // callbacks as they arrive. When any of `stop_fds` becomes readable the child gets SIGTERM,
 // and kTermGraceMs later SIGKILL for the whole tree; `timeout_ms` > 0 kills it outright.
+// `spec` is taken by value (callers move it in): its environment, a copy of the credentials
+// the child needs until it is started, is wiped as soon as Spawn returns (the child has
+// exec'd by then, or failed to).
 Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
                              const std::function<void(const char*, size_t)>& on_out,
                              const std::function<void(const char*, size_t)>& on_err,
@@ -125,6 +148,7 @@ Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
   spec.stdin_pipe = true;
   spec.separate_stderr = true;
   Result<sandbox::Spawned> spawned = sandbox::Spawn(spec);
+  WipeStrings(spec.env);
   if (!spawned.ok()) return spawned.error();
   if (!spawned->process) {
     return MakeError(spawned->failure.setup_error.value_or("the process could not be started"));
@@ -403,6 +427,8 @@ class Batch {
  public:
   Batch(const BatchRunOptions& options, std::string self)
       : options_(options), self_(std::move(self)), env_(ProcessEnv()) {}
+  // The batch's one copy of the credentials, zeroed once no task can start any more.
+  ~Batch() { WipeStrings(env_); }
 
   Status Prepare(size_t total);
   int Run(ManifestReader& reader, const Shard& shard,
@@ -418,6 +444,9 @@ class Batch {
 
   const BatchRunOptions& options_;
   std::string self_;  // this binary, for the tasks' `agentexec exec`
+  // What every task's agentexec and every git gets (ProcessEnv): the only place batch holds
+  // the credentials between children. Each child's spec gets a copy of it, wiped once the
+  // child has started.
   std::vector<std::string> env_;
   Fd out_fd_, tasks_fd_, work_fd_, results_fd_;
   std::string work_path_;
@@ -582,7 +611,6 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   const std::string final_path = work + "/final-message.md";
   spec.argv.insert(spec.argv.end(), {"-C", cwd, "-o", final_path, "-"});
   spec.cwd = cwd;
-  spec.env = env_;
 
   Result<Fd> events = CreateBeneath(task_fd, "events.jsonl");
   if (!events.ok()) return fail(events.message());
@@ -603,8 +631,11 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
     if (!w.ok() && write_error.empty()) write_error = "stderr.log: " + w.message();
   };
   if (stopped()) return fail("stopped before the task started");
+  // The credentials' copy for this child, made here where nothing returns before RunChild,
+  // which wipes it once the child has started.
+  spec.env = env_;
   Result<ChildResult> child =
-      RunChild(spec, prompt, on_out, on_err, {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
+      RunChild(std::move(spec), prompt, on_out, on_err, {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
   if (!child.ok()) return fail("cannot start agentexec exec: " + child.message());
   rec.exit_code = child->exit_code;
   rec.tokens = scanner.tokens;

@@ -1,17 +1,21 @@
 // `agentexec batch` through the real binary on the scripted provider: tasks in their own
 // clones, the per-task files and records, a failing task among good ones, SIGTERM and
-// --resume, --max-failures, shards merged into the same report, manifest errors, and the
-// report formats.
+// --resume, --max-failures, shards merged into the same report, manifest errors, the report
+// formats, and what a task's command can find of the credentials batch passes on.
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 
 #include "tests/support/agentexec_runner.h"
+#include "tests/support/test_model_server.h"
 
 namespace ae::e2e {
 namespace {
@@ -567,8 +571,304 @@ echo peeked
   EXPECT_EQ(events.find("tok-s3cr3t-5151"), std::string::npos) << events;
 }
 
+// The attacker's script of the tests below. It walks from its parent up to batch; for each
+// ancestor it searches environ, cmdline and memory (every readable region of /proc/PID/maps,
+// read through /proc/PID/mem) for the two secrets, which it gets as hex, so neither its command
+// nor its output carries their bytes; "denied" is a refused open. Its first line searches its
+// own memory, which holds what it looks for: the search itself works. With the argument
+// `count` it only counts each secret's bytes in batch's memory (a freed copy whose name the
+// allocator overwrote included): those followed by the next variable of the environment are in
+// a copy of the whole startup block (a sanitizer runtime keeps one, read from
+// /proc/self/environ), the others stand alone.
+constexpr const char* kMemoryThief = R"py(import os, sys
+# The name in the output, the value, and what follows it in a copy of the startup block (the
+# variable after it: the test's environment is sorted by name).
+SECRETS = [("key", bytes.fromhex("@KEY@"), b"\0PATH="),
+           ("token", bytes.fromhex("@TOKEN@"), b"\0HOME=")]
+LIMIT = 1 << 30  # larger regions are reservations (a sanitizer's shadow), not data
+
+
+def verdict(found):
+    return ", ".join(s[0] + (" found" if f else " not found") for s, f in zip(SECRETS, found))
+
+
+def search(data):
+    return [s[1] in data for s in SECRETS]
+
+
+def proc_file(pid, name):
+    try:
+        with open("/proc/%d/%s" % (pid, name), "rb") as f:
+            return verdict(search(f.read()))
+    except PermissionError:
+        return "denied"
+
+
+def regions(pid):
+    """Each readable region's bytes, or None when the memory is closed to us."""
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+        mem = open("/proc/%d/mem" % pid, "rb", buffering=0)
+    except PermissionError:
+        return None
+    out = []
+    with mem:
+        for line in maps:
+            fields = line.split()
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if not fields[1].startswith("r") or end - start > LIMIT:
+                continue
+            parts, at = [], start
+            while at < end:
+                try:
+                    mem.seek(at)
+                    data = mem.read(min(1 << 20, end - at))
+                except OSError:
+                    break
+                if not data:
+                    break
+                parts.append(data)
+                at += len(data)
+            out.append(b"".join(parts))
+    return out
+
+
+def memory(pid):
+    data = regions(pid)
+    if data is None:
+        return "denied"
+    found = [False] * len(SECRETS)
+    for region in data:
+        found = [a or b for a, b in zip(found, search(region))]
+    return verdict(found)
+
+
+def copies(pid):
+    counts = []
+    for name, value, following in SECRETS:
+        alone, block = 0, 0
+        for region in regions(pid) or []:
+            at = region.find(value)
+            while at >= 0:
+                after = region[at + len(value):at + len(value) + len(following)]
+                block, alone = (block + 1, alone) if after == following else (block, alone + 1)
+                at = region.find(value, at + 1)
+        counts.append("%s %d alone, %d in an environment block" % (name, alone, block))
+    return "; ".join(counts)
+
+
+def role(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = f.read().split(b"\0")
+    if len(argv) > 1 and argv[1] in (b"batch", b"exec"):
+        return "agentexec " + argv[1].decode()
+    with open("/proc/%d/comm" % pid) as f:
+        return f.read().strip()
+
+
+def parent(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+    return 0
+
+
+count = sys.argv[1:] == ["count"]
+if not count:
+    print("self mem:", memory(os.getpid()))
+pid = os.getppid()
+while pid > 1:
+    who = role(pid)
+    if count and who == "agentexec batch":
+        print("%s mem: %s" % (who, copies(pid)))
+    if not count:
+        for source in ("environ", "cmdline"):
+            print("%s %s: %s" % (who, source, proc_file(pid, source)))
+        print("%s mem: %s" % (who, memory(pid)))
+    if who == "agentexec batch":
+        break
+    pid = parent(pid)
+else:
+    print("no agentexec batch among the ancestors")
+)py";
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : bytes) hex += {kDigits[c >> 4], kDigits[c & 15]};
+  return hex;
+}
+
+std::string RandomHex(size_t bytes) {
+  std::random_device random;
+  std::string raw;
+  for (size_t i = 0; i < bytes; ++i) raw.push_back(static_cast<char>(random() & 0xff));
+  return Hex(raw);
+}
+
+// kMemoryThief, looking for `key` and `token`.
+std::string MemoryThief(const std::string& key, const std::string& token) {
+  std::string thief = kMemoryThief;
+  thief.replace(thief.find("@KEY@"), 5, Hex(key));
+  thief.replace(thief.find("@TOKEN@"), 7, Hex(token));
+  return thief;
+}
+
+// The aggregated_output of every command_execution that completed in an events.jsonl text.
+std::vector<std::string> CommandOutputs(const std::string& events) {
+  std::vector<std::string> outputs;
+  for (const std::string& line : Lines(events)) {
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    if (!doc.IsObject() || !doc.HasMember("type") || doc["type"] != "item.completed") continue;
+    const rapidjson::Value& item = doc["item"];
+    if (item["type"] == "command_execution")
+      outputs.push_back(item["aggregated_output"].GetString());
+  }
+  return outputs;
+}
+
+// The secrets batch passes on to its tasks (the provider's key in OPENAI_API_KEY, a
+// GITHUB_TOKEN) are in batch's memory for as long as it runs: the copy each task's agentexec
+// gets. A task's command under danger-full-access runs unconfined as the same user, walks its
+// ancestors and reads each one's /proc/PID/mem: batch must be non-dumpable, so that only
+// CAP_SYS_PTRACE opens it. Two tasks, so the second also looks after batch has run one.
+//
+// How this fails without the protection: /proc/PID/mem (and maps, environ) open only with
+// ptrace access, which a process of the same uid without CAP_SYS_PTRACE has to a dumpable
+// process when Yama allows it. As root the test runs batch, and so its tasks' commands, as
+// nobody (setpriv, no capability left after its execve: root's CAP_SYS_PTRACE would read any
+// memory, non-dumpable or not, the documented limit); as another user it runs them as that
+// user. Where Yama's ptrace_scope is 1 or more a process cannot read an ancestor's memory
+// anyway (only descendants'), so nothing here could tell batch's own protection from Yama's:
+// the test skips and says so. On this project's machines (no Yama; root, so nobody) a dumpable
+// batch shows "agentexec batch mem: key found, token found" and its environ reads as
+// "key not found, token not found" (the values are wiped from it, the names are there).
+TEST_F(BatchTest, ATasksCommandFindsNoCredentialInBatchsMemory) {
+  const std::string scope = Slurp("/proc/sys/kernel/yama/ptrace_scope");
+  if (!scope.empty() && scope != "0\n") {
+    GTEST_SKIP() << "Yama ptrace_scope is " << scope.substr(0, scope.size() - 1)
+                 << ": the kernel already refuses a process its ancestors' memory, so this "
+                    "test cannot show that batch refuses it itself";
+  }
+  const bool root = ::geteuid() == 0;
+  if (root && !fs::exists("/usr/bin/setpriv")) {
+    GTEST_SKIP() << "as root the test needs /usr/bin/setpriv to run batch as nobody (root "
+                    "reads every process's memory)";
+  }
+  const std::string key = "test-batch-key-" + RandomHex(16);  // the server logs "Bearer test..."
+  const std::string token = "ghp_" + RandomHex(18);
+  MakeRepo("alpha");
+  MakeRepo("beta");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
+{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
+)");
+  const std::string thief_path = ws_.WriteFile("thief.py", MemoryThief(key, token));
+  const std::string call =
+      R"({"items":[{"type":"function_call","name":"exec_command","call_id":"c1","arguments":)"
+      R"({"cmd":"python3 )" +
+      thief_path + R"(","login":false,"yield_time_ms":60000}}]})";
+  const std::string answer = R"({"items":[{"type":"message","text":"looked"}]})";
+  // -j 1: the tasks take the server's turns in order, a call and an answer each.
+  const std::string turns = ws_.WriteFile(
+      "mem-turns.json", R"({"turns":[)" + call + "," + answer + "," + call + "," + answer + "]}");
+  TestModelServer server;
+  Result<int> port = server.Start(turns, {}, 120);
+  ASSERT_TRUE(port.ok()) << port.message();
+  std::string config = MockProviderConfig(server);
+  config.replace(config.find("MOCK_KEY"), 8, "OPENAI_API_KEY");
+  ws_.WriteFile("agentexec-home/config.toml", config);
+
+  RunOptions options;
+  options.cwd = ws_.root();
+  options.env = ws_.Env({{"OPENAI_API_KEY", key}, {"GITHUB_TOKEN", token}});
+  options.timeout_s = 180;
+  if (root) {
+    ASSERT_EQ(std::system(("chown -R 65534:65534 '" + ws_.root() + "'").c_str()), 0);
+    options.wrapper = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    options.reachable_binary = true;
+  }
+  RunOutput out = RunAgentexec({"batch", "run", manifest, "--out", Out(), "-j", "1"}, options);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  // The tasks got the key as before: each task's first request carried it.
+  std::vector<LoggedRequest> requests = server.Requests();
+  ASSERT_EQ(requests.size(), 4u) << out.err;
+  EXPECT_EQ(requests[0].headers["authorization"], "Bearer " + key);
+  EXPECT_EQ(requests[2].headers["authorization"], "Bearer " + key);
+
+  const std::string expected =
+      "self mem: key found, token found\n"
+      "agentexec exec environ: denied\n"
+      "agentexec exec cmdline: key not found, token not found\n"
+      "agentexec exec mem: denied\n"
+      "agentexec batch environ: denied\n"
+      "agentexec batch cmdline: key not found, token not found\n"
+      "agentexec batch mem: denied\n";
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  for (const char* id : {"alpha", "beta"}) {
+    // Non-dumpable, batch still reads the answer through its own /proc/self/fd.
+    EXPECT_NE(RecordOf(results, id).find(R"("status":"succeeded")"), std::string::npos) << results;
+    EXPECT_NE(RecordOf(results, id).find(R"("answer":"looked")"), std::string::npos) << results;
+    const std::string task = Out() + "/tasks/" + id;
+    const std::string events = Slurp(task + "/events.jsonl");
+    EXPECT_EQ(CommandOutputs(events), std::vector<std::string>{expected}) << id << "\n" << events;
+    for (const std::string& file : {events, Slurp(task + "/stderr.log")}) {
+      EXPECT_EQ(file.find(key), std::string::npos) << id;
+      EXPECT_EQ(file.find(token), std::string::npos) << id;
+    }
+  }
+  for (const std::string& text : {results, out.out, out.err}) {
+    EXPECT_EQ(text.find(key), std::string::npos) << text;
+    EXPECT_EQ(text.find(token), std::string::npos) << text;
+  }
+}
+
+// What batch keeps of the credentials it passes on. Root, whom non-dumpability does not stop
+// (CAP_SYS_PTRACE), reads batch's memory from each of two tasks' commands and finds each
+// credential once, in the environment batch keeps for its tasks (Batch::env_): the copies made
+// for each child (each git's, each task's agentexec's) were zeroed once the child had started,
+// so the second task finds no more than the first. In a sanitizer build the runtime's own copy
+// of the startup block is there too (the "1 in an environment block"; 0 elsewhere). Without
+// the wiping (as before issue #36) the first task found 6 copies of each standing alone and
+// the second 14 (ASan build).
+TEST_F(BatchTest, BatchKeepsOneCopyOfEachCredential) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: only root reads a non-dumpable batch's memory";
+  const std::string key = "test-batch-key-" + RandomHex(16);
+  const std::string token = "ghp_" + RandomHex(18);
+  MakeRepo("alpha");
+  MakeRepo("beta");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
+{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
+)");
+  const std::string thief_path = ws_.WriteFile("thief.py", MemoryThief(key, token));
+  script_ = ws_.WriteFile(
+      "count.json",
+      R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"python3 )" +
+          thief_path + R"( count","login":false,"yield_time_ms":60000}}]},
+        {"items":[{"type":"message","text":"counted"}]}]})");
+  RunOptions options;
+  options.env = ws_.Env({{"OPENAI_API_KEY", key}, {"GITHUB_TOKEN", token}});
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "-j", "1"}, options);
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  const std::regex once(
+      "agentexec batch mem: key 1 alone, [01] in an environment block; token 1 alone, [01] in "
+      "an environment block\n");
+  for (const char* id : {"alpha", "beta"}) {
+    std::vector<std::string> outputs =
+        CommandOutputs(Slurp(Out() + "/tasks/" + id + "/events.jsonl"));
+    ASSERT_EQ(outputs.size(), 1u) << id;
+    EXPECT_TRUE(std::regex_match(outputs[0], once)) << id << ": " << outputs[0];
+  }
+}
+
 // A confined command plants a link where batch will write the task's patch: batch refuses to
-// write through it (and says so in the record) instead of writing to the link's target.
+// write through it (and says so in the record) instead of writing to the link's target. Here
+// --out is under /tmp, which a task reaches only when the host's /tmp is shared: by default
+// the link cannot even be made (the task's /tmp is its own).
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   MakeRepo("alpha");
   const std::string target = ws_.root() + "/target.txt";
@@ -578,12 +878,19 @@ TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   script_ = ws_.WriteFile(
       "plant.json",
       R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"ln -s )" +
-          target + " " + Out() + R"(/tasks/alpha/changes.patch"}}]},
+          target + " " + Out() + "/tasks/alpha/changes.patch; ln -s " + target + " " +
+          Out("shared") + R"(/tasks/alpha/changes.patch"}}]},
         {"items":[{"type":"message","text":"planted"}]}]})");
   RunOutput out = Batch({"run", manifest, "--out", Out()});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(Slurp(target), "untouched");
+  EXPECT_NE(Slurp(Out() + "/tasks/alpha/events.jsonl").find("Read-only file system"),
+            std::string::npos);
+  out = Batch(
+      {"run", manifest, "--out", Out("shared"), "-c", "sandbox_workspace_write.shared_tmp=true"});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(Slurp(target), "untouched");
-  const std::string results = Slurp(Out() + "/results.jsonl");
+  const std::string results = Slurp(Out("shared") + "/results.jsonl");
   EXPECT_NE(results.find(R"("status":"failed","exit_code":0,"error_code":null,)"
                          R"("error":"cannot create changes.patch: File exists")"),
             std::string::npos)
