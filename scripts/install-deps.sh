@@ -94,8 +94,15 @@ stamp="${validators[*]} $sarif_package"
 [ "$(cat "$tools/stamp" 2>/dev/null)" = "$stamp" ] && exit 0
 echo "install-deps: installing the tests' npm tools into $tools" >&2
 rm -rf "$tools" && mkdir -p "$tools/npm" "$tools/sarif-schema"
-npm install --no-audit --no-fund --silent --prefix "$tools/npm" "${validators[@]}" </dev/null >&2
-(cd "$tools/sarif-schema" && npm pack --silent "$sarif_package" >/dev/null </dev/null &&
+npm_failed() {
+  echo "install-deps: npm could not install the tests' tools ($1; npm's error above): is the" \
+    "npm registry reachable from here (a proxy, or its CA in NODE_EXTRA_CA_CERTS)?" >&2
+  exit 1
+}
+npm install --no-audit --no-fund --loglevel=error --prefix "$tools/npm" "${validators[@]}" \
+  </dev/null >&2 || npm_failed "${validators[*]}"
+(cd "$tools/sarif-schema" && npm pack --loglevel=error "$sarif_package" >/dev/null </dev/null &&
   tar -xzf "$sarif_tarball" "$sarif_in_package" &&
-  mv "$sarif_in_package" sarif-schema-2.1.0.json && rm -rf package "$sarif_tarball")
+  mv "$sarif_in_package" sarif-schema-2.1.0.json && rm -rf package "$sarif_tarball") ||
+  npm_failed "$sarif_package"
 echo "$stamp" >"$tools/stamp"

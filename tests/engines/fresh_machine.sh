@@ -79,6 +79,16 @@ machine_options() {
     "--security-opt systempaths=unconfined"
 }
 
+# This site's network: the registries are reached through a proxy whose TLS CA the host
+# trusts (/usr/local/share/ca-certificates). A machine here has it as the host does, so the
+# container gets the same CAs, as a file NODE_EXTRA_CA_CERTS names (npm's client reads it);
+# apt uses plain HTTP. Nothing of the project is given this way.
+site_ca=""
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cat /usr/local/share/ca-certificates/*.crt >"$out/site-ca.pem"
+  site_ca=$out/site-ca.pem
+fi
+
 # run_machine MODE: one fresh container; its logs in $out/MODE.
 run_machine() {
   local mode=$1 dir=$out/$1
@@ -90,6 +100,8 @@ run_machine() {
   cat >"$dir/machine.sh" <<'SH'
 set -u
 mode=$1
+SITE=""
+[ -f /site-ca.pem ] && SITE="NODE_EXTRA_CA_CERTS=/site-ca.pem"
 cd /
 if [ "$mode" = user ]; then
   # The machine's admin gave the newcomer sudo; the newcomer runs the prerequisite with it.
@@ -98,12 +110,12 @@ if [ "$mode" = user ]; then
     echo 'newcomer ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/newcomer; } >/out/admin.log 2>&1 ||
     { echo "admin set-up failed" >/out/prereq.rc; exit 1; }
   as() { runuser -u newcomer -- env -i HOME=/home/newcomer USER=newcomer LOGNAME=newcomer \
-    PATH=/usr/local/bin:/usr/bin:/bin SHELL=/bin/bash bash -c "$1"; }
+    PATH=/usr/local/bin:/usr/bin:/bin SHELL=/bin/bash $SITE bash -c "$1"; }
   as "sudo sh -c \"\$(cat /out/prereq)\"" </dev/null >/out/prereq.out 2>/out/prereq.err
   echo $? >/out/prereq.rc
 else
   as() { env -i HOME=/root USER=root LOGNAME=root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    SHELL=/bin/bash bash -c "$1"; }
+    SHELL=/bin/bash $SITE bash -c "$1"; }
   bash -c "$(cat /out/prereq)" </dev/null >/out/prereq.out 2>/out/prereq.err
   echo $? >/out/prereq.rc
 fi
@@ -122,7 +134,8 @@ echo $? >/out/demo-check.rc
 SH
   local started=$SECONDS
   docker run --rm $(machine_options) --name "agentexec-fresh-$mode-$$" \
-    -v "$out/src.git:/src.git:ro" -v "$dir:/out" debian:12 bash /out/machine.sh "$mode" \
+    -v "$out/src.git:/src.git:ro" -v "$dir:/out" ${site_ca:+-v "$site_ca:/site-ca.pem:ro"} \
+    debian:12 bash /out/machine.sh "$mode" \
     >"$dir/docker.log" 2>&1
   local took=$((SECONDS - started))
   if [ "$(cat "$dir/prereq.rc" 2>/dev/null)" != 0 ]; then
