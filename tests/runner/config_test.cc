@@ -212,6 +212,8 @@ TEST_F(ConfigTest, ProjectCannotLoosenSandboxOrApproval) {
        "sandbox_workspace_write.exclude_slash_tmp", "true"},
       {"", "shell_environment_policy.ignore_default_excludes = true",
        "shell_environment_policy.ignore_default_excludes", "false"},
+      {"", "[sandbox_workspace_write]\nshared_tmp = true", "sandbox_workspace_write.shared_tmp",
+       "false"},
   };
   for (const LoosenCase& c : cases) {
     WriteFile(user_file(), c.user + "\n");
