@@ -33,17 +33,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the child reports through the close-on-exec pipe when it fails before execve.
-struct ChildFailure {
-  int err;
-  char step[96];
-};
-
-[[noreturn]] void ChildFail(int fd, const char* step, int err, int code) noexcept {
-  ChildFailure f{};
-  f.err = err;
-  for (size_t i = 0; step[i] != '\0' && i + 1 < sizeof f.step; ++i) f.step[i] = step[i];
-  [[maybe_unused]] ssize_t n = ::write(fd, &f, sizeof f);
+// What the child reports through the close-on-exec pipe when it fails before execve: its errno
+// and the step's text, whole (a step names a path, up to PATH_MAX), written until all is out;
+// the parent reads to EOF, which comes when the child exits.
+[[noreturn]] void ChildFail(int fd, const char* prefix, const char* step, int err,
+                            int code) noexcept {
+  char report[sizeof(int) + 16 + 4096 + 64];
+  size_t n = 0;
+  std::memcpy(report, &err, sizeof err);
+  n += sizeof err;
+  for (const char* part : {prefix, step}) {
+    for (size_t i = 0; part[i] != '\0' && n < sizeof report; ++i) report[n++] = part[i];
+  }
+  for (size_t done = 0; done < n;) {
+    const ssize_t w = ::write(fd, report + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
   ::_exit(code);
 }
 
@@ -53,14 +60,10 @@ struct ChildFailure {
   StepFailure failure;
   RunChecklist(plan, &failure);  // returns only when a step failed: execve is the last
   if (!failure.sandbox) {
-    ChildFail(fail_fd, failure.step, failure.err,
+    ChildFail(fail_fd, "", failure.step, failure.err,
               failure.step == kExecStep && failure.err == ENOENT ? 127 : 126);
   }
-  char buf[sizeof(ChildFailure::step)] = "sandbox: ";
-  size_t i = 9;
-  for (size_t k = 0; failure.step[k] != '\0' && i + 1 < sizeof buf; ++k) buf[i++] = failure.step[k];
-  buf[i] = '\0';
-  ChildFail(fail_fd, buf, failure.err, 126);
+  ChildFail(fail_fd, "sandbox: ", failure.step, failure.err, 126);
 }
 
 int PidfdOpen(pid_t pid) {
@@ -344,23 +347,28 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   if (watch) watch->Started();
   if (on_spawned) on_spawned(pid);
 
-  // EOF on the failure pipe means execve succeeded (close-on-exec).
-  ChildFailure failure{};
-  ssize_t got;
-  do {
-    got = ::read(fail_r.get(), &failure, sizeof failure);
-  } while (got < 0 && errno == EINTR);
-  if (got == static_cast<ssize_t>(sizeof failure)) {
+  // EOF at once on the failure pipe means execve succeeded (close-on-exec); a report is read
+  // to EOF, which comes when the child that failed exits.
+  std::string report;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = ::read(fail_r.get(), chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    report.append(chunk, static_cast<size_t>(got));
+  }
+  if (report.size() >= sizeof(int)) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     KillGroup(pid);
-    failure.step[sizeof failure.step - 1] = '\0';
-    spawned.failed_step = failure.step;
-    spawned.failed_errno = failure.err;
+    int err = 0;
+    std::memcpy(&err, report.data(), sizeof err);
+    spawned.failed_step = report.substr(sizeof err);
+    spawned.failed_errno = err;
     spawned.failure =
         SetupFailure(WIFEXITED(status) ? WEXITSTATUS(status) : 126,
-                     fmt::format("{}: {}", failure.step, std::strerror(failure.err)), start);
+                     fmt::format("{}: {}", spawned.failed_step, std::strerror(err)), start);
     return spawned;
   }
 
