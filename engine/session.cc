@@ -17,6 +17,7 @@
 #include "engine/tools/router.h"
 #include "engine/turn.h"
 #include "engine/uuid.h"
+#include "sandbox/placeholders.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
 #include "sandbox/private_tmp.h"
@@ -102,8 +103,10 @@ SessionResult FailBeforeTurn(SessionRun& run, ErrorCode code, std::string messag
 // The settled sandbox: the policy, the nested-repository search still under way, the prepared
 // sandbox (null when unrestricted), the warnings so far and how the kernel enforces it.
 struct SettledSandbox {
-  // First, so it goes last: the run's own /tmp is removed once every command is gone.
+  // First, so they go last: the run's own /tmp and the placeholders are removed once every
+  // command is gone.
   sandbox::PrivateTmp tmp;
+  sandbox::Placeholders placeholders;
   std::optional<sandbox::Policy> policy;
   std::unique_ptr<sandbox::NestedScan> nested;
   sandbox::PreparedPtr prepared;
@@ -295,7 +298,16 @@ void RunTheTurn(SessionRun& run, SettledSandbox& settled, TurnContext& turn, Mod
   auto complete_sandbox = [&]() -> Status {
     if (sandbox_complete) return {};
     if (Status found = settled.nested->Finish(&turn.sandbox); !found.ok()) return found;
-    if (settled.prepared) sandbox::UpdateCarveouts(*settled.prepared, turn.sandbox);
+    // The protected paths that do not exist yet, made before the first command so that none
+    // can be created by one (sandbox/placeholders.h).
+    std::vector<std::string> warnings;
+    settled.placeholders.Make(&turn.sandbox, &warnings);
+    for (const std::string& w : warnings) run.emitter.CompleteNew(ErrorItem{w});
+    if (settled.prepared) {
+      if (Status held = sandbox::UpdateCarveouts(*settled.prepared, turn.sandbox); !held.ok()) {
+        return held;
+      }
+    }
     sandbox_complete = true;
     return {};
   };

@@ -67,7 +67,12 @@ struct Config {
   bool network_access = false;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
-  bool shared_tmp = false;              // sandbox_workspace_write.shared_tmp
+  bool shared_tmp = false;  // sandbox_workspace_write.shared_tmp
+  // sandbox_workspace_write.protected_paths (sandbox::Settings::protected_paths, "~/" as given)
+  std::vector<std::string> protected_paths = {
+      ".vscode/",        ".idea/",        ".claude/",      ".envrc",   "~/.bashrc",
+      "~/.bash_profile", "~/.bash_login", "~/.profile",    "~/.zshrc", "~/.zshenv",
+      "~/.zprofile",     "~/.gitconfig",  "~/.config/git/"};
   bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*

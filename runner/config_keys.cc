@@ -76,6 +76,14 @@ bool AddsRoots(const ConfigValue& cur, const ConfigValue& next) {
   }
   return false;
 }
+// A list whose entries each protect something: dropping one loosens, adding one does not.
+bool DropsEntries(const ConfigValue& cur, const ConfigValue& next) {
+  const auto& want = std::get<std::vector<std::string>>(next);
+  for (const std::string& entry : std::get<std::vector<std::string>>(cur)) {
+    if (std::find(want.begin(), want.end(), entry) == want.end()) return true;
+  }
+  return false;
+}
 bool TrueIsLooser(const ConfigValue& cur, const ConfigValue& next) {
   return std::get<bool>(next) && !std::get<bool>(cur);
 }
@@ -293,6 +301,19 @@ const KeySpec kKeys[] = {
      Get<&Config::exclude_slash_tmp>,
      Set<&Config::exclude_slash_tmp>,
      FalseIsLooser},
+    {"sandbox_workspace_write.protected_paths",
+     K::kStringList,
+     "[\".vscode/\", \".idea/\", \".claude/\", \".envrc\", \"~/.bashrc\", \"~/.bash_profile\", "
+     "\"~/.bash_login\", \"~/.profile\", \"~/.zshrc\", \"~/.zshenv\", \"~/.zprofile\", "
+     "\"~/.gitconfig\", \"~/.config/git/\"]",
+     "workspace-write: paths other tools run or read without asking, kept read-only inside the "
+     "writable roots whether or not they exist (a name: at the top of every root; ~/: in the "
+     "home; a trailing / marks a directory). A project config may only add to the list.",
+     {},
+     kNoFlags,
+     Get<&Config::protected_paths>,
+     Set<&Config::protected_paths>,
+     DropsEntries},
     {"sandbox_workspace_write.shared_tmp",
      K::kBool,
      "false",

@@ -304,6 +304,15 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
   sb.exclude_tmpdir_env_var = config.exclude_tmpdir_env_var;
   sb.exclude_slash_tmp = config.exclude_slash_tmp;
   sb.shared_tmp = config.shared_tmp;
+  // "~/" is the home of the user agentexec runs as; without one, such entries protect nothing.
+  const char* home = std::getenv("HOME");
+  for (const std::string& entry : config.protected_paths) {
+    if (entry.rfind("~/", 0) != 0) {
+      sb.protected_paths.push_back(entry);
+    } else if (home != nullptr && home[0] == '/') {
+      sb.protected_paths.push_back(std::string(home) + entry.substr(1));
+    }
+  }
   sb.require_full_isolation = config.require_full_isolation;
   sb.read_only_dirs = config.homes;
   return sb;

@@ -1,10 +1,12 @@
 #include "sandbox/mounts.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -253,6 +255,13 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
         AddUniquePath(plan.writable_roots, root.substr(0, slash));
       }
     }
+    // The directories between a root and a protected path (Policy::pinned), pinned the same
+    // way: a command cannot rename one to take the protected path along and make a new one.
+    for (const std::string& dir : policy.pinned) {
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        AddUniquePath(plan.writable_roots, dir);
+    }
     std::stable_sort(
         plan.writable_roots.begin(), plan.writable_roots.end(),
         [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
@@ -291,8 +300,20 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
   for (const std::string& carveout : plan.carveouts) {
     plan.carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
     HeldCarveout& held = plan.held.emplace_back();
-    if (plan.held.size() > kMaxHeldCarveouts) continue;
     held.fd = HoldPath(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const int hold_errno = errno;
+    if (!held.fd.valid() && (hold_errno == EMFILE || hold_errno == ENFILE) &&
+        plan.hold_error.empty()) {
+      struct rlimit limit {};
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+      plan.hold_error = fmt::format(
+          "sandbox: {} read-only paths are held open, one descriptor each, and {} ({}): {} "
+          "cannot be held; raise the open-file limit (ulimit -n, now {}) and run again",
+          policy.read_only_carveouts.size(),
+          hold_errno == EMFILE ? "the open-file limit is reached"
+                               : "the system's file table is full",
+          std::strerror(hold_errno), carveout, static_cast<unsigned long long>(limit.rlim_cur));
+    }
     struct stat st;
     if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
       held.fd.reset();  // absent now: protected by path when it appears

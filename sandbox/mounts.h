@@ -21,7 +21,7 @@ namespace ae::sandbox {
 // finds it there (its /proc/self/fd link names where it is now), opens that path again in the
 // new mount namespace and mounts the read-only copy onto what it opened when (dev, ino) match.
 struct HeldCarveout {
-  Fd fd;  // O_PATH|O_NOFOLLOW|O_CLOEXEC; -1: absent at Prepare, or beyond kMaxHeldCarveouts
+  Fd fd;  // O_PATH|O_NOFOLLOW|O_CLOEXEC; -1: absent at Prepare
   dev_t dev = 0;
   ino_t ino = 0;
   std::string fd_link;  // "/proc/self/fd/<fd>", made here so the child need not format
@@ -31,12 +31,14 @@ struct HeldCarveout {
 // that the sandbox refused the command anything (denial.cc).
 inline constexpr std::string_view kCarveoutStep = "make read-only ";
 
-// Each held carve-out costs agentexec one descriptor for the session; beyond this many (a
-// /tmp full of repositories) the rest are protected by path only, as before.
-constexpr size_t kMaxHeldCarveouts = 512;
-
+// Each held carve-out costs agentexec one descriptor for the session, with no count limit:
+// one that cannot be held for want of descriptors (EMFILE, ENFILE) is never left protected by
+// path alone; the plan says so (MountPlan::hold_error) and the run fails closed.
 struct MountPlan {
   bool enabled = false;
+  // Why a carve-out that exists could not be held (the open-file limit): the sandbox cannot be
+  // what the policy asks, so Prepare and UpdateCarveouts fail with this. Empty: all held.
+  std::string hold_error;
   bool new_user_ns = false;  // no CAP_SYS_ADMIN here: unshare a user namespace as well
   // Also unshare a PID namespace (sandbox/containment.h); its init mounts a fresh /proc
   // (MountProc) so pids the command sees and /proc agree.

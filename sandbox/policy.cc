@@ -177,6 +177,70 @@ void AddNested(Policy* policy, const std::vector<std::string>& found) {
   }
 }
 
+// The writable root `path` lies strictly below (the innermost), or "".
+std::string RootAbove(const Policy& policy, const std::string& path) {
+  std::string best;
+  for (const std::string& root : policy.writable_roots) {
+    if (root != path && IsUnder(path, root) && root.size() > best.size()) best = root;
+  }
+  return best;
+}
+
+// A protected path: read-only wherever it lies inside a writable root, whether or not it
+// exists; missing, it is made empty before the first command (a placeholder), and every
+// directory between its root and it is pinned. Symlinks are resolved as for any carve-out.
+void Protect(Policy* policy, CarveoutList& carveouts, const std::string& given, bool directory,
+             bool home) {
+  const std::string normal = NormalizePath(given);
+  for (const std::string& path : {normal, ResolvePath(normal)}) {
+    const std::string root = RootAbove(*policy, path);
+    if (root.empty()) continue;
+    AddCarveout(carveouts, normal);
+    for (size_t slash = path.find('/', root.size() + 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      AddUnique(policy->pinned, path.substr(0, slash));
+    }
+    if (!Exists(path)) {
+      bool listed = false;
+      for (const Policy::Placeholder& p : policy->placeholders) listed = listed || p.path == path;
+      if (!listed) policy->placeholders.push_back({path, directory, home});
+    }
+    return;
+  }
+}
+
+// `.agentexec/` and `.codex/` at the top of every root, the homes (agentexec's and codex's)
+// under whatever name, and sandbox_workspace_write.protected_paths.
+void AddProtectedPaths(const Settings& settings, Policy* policy, CarveoutList& carveouts) {
+  std::vector<std::string> entries = {".agentexec/", ".codex/"};
+  entries.insert(entries.end(), settings.protected_paths.begin(), settings.protected_paths.end());
+  const std::vector<std::string> roots = policy->writable_roots;
+  for (const std::string& entry : entries) {
+    if (entry.empty() || entry == "/") continue;
+    const bool directory = entry.back() == '/';
+    const std::string path = directory ? entry.substr(0, entry.size() - 1) : entry;
+    if (path.front() == '/') {
+      // A home's dotfile (~/.bashrc, ~/.gitconfig): its placeholder is an empty file, which
+      // the shell or git that reads it takes as it is.
+      Protect(policy, carveouts, path, directory, false);
+      continue;
+    }
+    // At the top of a root a missing file's placeholder is an empty directory: no file can be
+    // made at that name, and git does not see it (an empty `.envrc` file would be in a commit
+    // the agent makes).
+    for (const std::string& root : roots) {
+      // The run's own /tmp is gone when the run ends: nothing in it reaches another run.
+      if (root == policy->private_tmp) continue;
+      Protect(policy, carveouts, JoinPath(root, path), true, false);
+    }
+  }
+  // A home that is a root itself, or holds one, was given as writable by the user.
+  for (const std::string& dir : settings.read_only_dirs) {
+    if (dir.empty() || dir.front() != '/') continue;
+    Protect(policy, carveouts, dir, true, true);
+  }
+}
+
 }  // namespace
 
 bool WantsPrivateTmp(const Settings& settings) {
@@ -252,25 +316,8 @@ Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::str
   for (const std::string& dir : settings.add_dirs) add_optional(dir, "--add-dir");
 
   CarveoutList carveouts(&policy.read_only_carveouts);
-  for (const std::string& writable : policy.writable_roots) {
-    AddGitCarveouts(carveouts, writable);
-    AddCarveout(carveouts, JoinPath(writable, ".agentexec"));
-  }
-  // agentexec's home (and codex's) below a root, under whatever name: listed whether or not
-  // they exist yet, like `<root>/.agentexec`. One that is a root itself, or holds one, was
-  // given as writable by the user.
-  for (const std::string& dir : settings.read_only_dirs) {
-    if (dir.empty() || dir.front() != '/') continue;
-    const std::string normal = NormalizePath(dir);
-    const std::string resolved = ResolvePath(normal);
-    for (const std::string& writable : policy.writable_roots) {
-      if ((normal != writable && IsUnder(normal, writable)) ||
-          (resolved != writable && IsUnder(resolved, writable))) {
-        AddCarveout(carveouts, normal);
-        break;
-      }
-    }
-  }
+  for (const std::string& writable : policy.writable_roots) AddGitCarveouts(carveouts, writable);
+  AddProtectedPaths(settings, &policy, carveouts);
   // Every git dir git would use: the repository the working directory is in (its root may be
   // above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
   // roots. Those outside every writable root are read-only anyway.

@@ -30,6 +30,12 @@ struct Settings {
   // sandbox_workspace_write.shared_tmp: commands get the host's /tmp and $TMPDIR (as codex's
   // do) instead of the run's own (sandbox/private_tmp.h), which the caller makes otherwise.
   bool shared_tmp = false;
+  // sandbox_workspace_write.protected_paths: paths another tool runs or reads without asking
+  // (an editor's tasks, another agent's hooks, direnv, a shell's start-up files), kept
+  // read-only wherever they lie inside a writable root, existing or not. A relative entry
+  // names a path at the top of every writable root, an absolute one (the caller expands "~/")
+  // itself; a trailing '/' marks a directory. `.agentexec/` and `.codex/` are always added.
+  std::vector<std::string> protected_paths;
   // The run's own /tmp on the host (a PrivateTmp's path), made by the caller; empty: none.
   // With it, neither the host's /tmp nor $TMPDIR is a writable root.
   std::string private_tmp;
@@ -61,6 +67,19 @@ struct Policy {
   // writes (ConfinedFs) refuse to pass through them under whatever name a command has since
   // renamed a parent to, as the mount layer does for commands (HeldCarveout).
   std::vector<std::pair<dev_t, ino_t>> carveout_ids;
+  // Protected paths (Settings::protected_paths, the homes in read_only_dirs) inside a writable
+  // root that did not exist when the policy was built: each is made empty before the first
+  // command (sandbox/placeholders.h) so that it is a read-only carve-out a command cannot
+  // create, and removed again at the end while still empty (the homes are kept, 0700).
+  struct Placeholder {
+    std::string path;
+    bool directory = true;  // false: an empty file (an absolute file entry: a home's dotfile)
+    bool home = false;      // agentexec's or codex's home: made 0700 and kept
+  };
+  std::vector<Placeholder> placeholders;
+  // The directories between a writable root and a protected path below it: each is its own
+  // mount in a command's namespace, so none can be renamed to take a protected path along.
+  std::vector<std::string> pinned;
   bool network_access = false;
   bool require_full_isolation = false;  // Settings::require_full_isolation
   // The run's own /tmp on the host (Settings::private_tmp, canonical; also a writable root),

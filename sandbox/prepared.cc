@@ -31,6 +31,7 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   }
   prepared->mounts = BuildMountPlan(policy, options.mount_namespace,
                                     options.mount_namespace && options.pid_namespace);
+  if (!prepared->mounts.hold_error.empty()) return MakeError(prepared->mounts.hold_error);
   // Test hook (docs/SANDBOX.md "Test hooks"); acts only in commands' set-up (ApplyMountPlan).
   if (const char* vanish = std::getenv("AGENTEXEC_SANDBOX_FAKE_VANISH")) {
     prepared->mounts.fake_vanish = vanish;
@@ -69,15 +70,17 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   return prepared;
 }
 
-void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy) {
-  if (!prepared.enforce) return;
+Status UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy) {
+  if (!prepared.enforce) return {};
   // Only the mount plan and the watch's view of the policy hold carve-outs; the plan's other
   // findings are made again from the same policy and host.
   MountPlan mounts = BuildMountPlan(policy, prepared.mounts.enabled, prepared.mounts.new_pid_ns);
+  if (!mounts.hold_error.empty()) return MakeError(mounts.hold_error);
   mounts.fake_vanish = std::move(prepared.mounts.fake_vanish);
   prepared.mounts = std::move(mounts);
   prepared.watch.policy = policy;
   prepared.watch.carveouts = prepared.mounts.carveouts;
+  return {};
 }
 
 std::string CommandTmpdir(const PreparedSandbox& prepared) {

@@ -36,8 +36,9 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
 
 // Gives `prepared` the carve-outs of `policy`: the policy it was prepared from, completed
 // since with the nested repositories a NestedScan found (policy.h). Every later command gets
-// them; not while a command is being set up from `prepared`.
-void UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy);
+// them; not while a command is being set up from `prepared`. An error when one cannot be held
+// open (the open-file limit): `prepared` is then unchanged and must confine nothing more.
+Status UpdateCarveouts(PreparedSandbox& prepared, const Policy& policy);
 
 // What a command confined by `prepared` gets as $TMPDIR when the policy gives the run its own
 // /tmp: "/tmp" where the mount namespace puts it there, else its path on the host; "" when

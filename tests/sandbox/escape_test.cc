@@ -287,6 +287,9 @@ class EscapeSuite : public ::testing::Test {
     ::removexattr((ws_ + "/tool").c_str(), "security.capability");
     ::unlink((ws_ + "/newsuid").c_str());
     ::unlink((base_ + "/planted").c_str());
+    ::rmdir((ws_ + "/.codex").c_str());
+    ::rmdir((ws_ + "/.vscode").c_str());
+    ::unlink((ws_ + "/.envrc").c_str());
     for (const char* hook : {"/parent/.git/hooks/pre-commit", "/ws/nested/.git/hooks/pre-commit",
                              "/ws/gfstore/hooks/pre-commit", "/parent/.agentexec/new.toml"}) {
       ::unlink((base_ + hook).c_str());
@@ -388,6 +391,17 @@ class EscapeSuite : public ::testing::Test {
       move.extra = {"-c", "sandbox_workspace_write.exclude_slash_tmp=false", "-c",
                     "sandbox_workspace_write.shared_tmp=true"};
       list.push_back(move);
+    }
+    // Names another program reads or runs without asking, where none exists yet: the next
+    // run's project config (codex's), an editor's tasks, direnv's file. Made read-only before
+    // the first command (sandbox/placeholders.h), which only the mount namespace enforces.
+    for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"create .codex where none exists", {"mkdir", ws_ + "/.codex"}},
+             {"create .vscode where none exists", {"mkdir", ws_ + "/.vscode"}},
+             {"create .envrc where none exists", {"create", ws_ + "/.envrc"}}}) {
+      Attempt a{name, "workspace-write", args, true};
+      a.channel = "protected before they exist";
+      list.push_back(a);
     }
     // The run's own /tmp (the default): the host's /tmp, where the workspace's scratch
     // directory, other runs, batch tasks and users leave their files, is out of reach, however
