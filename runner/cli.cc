@@ -156,6 +156,9 @@ const OptionSpec kOptions[] = {
     {"--print-config", "", Section::kConfig,
      "Print each effective setting and its source, then exit",
      [](Given& g) -> Field { return &g.args.print_config; }},
+    {"--print-writable-roots", "", Section::kSandbox,
+     "Print the paths this run's commands could write, then exit",
+     [](Given& g) -> Field { return &g.args.print_writable_roots; }, kSandboxToo},
 
     {"-C,--cd", "DIR", Section::kRun, "Work in DIR", [](Given& g) -> Field { return &g.args.cd; }},
     {"--skip-git-repo-check", "", Section::kRun, "Allow running outside a git repository",
@@ -277,7 +280,9 @@ Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
     return UnexpectedArgument(command.front(), kSandboxUsage);
   }
   if (Status ok = SetSandboxMode(given.sandbox, args, kSandboxUsage); !ok.ok()) return ok.error();
-  if (command.empty()) return UsageError("'sandbox' needs a COMMAND to run", kSandboxUsage);
+  if (command.empty() && !args.print_writable_roots) {
+    return UsageError("'sandbox' needs a COMMAND to run", kSandboxUsage);
+  }
   args.sandbox_command = std::move(command);
   return args;
 }

@@ -78,6 +78,9 @@ struct CliArgs {
   std::optional<int64_t> max_tokens;       // --max-tokens N (> 0)
   std::optional<int64_t> timeout_ms;       // --timeout DURATION
   bool print_config = false;
+  // --print-writable-roots: the host paths the run's commands could write, one a line, then
+  // exit 0 (the CI wrappers keep their own files outside all of them).
+  bool print_writable_roots = false;
   bool progress = false;  // --progress: item.updated for running commands (--json)
 };
 

@@ -37,6 +37,7 @@ int Main(int argc, char** argv) {
     std::fputs(args->version_text->c_str(), stdout);
     return 0;
   }
+  if (args->print_writable_roots) return ae::PrintWritableRoots(*args);
   if (args->sandbox_command) return ae::RunSandboxCommand(*args);
   return ae::RunExec(*args);
 }

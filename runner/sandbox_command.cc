@@ -31,6 +31,7 @@
 #include "runner/exit_code.h"
 #include "runner/session_config.h"
 #include "sandbox/containment.h"
+#include "sandbox/placeholders.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
@@ -223,7 +224,7 @@ bool ForkAndPump(const std::vector<int>& pump) {
 // ends as the child did. Returns true in the child.
 constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp) {
+bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placeholders) {
   sigset_t passed, old;
   ::sigemptyset(&passed);
   for (int sig : kPassedOn) ::sigaddset(&passed, sig);
@@ -236,7 +237,8 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp) {
     // Killing agentexec (the pid the caller knows) ends the command's whole tree.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
-    tmp.Release();  // the parent removes it
+    tmp.Release();  // the parent removes them
+    placeholders.Release();
     return true;
   }
   Fd signals(::signalfd(-1, &passed, SFD_CLOEXEC));
@@ -256,6 +258,7 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  placeholders.RemoveAll();
   if (std::string left = tmp.Remove(); !left.empty()) PrintLine("warning: " + left);
   std::fflush(nullptr);
   if (WIFSIGNALED(status)) {
@@ -268,6 +271,26 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp) {
 
 }  // namespace
 
+int PrintWritableRoots(const CliArgs& args) {
+  const Environment env = Environment::FromProcess();
+  Result<LoadedLayers> layers = LoadLayers(args, env);
+  if (!layers.ok()) return FailWith(ExitCode::kUsage, layers.message());
+  sandbox::Settings settings =
+      SandboxSettingsFrom(layers->config, layers->cwd, env.cwd, args.add_dirs);
+  if (sandbox::WantsPrivateTmp(settings)) {
+    // Neither the host's /tmp nor $TMPDIR is a root of such a run.
+    settings.exclude_slash_tmp = true;
+    settings.exclude_tmpdir_env_var = true;
+  }
+  Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, layers->cwd);
+  if (!policy.ok()) return FailWith(ExitCode::kSandboxUnavailable, policy.message());
+  std::string out;
+  if (policy->unrestricted()) out = "/\n";
+  for (const std::string& root : policy->writable_roots) out += root + "\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 int RunSandboxCommand(const CliArgs& args) {
   const Environment env = Environment::FromProcess();
   Result<LoadedLayers> layers = LoadLayers(args, env);
@@ -278,6 +301,7 @@ int RunSandboxCommand(const CliArgs& args) {
   std::vector<std::string> command = *args.sandbox_command;
   const int unavailable = ToInt(ExitCode::kSandboxUnavailable);
   sandbox::PrivateTmp tmp;
+  sandbox::Placeholders placeholders;
   if (sandbox::WantsPrivateTmp(settings)) {
     Result<sandbox::PrivateTmp> made = sandbox::PrivateTmp::Create();
     if (!made.ok()) {
@@ -309,6 +333,9 @@ int RunSandboxCommand(const CliArgs& args) {
       PrintLine(found.message());
       return unavailable;
     }
+    std::vector<std::string> warnings;
+    placeholders.Make(&*policy, &warnings);
+    for (const std::string& warning : warnings) PrintLine("warning: " + warning);
     for (const std::string& warning : report->warnings) PrintLine(warning);
     sandbox::PrepareOptions options;
     options.mount_namespace = report->mount_namespace;
@@ -321,7 +348,9 @@ int RunSandboxCommand(const CliArgs& args) {
     if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
     if (const std::string tmpdir = sandbox::CommandTmpdir(**prepared); !tmpdir.empty()) {
       ::setenv("TMPDIR", tmpdir.c_str(), 1);
-      if (!ForkToRemoveAfter(tmp)) {
+    }
+    if (!tmp.path().empty() || !policy->placeholders.empty()) {
+      if (!ForkToRemoveAfter(tmp, placeholders)) {
         PrintLine(fmt::format("agentexec sandbox: cannot fork: {}", std::strerror(errno)));
         return unavailable;
       }

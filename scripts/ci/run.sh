@@ -94,13 +94,24 @@ safe_git() {
 
 # PATH is ROOT or lies below it (both absolute and resolved; ROOT "/" holds everything).
 under() { local root=${2%/}; [ "$1" = "$2" ] || [[ "$1" == "$root"/* ]]; }
-# The directories a confined command can write: the working directory (and its repository),
-# /tmp, $TMPDIR, and the job's workspace.
-roots=("$(pwd -P)" /tmp)
-for r in "${TMPDIR:-}" "${CI_PROJECT_DIR:-}" "${GITHUB_WORKSPACE:-}" \
-         "$(safe_git . rev-parse --show-toplevel 2>/dev/null || true)"; do
-  [ -n "$r" ] && roots+=("$(realpath -m -- "$r")")
-done
+# The options that decide what commands may write (the mode, --add-dir, -c, a profile),
+# given to agentexec, which says which paths a run with them lets its commands write
+# (--print-writable-roots): the directories below keep out of all of them. No list of ours.
+cfg=() extra=()
+[ -n "${INPUT_SANDBOX:-}" ] && cfg+=(-s "$INPUT_SANDBOX")
+if [ -n "${INPUT_ARGS:-}" ]; then
+  # Split like a shell, quotes honoured, nothing expanded or executed (xargs, not eval).
+  split=$(printf '%s' "$INPUT_ARGS" | xargs -n1 printf '%s\n') ||
+    die "args: cannot split (unbalanced quotes?): $INPUT_ARGS"
+  mapfile -t extra <<<"$split"
+fi
+roots_text=$("$bin" --print-writable-roots "${cfg[@]}" "${extra[@]}" </dev/null) ||
+  die "agentexec cannot say which paths this run may write (its error above); not running"
+roots=()  # none under read-only
+[ -z "$roots_text" ] || mapfile -t roots <<<"$roots_text"
+# Under danger-full-access ("/") commands can write anywhere the user can: no directory is out
+# of their reach, so the directory below is only kept out of the workspace as before.
+[ "${roots[*]}" = / ] && roots=("$(pwd -P)")
 reachable() {
   local r
   for r in "${roots[@]}"; do under "$1" "$r" && return 0; done
@@ -133,8 +144,7 @@ fi
 
 # Human progress on stderr, live in the job log; the JSONL stream into the private directory.
 : >"$events"
-args=(--events-file "$events" -o "$out/final-message.md")
-[ -n "${INPUT_SANDBOX:-}" ] && args+=(-s "$INPUT_SANDBOX")
+args=(--events-file "$events" -o "$out/final-message.md" "${cfg[@]}")
 [ -n "${INPUT_APPROVAL:-}" ] && args+=(-a "$INPUT_APPROVAL")
 [ -n "${INPUT_MODEL:-}" ] && args+=(-m "$INPUT_MODEL")
 [ -n "${INPUT_MAX_TURNS:-}" ] && args+=(--max-turns "$INPUT_MAX_TURNS")
@@ -147,13 +157,7 @@ if [ -n "${INPUT_OUTPUT_SCHEMA:-}" ]; then
   fi
   args+=(--output-schema "$schema")
 fi
-if [ -n "${INPUT_ARGS:-}" ]; then
-  # Split like a shell, quotes honoured, nothing expanded or executed (xargs, not eval).
-  split=$(printf '%s' "$INPUT_ARGS" | xargs -n1 printf '%s\n') ||
-    die "args: cannot split (unbalanced quotes?): $INPUT_ARGS"
-  mapfile -t extra <<<"$split"
-  args+=("${extra[@]}")
-fi
+[ -n "${INPUT_ARGS:-}" ] && args+=("${extra[@]}")
 [ -n "${INPUT_BASE_URL:-}" ] && export OPENAI_BASE_URL="$INPUT_BASE_URL"
 # The key goes to AGENTEXEC_API_KEY (which agentexec prefers over OPENAI_API_KEY) in
 # agentexec's environment only, read from descriptor 3 by the subshell that becomes agentexec
