@@ -35,10 +35,11 @@ bool OpenUp(int parent, const std::string& name) {
 // (which a command may have taken away) restored; -1 and errno otherwise.
 Fd OpenOwnDir(int parent, const std::string& name, struct stat* st) {
   Fd dir(::openat(parent, name.c_str(), kDirFlags));
-  if (!dir && errno == EACCES && OpenUp(parent, name)) dir.reset(::openat(parent, name.c_str(), kDirFlags));
-  if (!dir || ::fstat(dir.get(), st) != 0) return Fd();
+  if (!dir && errno == EACCES && OpenUp(parent, name))
+    dir.reset(::openat(parent, name.c_str(), kDirFlags));
+  if (!dir || ::fstat(dir.get(), st) != 0) return {};
   if ((st->st_mode & 0700) != 0700 && ::fchmod(dir.get(), (st->st_mode & 07777) | 0700) != 0) {
-    return Fd();
+    return {};
   }
   return dir;
 }

@@ -429,6 +429,10 @@ class Batch {
       : options_(options), self_(std::move(self)), env_(ProcessEnv()) {}
   // The batch's one copy of the credentials, zeroed once no task can start any more.
   ~Batch() { WipeStrings(env_); }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  Batch(Batch&&) = delete;
+  Batch& operator=(Batch&&) = delete;
 
   Status Prepare(size_t total);
   int Run(ManifestReader& reader, const Shard& shard,

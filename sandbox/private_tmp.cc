@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "base/fd.h"
@@ -23,12 +24,9 @@ Result<PrivateTmp> PrivateTmp::Create(const std::string& parent) {
         "sandbox_workspace_write.shared_tmp = true to give commands the host's /tmp",
         parent, std::strerror(errno), parent));
   }
-  char* resolved = ::realpath(tmpl.c_str(), nullptr);
-  if (resolved != nullptr) {
-    tmpl = resolved;
-    std::free(resolved);
-  }
-  return PrivateTmp(std::move(tmpl));
+  std::error_code ec;
+  std::string canonical = std::filesystem::canonical(tmpl, ec).string();
+  return PrivateTmp(ec ? std::move(tmpl) : std::move(canonical));
 }
 
 PrivateTmp::PrivateTmp(PrivateTmp&& other) noexcept : path_(std::exchange(other.path_, {})) {}
@@ -41,7 +39,9 @@ PrivateTmp& PrivateTmp::operator=(PrivateTmp&& other) noexcept {
   return *this;
 }
 
-PrivateTmp::~PrivateTmp() { Remove(); }
+PrivateTmp::~PrivateTmp() {
+  Remove();
+}
 
 std::string PrivateTmp::Remove() {
   if (path_.empty()) return "";

