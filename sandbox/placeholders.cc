@@ -22,7 +22,9 @@ Placeholders& Placeholders::operator=(Placeholders&& other) noexcept {
   return *this;
 }
 
-Placeholders::~Placeholders() { RemoveAll(); }
+Placeholders::~Placeholders() {
+  RemoveAll();
+}
 
 void Placeholders::Make(Policy* policy, std::vector<std::string>* warnings) {
   for (const Policy::Placeholder& wanted : policy->placeholders) {
@@ -47,7 +49,8 @@ void Placeholders::Make(Policy* policy, std::vector<std::string>* warnings) {
     int made = -1;
     if (ok) {
       if (file) {
-        Fd fd(::open(wanted.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        Fd fd(::open(wanted.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                     0644));
         made = fd.valid() ? 0 : -1;
       } else {
         made = ::mkdir(wanted.path.c_str(), wanted.home ? 0700 : 0755);
@@ -68,15 +71,17 @@ void Placeholders::Make(Policy* policy, std::vector<std::string>* warnings) {
 }
 
 void Placeholders::RemoveAll() {
-  for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+  // Deepest first: a placeholder before the directories made above it.
+  for (size_t i = made_.size(); i-- > 0;) {
+    const Made& made = made_[i];
     struct stat st {};
-    if (::lstat(it->path.c_str(), &st) != 0 || st.st_dev != it->dev || st.st_ino != it->ino) {
+    if (::lstat(made.path.c_str(), &st) != 0 || st.st_dev != made.dev || st.st_ino != made.ino) {
       continue;
     }
-    if (it->directory) {
-      ::rmdir(it->path.c_str());  // fails, and keeps it, when something is in it
+    if (made.directory) {
+      ::rmdir(made.path.c_str());  // fails, and keeps it, when something is in it
     } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
-      ::unlink(it->path.c_str());
+      ::unlink(made.path.c_str());
     }
   }
   made_.clear();
