@@ -139,6 +139,18 @@ bool ReopenStdio(const StdioPlan& plan) {
   return true;
 }
 
+// fork(2) for the process that goes on to run the command: in the child (0) it dies with this
+// process, since killing agentexec (the pid the caller knows) ends the command's whole tree.
+pid_t ForkTiedToUs() {
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0 && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) {
+    ::_exit(126);
+  }
+  return child;
+}
+
 // Forks; the child returns (to confine itself and run the command) with a pipe on each
 // descriptor of `pump`; this process copies what arrives to the caller's descriptors until the
 // child has exited and its pipes are drained, then exits as the child did. Returns false when
@@ -166,13 +178,9 @@ bool ForkAndPump(const std::vector<int>& pump) {
     if (::pipe2(p, O_CLOEXEC) != 0) return false;
     pipes.push_back({fd, Fd(p[0]), Fd(p[1]), {}});
   }
-  const pid_t parent = ::getpid();
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
+  const pid_t child = ForkTiedToUs();
   if (child < 0) return false;
   if (child == 0) {
-    // Killing agentexec (the pid the caller knows) ends the command's whole tree.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     for (Pipe& p : pipes) {
       if (::dup2(p.write_end.get(), p.target) < 0) ::_exit(126);
       for (int fd : p.also) {
@@ -229,13 +237,9 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placehol
   ::sigemptyset(&passed);
   for (int sig : kPassedOn) ::sigaddset(&passed, sig);
   if (::sigprocmask(SIG_BLOCK, &passed, &old) != 0) return false;
-  const pid_t parent = ::getpid();
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
+  const pid_t child = ForkTiedToUs();
   if (child < 0) return false;
   if (child == 0) {
-    // Killing agentexec (the pid the caller knows) ends the command's whole tree.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     tmp.Release();  // the parent removes them
     placeholders.Release();

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ namespace fs = std::filesystem;
 
 class IsolationTest : public ::testing::Test {
  protected:
-  RunOutput Exec(const std::string& turns_json, std::vector<std::string> extra = {}) {
+  RunOutput Exec(const std::string& turns_json, std::vector<std::string> extra = {},
+                 const std::map<std::string, std::string>& env = {}) {
     const std::string script = ws_.WriteFile("turns.json", turns_json);
     std::vector<std::string> args{"-c",
                                   "model_provider=scripted",
@@ -34,7 +36,7 @@ class IsolationTest : public ::testing::Test {
     args.push_back("go");
     RunOptions options;
     options.cwd = ws_.repo();
-    options.env = ws_.Env();
+    options.env = ws_.Env(env);
     RunOutput out = RunAgentexec(args, options);
     EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
     return out;
@@ -228,22 +230,8 @@ TEST_F(IsolationTest, OtherToolsAutoRunFilesAreReadOnly) {
       "mkdir -p .vscode .claude; echo '{}' > .vscode/tasks.json; echo '{}' > "
       ".claude/settings.json; echo 'curl x' > .envrc; echo 'curl x' >> home/.bashrc; true";
   ASSERT_EQ(std::system(("mkdir -p '" + ws_.repo() + "/home'").c_str()), 0);
-  const std::string script = ws_.WriteFile("turns.json", Turns({attack}));
-  auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args{"-c",
-                                  "model_provider=scripted",
-                                  "-c",
-                                  "model_providers.scripted.script=\"" + script + "\"",
-                                  "--json",
-                                  "-s",
-                                  "workspace-write"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back("go");
-    RunOptions options;
-    options.cwd = ws_.repo();
-    options.env = ws_.Env({{"HOME", ws_.repo() + "/home"}});
-    return RunAgentexec(args, options);
-  };
+  const std::map<std::string, std::string> home = {{"HOME", ws_.repo() + "/home"}};
+  auto run = [&](std::vector<std::string> extra) { return Exec(Turns({attack}), extra, home); };
   RunOutput out = run({});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   for (const char* planted : {".vscode/tasks.json", ".claude/settings.json", "home/.bashrc"}) {
