@@ -283,9 +283,9 @@ class EntrypointTest(unittest.TestCase):
 
     def test_becomes_the_workspace_owner_with_a_private_home(self):
         if os.geteuid() != 0:
-            support.skip("dropping to the workspace's owner needs root")
+            self.skipTest("dropping to the workspace's owner needs root")
         if shutil.which("setpriv") is None:
-            support.skip("no setpriv (util-linux)")
+            self.skipTest("no setpriv (util-linux)")
         subprocess.run(["chown", "-R", "1001:1001", self.repo], check=True)
         turns = support.write_turns(os.path.join(self.tmp, "turns.json"), [
             {"items": [{"type": "custom_tool_call", "name": "apply_patch",

@@ -48,7 +48,7 @@ class ManPageTest(unittest.TestCase):
 
     def test_every_option_of_the_help_is_on_the_page(self):
         if not shutil.which("man"):
-            support.skip("man (man-db) is not installed")
+            self.skipTest("man (man-db) is not installed")
         page = man(PAGE, "-E", "ascii", width="1000")
         self.assertEqual(page.returncode, 0, page.stderr)
         text = page.stdout
@@ -82,7 +82,7 @@ class ManPageTest(unittest.TestCase):
 
     def test_man_renders_it_without_a_warning(self):
         if not shutil.which("man"):
-            support.skip("man (man-db) is not installed")
+            self.skipTest("man (man-db) is not installed")
         lint = ["--warnings", "-E", "UTF-8", "-Tutf8", "-Z"]
         # A page with a broken request is reported, so a clean run means something.
         broken = os.path.join(self.tmp, "broken.1")

@@ -18,6 +18,8 @@ SKIP = 77  # ctest SKIP_RETURN_CODE
 
 
 def skip(reason):
+    """Skips the whole file (ctest's SKIP_RETURN_CODE): for a module or setUpClass. Inside a
+    test method unittest takes the SystemExit for an error: use self.skipTest there."""
     print(f"SKIPPED: {reason}", flush=True)
     sys.exit(SKIP)
 
