@@ -80,6 +80,16 @@ class BatchTest : public ::testing::Test {
 
   std::string Out(const std::string& name = "out") { return ws_.root() + "/" + name; }
 
+  // Repositories alpha and beta, each a task under danger-full-access; the manifest's path.
+  std::string TwoUnconfinedTasks() {
+    MakeRepo("alpha");
+    MakeRepo("beta");
+    return ws_.WriteFile(
+        "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
+{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
+)");
+  }
+
   Workspace ws_;
   std::string script_;
 };
@@ -765,12 +775,7 @@ TEST_F(BatchTest, ATasksCommandFindsNoCredentialInBatchsMemory) {
   }
   const std::string key = "test-batch-key-" + RandomHex(16);  // the server logs "Bearer test..."
   const std::string token = "ghp_" + RandomHex(18);
-  MakeRepo("alpha");
-  MakeRepo("beta");
-  const std::string manifest = ws_.WriteFile(
-      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
-{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
-)");
+  const std::string manifest = TwoUnconfinedTasks();
   const std::string thief_path = ws_.WriteFile("thief.py", MemoryThief(key, token));
   const std::string call =
       R"({"items":[{"type":"function_call","name":"exec_command","call_id":"c1","arguments":)"
@@ -843,12 +848,7 @@ TEST_F(BatchTest, BatchKeepsOneCopyOfEachCredential) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: only root reads a non-dumpable batch's memory";
   const std::string key = "test-batch-key-" + RandomHex(16);
   const std::string token = "ghp_" + RandomHex(18);
-  MakeRepo("alpha");
-  MakeRepo("beta");
-  const std::string manifest = ws_.WriteFile(
-      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
-{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
-)");
+  const std::string manifest = TwoUnconfinedTasks();
   const std::string thief_path = ws_.WriteFile("thief.py", MemoryThief(key, token));
   script_ = ws_.WriteFile(
       "count.json",
