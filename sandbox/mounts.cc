@@ -80,11 +80,63 @@ ssize_t ReadLink(const HeldCarveout& held, char* buf, size_t size) noexcept {
   return n;
 }
 
+// Whether the mount `mnt_id` is in the namespace `mountinfo` (an open /proc/self/mountinfo)
+// was opened in: a line starts with that id. Reads from the start; false on a read error, so
+// a caller that cannot tell treats the mount as attached and fails closed.
+bool MountListed(int mountinfo, unsigned long long mnt_id, bool* listed) noexcept {
+  *listed = false;
+  if (::lseek(mountinfo, 0, SEEK_SET) != 0) return false;
+  char buf[4096];
+  bool line_start = true;
+  bool in_id = false;
+  unsigned long long id = 0;
+  for (;;) {
+    ssize_t n = ::read(mountinfo, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (ssize_t i = 0; i < n; ++i) {
+      const char c = buf[i];
+      if (line_start) {
+        line_start = false;
+        in_id = true;
+        id = 0;
+      }
+      if (in_id && c >= '0' && c <= '9') {
+        id = id * 10 + static_cast<unsigned long long>(c - '0');
+      } else if (in_id) {
+        in_id = false;
+        if (c == ' ' && id == mnt_id) {
+          *listed = true;
+          return true;
+        }
+      }
+      if (c == '\n') line_start = true;
+    }
+  }
+}
+
+// Whether `held`'s mount has been detached from the session's namespace (umount -l; dockerd
+// does it to a container's mounts when the container stops): no command can reach its inode
+// then, since each command's namespace is copied from the session's. `mountinfo` is that
+// namespace's list, opened before unshare; -1 when it could not be: then nothing is assumed.
+bool Detached(const HeldCarveout& held, int mountinfo) noexcept {
+  if (mountinfo < 0) return false;
+  struct statx stx {};
+  if (::statx(held.fd.get(), "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) != 0 ||
+      (stx.stx_mask & STATX_MNT_ID) == 0) {
+    return false;
+  }
+  bool listed = true;
+  return MountListed(mountinfo, stx.stx_mnt_id, &listed) && !listed;
+}
+
 // Where `held` is now, opened in this mount namespace: *found its descriptor, or -1 when its
-// inode is gone (nothing left to protect) or lies outside our root (`root`, the link of "/",
-// empty when that is the namespace's root), where no command can reach it. False with errno
-// when it cannot be found.
-bool LocateHeld(const HeldCarveout& held, const char* root, size_t root_len, int* found) noexcept {
+// inode is gone (nothing left to protect), lies outside our root (`root`, the link of "/",
+// empty when that is the namespace's root) or on a detached mount, where no command can reach
+// it. False with errno when it cannot be found.
+bool LocateHeld(const HeldCarveout& held, const char* root, size_t root_len, int mountinfo,
+                int* found) noexcept {
   *found = -1;
   char link[4096];
   for (int attempt = 0; attempt < kLocateTries; ++attempt) {
@@ -100,7 +152,7 @@ bool LocateHeld(const HeldCarveout& held, const char* root, size_t root_len, int
     }
     ::close(fd);
   }
-  if (Gone(held.fd.get())) return true;
+  if (Gone(held.fd.get()) || Detached(held, mountinfo)) return true;
   errno = EAGAIN;  // it keeps moving: fail closed rather than leave it writable
   return false;
 }
@@ -341,6 +393,10 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
   char cwd[4096];
   if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return FailStep("getcwd", failed_step, err);
   const int pid_ns = plan.new_pid_ns ? CLONE_NEWPID : 0;
+  // The session's list of mounts, opened before unshare so it keeps listing the session's
+  // namespace: a held carve-out that cannot be found is looked up there (Detached).
+  Fd mountinfo;
+  if (plan.root.fd.valid()) mountinfo.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
   if (plan.new_user_ns) {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | pid_ns) != 0) {
       return FailStep("unshare", failed_step, err);
@@ -437,7 +493,7 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
     // carve-out itself is a mount point in its namespace).
     if (held.fd.valid() && root_len >= 0) {
       int here = -1;
-      if (!LocateHeld(held, root, static_cast<size_t>(root_len), &here)) {
+      if (!LocateHeld(held, root, static_cast<size_t>(root_len), mountinfo.get(), &here)) {
         return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
       }
       if (here >= 0) {

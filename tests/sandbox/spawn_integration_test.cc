@@ -4,6 +4,7 @@
 // nothing the command only says or the sandbox allows.
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -118,6 +119,38 @@ TEST_F(SpawnIntegration, DeletedRootDoesNotBreakLaterCommands) {
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_FALSE(ran.setup_error.has_value()) << *ran.setup_error;
   EXPECT_EQ(ran.output, "ok\n");
+}
+
+// The mount holding a carve-out detached during the session (umount -l; dockerd does it when a
+// container whose data root lies in a writable root stops): the held inode is out of every
+// command's reach, so it is not looked for. Each later command runs, and whatever is at the
+// carve-out's path now is read-only as any carve-out that appeared later.
+TEST_F(SpawnIntegration, ACarveoutOnADetachedMountDoesNotFailLaterCommands) {
+  const std::string vol = base_ + "/ws/vol";
+  Sh("mkdir vol", base_ + "/ws");
+  if (::mount("tmpfs", vol.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  Sh("git init -q repo", vol);
+  policy_.read_only_carveouts.push_back(vol + "/repo/.git");  // as the nested scan adds it
+  Result<PreparedPtr> prepared = Prepare(policy_);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  prepared_ = std::move(prepared.value());
+  RunResult before = Run("echo x > vol/repo/.git/config");
+  ASSERT_NE(before.exit_code, 0) << before.output;
+
+  ASSERT_EQ(::umount2(vol.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  for (int i = 0; i < 3; ++i) {
+    RunResult after = Run("echo ok > inside && cat inside");
+    EXPECT_FALSE(after.setup_error.has_value()) << *after.setup_error;
+    EXPECT_EQ(after.exit_code, 0) << after.output;
+    EXPECT_EQ(after.output, "ok\n");
+  }
+  Sh("mkdir -p repo/.git", vol);  // the same path again, on the filesystem below
+  RunResult git = Run("echo x > vol/repo/.git/config");
+  EXPECT_FALSE(git.setup_error.has_value()) << *git.setup_error;
+  EXPECT_NE(git.exit_code, 0) << git.output;
+  EXPECT_FALSE(Exists(vol + "/repo/.git/config"));
 }
 
 using Paths = std::vector<std::string>;
