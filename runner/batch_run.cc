@@ -434,11 +434,19 @@ class Batch {
   Batch(Batch&&) = delete;
   Batch& operator=(Batch&&) = delete;
 
-  Status Prepare(size_t total);
+  // Opens --out and --work-dir, and refuses them where a task could reach them (below), before
+  // anything is recorded.
+  Status Prepare(size_t total, const std::vector<std::optional<std::string>>& sandboxes,
+                 const std::string& out_real);
   int Run(ManifestReader& reader, const Shard& shard,
           const std::unordered_set<std::string>& completed);
 
  private:
+  // Refuses the batch when --out or --work-dir is reachable from a task: each distinct `-s`
+  // of the manifest (nullopt: the exec arguments' own) is asked, as a task's agentexec would
+  // resolve it, which paths its commands could write (--print-writable-roots).
+  Status RefuseReachableRecords(const std::vector<std::optional<std::string>>& sandboxes,
+                                const std::string& out_real);
   void Worker();
   BatchRecord RunTask(const BatchTask& task, Fd* task_dir_out);
   Status SetUpClone(const BatchTask& task, const std::string& clone);
@@ -487,7 +495,8 @@ void Batch::Progress() {
   (void)WriteAll(STDERR_FILENO, line);
 }
 
-Status Batch::Prepare(size_t total) {
+Status Batch::Prepare(size_t total, const std::vector<std::optional<std::string>>& sandboxes,
+                      const std::string& out_real) {
   total_ = total;
   terminal_ = ::isatty(STDERR_FILENO) != 0;
   int fd = ::open(options_.out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -504,6 +513,7 @@ Status Batch::Prepare(size_t total) {
   fd = ::open(work_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return MakeError(fmt::format("--work-dir {}: {}", work_path_, std::strerror(errno)));
   work_fd_ = Fd(fd);
+  if (Status ok = RefuseReachableRecords(sandboxes, out_real); !ok.ok()) return ok;
   fd = ::openat(out_fd_.get(), "results.jsonl",
                 O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -536,6 +546,66 @@ Status Batch::SetUpClone(const BatchTask& task, const std::string& clone) {
       Git(clone, {"checkout", "-q", "-B", "agentexec/" + task.id, target, "--"}, env_);
   if (!branch.ok()) return branch.error();
   return {};
+}
+
+Status Batch::RefuseReachableRecords(const std::vector<std::optional<std::string>>& sandboxes,
+                                     const std::string& out_real) {
+  // The task's own workspace is the one root expected: a directory of batch's, made for this
+  // question and named as no task id can be.
+  const std::string probe = work_path_ + "/.writable-roots";
+  ::rmdir(probe.c_str());
+  if (::mkdir(probe.c_str(), 0700) != 0) {
+    return MakeError(
+        fmt::format("--work-dir {}: {}", work_path_, Errno(("mkdir " + probe).c_str())));
+  }
+  Status verdict;
+  for (const std::optional<std::string>& sandbox : sandboxes) {
+    sandbox::SpawnSpec spec;
+    spec.argv = {self_, "exec"};
+    spec.argv.insert(spec.argv.end(), options_.exec_args.begin(), options_.exec_args.end());
+    if (sandbox) spec.argv.insert(spec.argv.end(), {"-s", *sandbox});
+    spec.argv.insert(spec.argv.end(), {"-C", probe, "--print-writable-roots"});
+    spec.cwd = probe;
+    spec.env = env_;
+    std::string out, err;
+    Result<ChildResult> asked = RunChild(
+        std::move(spec), "", [&](const char* d, size_t n) { out.append(d, n); },
+        [&](const char* d, size_t n) { err.append(d, std::min(n, size_t{4096})); }, {},
+        kGitTimeoutMs);
+    if (!asked.ok() || asked->exit_code != 0) {
+      while (!err.empty() && err.back() == '\n') err.pop_back();
+      verdict = MakeError(fmt::format("cannot ask agentexec which paths a task could write: {}",
+                                      asked.ok() ? err : asked.message()));
+      break;
+    }
+    const std::string who =
+        sandbox ? fmt::format("a task with sandbox '{}'", *sandbox) : "a task with these options";
+    size_t at = 0;
+    while (verdict.ok() && at < out.size()) {
+      size_t end = out.find('\n', at);
+      if (end == std::string::npos) end = out.size();
+      const std::string root = out.substr(at, end - at);
+      at = end + 1;
+      // danger-full-access ("/") isolates nothing, by the user's choice. The probe stands for
+      // the task's own clone, its workspace: what lies in it (a relative --add-dir) is the
+      // task's own.
+      if (root.empty() || root == "/" || Inside(root, probe)) continue;
+      for (auto [flag, dir] : {std::pair<const char*, const std::string*>{"--out", &out_real},
+                               {"--work-dir", &work_path_}}) {
+        if (Inside(*dir, root) || Inside(root, *dir)) {
+          verdict = MakeError(
+              fmt::format("{} {} is reachable from the tasks' commands ({} may write {}): "
+                          "choose a directory outside it, or leave it out of writable_roots, "
+                          "--add-dir and shared_tmp",
+                          flag, *dir, who, root));
+          break;
+        }
+      }
+    }
+    if (!verdict.ok()) break;
+  }
+  ::rmdir(probe.c_str());
+  return verdict;
 }
 
 BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
@@ -898,6 +968,7 @@ int RunBatch(const BatchRunOptions& options) {
   }
 
   size_t total = 0;
+  std::vector<std::optional<std::string>> sandboxes;  // each distinct task `sandbox`, once
   {
     Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
     if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
@@ -919,7 +990,12 @@ int RunBatch(const BatchRunOptions& options) {
           }
         }
       }
-      if (shard->Takes(task.index) && completed.count(task.id) == 0) ++total;
+      if (shard->Takes(task.index) && completed.count(task.id) == 0) {
+        ++total;
+        if (std::find(sandboxes.begin(), sandboxes.end(), task.sandbox) == sandboxes.end()) {
+          sandboxes.push_back(task.sandbox);
+        }
+      }
     }
   }
 
@@ -929,7 +1005,7 @@ int RunBatch(const BatchRunOptions& options) {
   self[n] = '\0';
 
   Batch batch(options, self);
-  if (Status ok = batch.Prepare(total); !ok.ok()) {
+  if (Status ok = batch.Prepare(total, sandboxes, out_real); !ok.ok()) {
     return FailWith(ExitCode::kUsage, ok.message());
   }
   if (!shard->source.empty()) {

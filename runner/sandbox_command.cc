@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include "runner/exit_code.h"
 #include "runner/session_config.h"
 #include "sandbox/containment.h"
+#include "sandbox/paths.h"
 #include "sandbox/placeholders.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
@@ -288,9 +290,20 @@ int PrintWritableRoots(const CliArgs& args) {
   }
   Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, layers->cwd);
   if (!policy.ok()) return FailWith(ExitCode::kSandboxUnavailable, policy.message());
+  std::vector<std::string> roots = policy->writable_roots;
+  if (policy->mode == sandbox::Mode::kWorkspaceWrite) {
+    // A configured root that does not exist yet is skipped by this run, but not by one that
+    // starts once something made it: a caller keeping its files out of reach counts it too.
+    std::vector<std::string> configured = settings.writable_roots;
+    configured.insert(configured.end(), settings.add_dirs.begin(), settings.add_dirs.end());
+    for (const std::string& given : configured) {
+      std::string root = sandbox::ResolvePath(sandbox::JoinPath(layers->cwd, given));
+      if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
+    }
+  }
   std::string out;
   if (policy->unrestricted()) out = "/\n";
-  for (const std::string& root : policy->writable_roots) out += root + "\n";
+  for (const std::string& root : roots) out += root + "\n";
   std::fputs(out.c_str(), stdout);
   return 0;
 }

@@ -15,7 +15,8 @@ int RunSandboxCommand(const CliArgs& args);
 // `--print-writable-roots` (with `exec`'s options or `sandbox`'s): the host paths a run under
 // this configuration lets its commands write, one a line ("/" for danger-full-access, nothing
 // for read-only), without the run's own /tmp, which each run makes afresh under /tmp and which
-// holds nothing of anyone else's. Exit 0, or 2 for a configuration error.
+// holds nothing of anyone else's, and with the configured roots that do not exist yet (a run
+// started once they do gets them). Exit 0, or 2 for a configuration error.
 int PrintWritableRoots(const CliArgs& args);
 
 }  // namespace ae

@@ -363,6 +363,46 @@ TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
       << flag.err;
 }
 
+// --out and --work-dir must be out of every task's reach: batch asks a task's agentexec, with
+// the same options, which paths its commands could write (those that do not exist yet
+// included: batch makes a task's directories before it starts) and refuses the batch before
+// any task runs. A relative --add-dir lies in each task's own clone, which is its own.
+TEST_F(BatchTest, RecordsATaskCouldWriteAreRefused) {
+  MakeRepo("alpha");
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"a","repo":"alpha","prompt":"p"})");
+  const std::string tail =
+      "): choose a directory outside it, or leave it out of writable_roots, --add-dir and "
+      "shared_tmp\n";
+  RunOutput add_dir = Batch({"run", manifest, "--out", Out(), "--add-dir", ws_.root()});
+  EXPECT_EQ(add_dir.exit_code, 2);
+  EXPECT_EQ(add_dir.err, "error: --out " + Out() +
+                             " is reachable from the tasks' commands (a task with these options "
+                             "may write " +
+                             ws_.root() + tail);
+  RunOutput later = Batch({"run", manifest, "--out", Out(), "-c",
+                           "sandbox_workspace_write.writable_roots=[\"" + Out() + "/tasks/b\"]"});
+  EXPECT_EQ(later.exit_code, 2);
+  EXPECT_EQ(later.err, "error: --out " + Out() +
+                           " is reachable from the tasks' commands (a task with these options "
+                           "may write " +
+                           Out() + "/tasks/b" + tail);
+  const std::string work = ws_.root() + "/clones";
+  const std::string per_task = ws_.WriteFile(
+      "m2.jsonl", R"({"id":"a","repo":"alpha","prompt":"p","sandbox":"workspace-write"})");
+  RunOutput own = Batch({"run", per_task, "--out", Out("out2"), "--work-dir", work, "--add-dir",
+                         work + "/b", "-s", "read-only"});
+  EXPECT_EQ(own.exit_code, 2);
+  EXPECT_EQ(own.err, "error: --work-dir " + work +
+                         " is reachable from the tasks' commands (a task with sandbox "
+                         "'workspace-write' may write " +
+                         work + "/b" + tail);
+  EXPECT_FALSE(fs::exists(work + "/a"));
+
+  RunOutput relative = Batch({"run", manifest, "--out", Out("out3"), "--add-dir", "build"});
+  EXPECT_EQ(relative.exit_code, 0) << relative.err;
+}
+
 TEST_F(BatchTest, MaxTotalTokensStartsNoTaskOnceSpent) {
   for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
   const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
@@ -872,8 +912,9 @@ TEST_F(BatchTest, BatchKeepsOneCopyOfEachCredential) {
 
 // A confined command plants a link where batch will write the task's patch: batch refuses to
 // write through it (and says so in the record) instead of writing to the link's target. Here
-// --out is under /tmp, which a task reaches only when the host's /tmp is shared: by default
-// the link cannot even be made (the task's /tmp is its own).
+// --out is under /tmp: a confined task cannot even make the link (its /tmp is its own, and
+// batch refuses an --out a confined task could reach), so the link is planted by an
+// unconfined one.
 TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   MakeRepo("alpha");
   const std::string target = ws_.root() + "/target.txt";
@@ -891,8 +932,9 @@ TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   EXPECT_EQ(Slurp(target), "untouched");
   EXPECT_NE(Slurp(Out() + "/tasks/alpha/events.jsonl").find("Read-only file system"),
             std::string::npos);
-  out = Batch(
-      {"run", manifest, "--out", Out("shared"), "-c", "sandbox_workspace_write.shared_tmp=true"});
+  const std::string unconfined = ws_.WriteFile(
+      "m2.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+  out = Batch({"run", unconfined, "--out", Out("shared")});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(Slurp(target), "untouched");
   const std::string results = Slurp(Out("shared") + "/results.jsonl");

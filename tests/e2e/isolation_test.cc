@@ -167,13 +167,22 @@ TEST_F(IsolationTest, ABatchTaskCannotWriteAnotherTasksCloneOrBatchsRecords) {
   EXPECT_NE(Slurp(held + "/tasks/attacker/events.jsonl").find("Read-only file system"),
             std::string::npos);
 
-  // The negative control: the host's /tmp shared by every task.
-  const std::string leaked = tmp_out.path() + "/shared";
-  out = run(leaked, {"-c", "sandbox_workspace_write.shared_tmp=true"});
-  // (The victim's .git is held read-only there when its clone existed by the attacker's first
-  // tool call, which is a race; its source files never are.)
+  // With the host's /tmp shared, --out under it is reachable from every task: batch refuses
+  // to start, naming the root.
+  const std::string shared = tmp_out.path() + "/shared";
+  out = run(shared, {"-c", "sandbox_workspace_write.shared_tmp=true"});
+  EXPECT_EQ(out.exit_code, 2) << out.err;
+  EXPECT_EQ(out.err, "error: --out " + shared +
+                         " is reachable from the tasks' commands (a task with these options may "
+                         "write /tmp): choose a directory outside it, or leave it out of "
+                         "writable_roots, --add-dir and shared_tmp\n");
+  EXPECT_FALSE(fs::exists(shared + "/work/victim"));
+
+  // The negative control: unconfined tasks, which isolate nothing by the user's choice.
+  const std::string leaked = tmp_out.path() + "/unconfined";
+  out = run(leaked, {"-s", "danger-full-access"});
   EXPECT_NE(Slurp(leaked + "/tasks/victim/changes.patch").find("+evil"), std::string::npos)
-      << "with /tmp shared the attack should get through: the test proves nothing";
+      << "unconfined, the attack should get through: the test proves nothing";
 }
 
 // Row 2: a command creates the project config of agentexec or codex where none exists; the
