@@ -266,8 +266,8 @@ Result<PreflightReport> Preflight(const Policy& policy) {
     const std::string cause = Cause(mount_why);
     if (policy.mode == Mode::kWorkspaceWrite) {
       degrade(fmt::format(
-          "sandbox: .git and .agentexec are writable in this run: could not create a mount "
-          "namespace ({})",
+          "sandbox: .git, .agentexec, .codex and protected_paths are writable in this run: "
+          "could not create a mount namespace ({})",
           cause));
     }
     // Landlock does not cover metadata: without the read-only tree any user keeps chmod,

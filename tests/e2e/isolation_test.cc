@@ -1,8 +1,8 @@
 // What one run, step or batch task leaves behind must not reach the next: each run has its own
 // /tmp (sandbox/private_tmp.h), shared by its commands and gone when it ends, and a batch task
 // cannot reach what another task or batch itself keeps under /tmp. Each attack is shown getting
-// through with the host's /tmp shared (sandbox_workspace_write.shared_tmp, as before), its
-// negative control.
+// through in its negative control: the host's /tmp shared (sandbox_workspace_write.shared_tmp,
+// as before), the protection switched off, or no sandbox.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -103,8 +103,9 @@ TEST_F(IsolationTest, ARunsTmpIsItsOwnAndGoneWhenItEnds) {
 
 // Row 1 of the isolation issue: in `batch run --out /tmp/...` (the README's example) a task's
 // command writes another task's clone (a hook, a source file) and batch's own results.jsonl.
-// With each task's /tmp its own, all of it is out of reach; with the host's /tmp shared the
-// victim's branch carries the attacker's edit, which batch reports as the victim's work.
+// With each task's /tmp its own, all of it is out of reach; with the host's /tmp shared batch
+// refuses to start (--out would be reachable); unconfined, the victim's branch carries the
+// attacker's edit, which batch reports as the victim's work.
 TEST_F(IsolationTest, ABatchTaskCannotWriteAnotherTasksCloneOrBatchsRecords) {
   test::ScratchDir tmp_out("ae-isolation-out", "/tmp");
   for (const char* name : {"attacker", "victim"}) {

@@ -372,8 +372,9 @@ TEST_F(SandboxCommand, NoNamespacesWarnsAndKeepsLandlock) {
       Sandbox("workspace-write", {"/bin/sh", "-c", "echo x > .git/x && echo y > ../outside/y"},
               {"-c", "sandbox_workspace_write.exclude_slash_tmp=true"},
               {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
-  EXPECT_NE(ran.output.find("sandbox: .git and .agentexec are writable in this run: could not "
-                            "create a mount namespace (unshare: Operation not permitted)\n"),
+  EXPECT_NE(ran.output.find("sandbox: .git, .agentexec, .codex and protected_paths are writable "
+                            "in this run: could not create a mount namespace (unshare: "
+                            "Operation not permitted)\n"),
             std::string::npos)
       << ran.output;
   EXPECT_NE(ran.exit_code, 0);

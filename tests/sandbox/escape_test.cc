@@ -998,9 +998,9 @@ TEST_F(EscapeSuite, RequireFullIsolationMakesDegradationFatal) {
                        ws_, {{"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"}});
   EXPECT_EQ(ran.exit_code, 3) << ran.output;
   EXPECT_NE(ran.output.find("sandbox: cannot enforce workspace-write with full isolation "
-                            "(require_full_isolation = true): .git and .agentexec are writable "
-                            "in this run: could not create a mount namespace (unshare: "
-                            "Operation not permitted)"),
+                            "(require_full_isolation = true): .git, .agentexec, .codex and "
+                            "protected_paths are writable in this run: could not create a mount "
+                            "namespace (unshare: Operation not permitted)"),
             std::string::npos)
       << ran.output;
   ran = RunProcess(

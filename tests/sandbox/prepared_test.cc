@@ -119,8 +119,8 @@ TEST_F(PreparedTest, PreflightWarnsWithoutNamespaces) {
   EXPECT_FALSE(report->mount_namespace);
   ASSERT_FALSE(report->warnings.empty());
   EXPECT_EQ(report->warnings[0],
-            "sandbox: .git and .agentexec are writable in this run: could not create a mount "
-            "namespace (unshare: Operation not permitted)");
+            "sandbox: .git, .agentexec, .codex and protected_paths are writable in this run: "
+            "could not create a mount namespace (unshare: Operation not permitted)");
   EXPECT_FALSE(report->pid_namespace);
   // Every user is told the process tree is not contained, root or not.
   EXPECT_EQ(report->warnings.back(),
