@@ -49,7 +49,9 @@ std::string DescribeSandbox(const sandbox::Policy& policy, const std::string& cw
     text += " [" + roots + "]";
   }
   if (!policy.unrestricted()) {
-    text += policy.network_access ? ", network on" : ", network off";
+    text += policy.network_access    ? ", network on"
+            : policy.proxy_port != 0 ? ", network by allow-list"
+                                     : ", network off";
   }
   if (!enforcement.empty()) text += " (" + enforcement + ")";
   return text;
@@ -110,6 +112,8 @@ struct SettledSandbox {
   std::optional<sandbox::Policy> policy;
   std::unique_ptr<sandbox::NestedScan> nested;
   sandbox::PreparedPtr prepared;
+  // With a network allow-list: the proxy the commands' leases attach to (net/proxy.h).
+  std::unique_ptr<net::Proxy> proxy;
   std::vector<std::string> warnings;
   std::string enforcement;
 };
@@ -146,6 +150,18 @@ std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& sett
       return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, made.message());
     }
     settled.prepared = std::move(made.value());
+  }
+  if (policy->proxy_port != 0) {
+    std::string local_error;
+    std::unique_ptr<net::LocalAddresses> local = net::SystemLocalAddresses(&local_error);
+    if (!local_error.empty()) {
+      // Without this host's own addresses, a name resolving to one of them would be dialled.
+      return FailBeforeTurn(
+          run, ErrorCode::kSandboxUnavailable,
+          "network allow-list: cannot list this host's addresses: " + local_error);
+    }
+    settled.proxy =
+        std::make_unique<net::Proxy>(config.network, net::SystemResolver(), std::move(local));
   }
   return std::nullopt;
 }
@@ -390,6 +406,13 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   turn.shell_env = config.shell_env;
   turn.command_timeout_ms = config.command_timeout_ms;
   turn.progress_interval_ms = config.progress ? kProgressIntervalMs : 0;
+  turn.proxy = settled.proxy.get();
+  if (turn.proxy != nullptr) {
+    run.record.EnableNetwork();
+    turn.on_connection = [&record = run.record](const std::string& host, int port, bool reached) {
+      record.OnConnection(host, port, reached);
+    };
+  }
 
   const std::string sandbox_text = StartThread(run, settled);
   std::vector<std::string> initial = InitialItems(run, turn);

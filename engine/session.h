@@ -21,6 +21,7 @@
 #include "engine/model/client.h"
 #include "engine/rollout.h"
 #include "engine/turn.h"
+#include "net/policy.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
 #include "sandbox/prepared.h"
@@ -33,6 +34,8 @@ struct SessionConfig {
   ProviderInfo provider;
   ModelOptions model;
   sandbox::Settings sandbox;
+  // The egress allow-list; proxied when sandbox.proxy_port is set (workspace-write).
+  net::Policy network;
   ApprovalPolicy approval = ApprovalPolicy::kNever;
   ShellEnvPolicy shell_env;
   int64_t command_timeout_ms = 10000;

@@ -213,6 +213,12 @@ void HumanSink::OnItemCompleted(const Item& item) {
                       fmt::format("context compacted: {} -> {} tokens",
                                   WithThousands(d.tokens_before), WithThousands(d.tokens_after))) +
                 "\n");
+        } else if constexpr (std::is_same_v<T, NetworkRequestItem>) {
+          // Refusals only: what went through is the command's own business.
+          if (!d.allowed) {
+            Write(Style(kRed, "network refused") + " " +
+                  N(fmt::format("{}:{} ({})", d.host, d.port, d.reason)) + "\n");
+          }
         } else if constexpr (std::is_same_v<T, TodoListItem>) {
           // Shown as it was started and updated; nothing new at completion.
         }

@@ -119,6 +119,28 @@ void WriteDetails(Writer& w, const ContextCompactionItem& c) {
   w.Key("tokens_after"), w.Int64(c.tokens_after);
 }
 
+void WriteDetails(Writer& w, const NetworkRequestItem& n) {
+  auto string_or_null = [&](const std::string& s) {
+    if (s.empty()) {
+      w.Null();
+    } else {
+      w.String(s);
+    }
+  };
+  w.Key("type"), w.String("network_request");
+  w.Key("call_id"), w.String(n.call_id);
+  w.Key("protocol"), w.String(n.protocol);
+  w.Key("host"), w.String(n.host);
+  w.Key("port"), w.Int(n.port);
+  w.Key("method"), string_or_null(n.method);
+  w.Key("address"), string_or_null(n.address);
+  w.Key("decision"), w.String(n.allowed ? "allowed" : "denied");
+  w.Key("rule"), string_or_null(n.rule);
+  w.Key("reason"), string_or_null(n.reason);
+  w.Key("bytes_sent"), w.Uint64(n.bytes_sent);
+  w.Key("bytes_received"), w.Uint64(n.bytes_received);
+}
+
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {
   w.StartObject();
   w.Key("type"), w.String(type);
@@ -145,6 +167,18 @@ void WriteStats(Writer& w, const TurnStats& s) {
   w.Key("last_usage"), WriteUsage(w, s.last_usage);
   w.Key("requests"), w.Int(s.requests);
   w.Key("duration_ms"), w.Int64(s.duration_ms);
+  if (s.network) {
+    w.Key("network");
+    w.StartObject();
+    for (auto [key, list] :
+         {std::pair{"reached", &s.network->reached}, std::pair{"refused", &s.network->refused}}) {
+      w.Key(key);
+      w.StartArray();
+      for (const std::string& host : *list) w.String(host);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ struct CliArgs {
   bool full_auto = false;                          // --full-auto
   std::optional<std::string> cd;                   // -C DIR, as given
   std::vector<std::string> add_dirs;               // --add-dir, as given
+  std::vector<std::string> allow_hosts;            // --allow-host: added to network.allow
   bool skip_git_repo_check = false;
   bool ephemeral = false;
   bool ignore_user_config = false;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/exec/approval.h"
+#include "net/policy.h"
 #include "sandbox/mode.h"
 
 #include "base/result.h"
@@ -74,6 +75,12 @@ struct Config {
       "~/.bash_profile", "~/.bash_login", "~/.profile",    "~/.zshrc", "~/.zshenv",
       "~/.zprofile",     "~/.gitconfig",  "~/.config/git/"};
   bool require_full_isolation = false;  // top level: degraded sandbox = exit 3
+  // [network]: the egress allow-list (net/policy.h), as written; parsed once by the session
+  // config. --allow-host adds to `network_allow`.
+  std::vector<std::string> network_allow;
+  std::vector<std::string> network_deny;
+  net::Methods network_methods = net::Methods::kAll;
+  bool network_allow_private = false;
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

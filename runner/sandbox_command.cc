@@ -29,6 +29,7 @@
 #include "base/result.h"
 #include "base/sanitizer.h"
 #include "base/write_all.h"
+#include "net/proxy.h"
 #include "runner/exit_code.h"
 #include "runner/session_config.h"
 #include "sandbox/containment.h"
@@ -234,7 +235,15 @@ bool ForkAndPump(const std::vector<int>& pump) {
 // ends as the child did. Returns true in the child.
 constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placeholders) {
+// With a network allow-list this process also serves the command's proxy: the child's network
+// namespace sends its listener over `*proxy_fd` (the child's end, set in the child; -1 in the
+// parent), and each refusal's line goes to stderr once the command has ended.
+bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placeholders,
+                       net::Proxy* proxy, int* proxy_fd) {
+  Fd proxy_parent, proxy_child;
+  if (proxy != nullptr && !sandbox::MakeListenerChannel(&proxy_parent, &proxy_child).ok()) {
+    return false;
+  }
   sigset_t passed, old;
   ::sigemptyset(&passed);
   for (int sig : kPassedOn) ::sigaddset(&passed, sig);
@@ -245,24 +254,40 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placehol
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     tmp.Release();  // the parent removes them
     placeholders.Release();
+    *proxy_fd = proxy_child.release();
     return true;
   }
+  proxy_child.reset();
   Fd signals(::signalfd(-1, &passed, SFD_CLOEXEC));
   Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  std::unique_ptr<net::Proxy::Lease> lease;
   while (signals && pidfd) {
-    pollfd polls[2] = {{pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
-    if (::poll(polls, 2, -1) < 0) {
+    pollfd polls[3] = {
+        {pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}, {proxy_parent.get(), POLLIN, 0}};
+    if (::poll(polls, proxy_parent ? 3 : 2, -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     if ((polls[0].revents & POLLIN) != 0) break;
+    if (proxy_parent && polls[2].revents != 0) {
+      if (Fd listener = sandbox::ReceiveListener(proxy_parent.get())) {
+        lease = proxy->Attach(std::move(listener));
+      }
+      proxy_parent.reset();  // one listener, or none: the command then has no network
+    }
     signalfd_siginfo info{};
-    if (::read(signals.get(), &info, sizeof info) == sizeof info) {
+    if ((polls[1].revents & POLLIN) != 0 &&
+        ::read(signals.get(), &info, sizeof info) == sizeof info) {
       ::kill(child, static_cast<int>(info.ssi_signo));
     }
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (lease) {
+    for (const net::ConnectionRecord& r : lease->Finish()) {
+      if (!r.hint.empty()) PrintLine(r.hint);
+    }
   }
   placeholders.RemoveAll();
   if (std::string left = tmp.Remove(); !left.empty()) PrintLine("warning: " + left);
@@ -317,6 +342,8 @@ int RunSandboxCommand(const CliArgs& args) {
       SandboxSettingsFrom(layers->config, layers->cwd, env.cwd, args.add_dirs);
   std::vector<std::string> command = *args.sandbox_command;
   const int unavailable = ToInt(ExitCode::kSandboxUnavailable);
+  Result<net::Policy> network = NetworkPolicyFrom(layers->config, args.allow_hosts, &settings);
+  if (!network.ok()) return FailWith(ExitCode::kUsage, network.message());
   sandbox::PrivateTmp tmp;
   sandbox::Placeholders placeholders;
   if (sandbox::WantsPrivateTmp(settings)) {
@@ -366,8 +393,24 @@ int RunSandboxCommand(const CliArgs& args) {
     if (const std::string tmpdir = sandbox::CommandTmpdir(**prepared); !tmpdir.empty()) {
       ::setenv("TMPDIR", tmpdir.c_str(), 1);
     }
-    if (!tmp.path().empty() || !policy->placeholders.empty()) {
-      if (!ForkToRemoveAfter(tmp, placeholders)) {
+    std::unique_ptr<net::Proxy> proxy;
+    if (policy->proxy_port != 0) {
+      std::string local_error;
+      std::unique_ptr<net::LocalAddresses> local = net::SystemLocalAddresses(&local_error);
+      if (!local_error.empty()) {
+        PrintLine("sandbox: network allow-list: cannot list this host's addresses: " + local_error);
+        return unavailable;
+      }
+      proxy = std::make_unique<net::Proxy>(std::move(*network), net::SystemResolver(),
+                                           std::move(local));
+      for (const std::string& kv : net::ProxyEnvironment(policy->proxy_port)) {
+        const size_t eq = kv.find('=');
+        ::setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+      }
+    }
+    int proxy_fd = -1;
+    if (!tmp.path().empty() || !policy->placeholders.empty() || proxy) {
+      if (!ForkToRemoveAfter(tmp, placeholders, proxy.get(), &proxy_fd)) {
         PrintLine(fmt::format("agentexec sandbox: cannot fork: {}", std::strerror(errno)));
         return unavailable;
       }
@@ -388,7 +431,7 @@ int RunSandboxCommand(const CliArgs& args) {
     int err = 0;
     std::fflush(nullptr);
     CheckLeaksNow();
-    if (!sandbox::ApplyInChild(**prepared, &step, &err)) {
+    if (!sandbox::ApplyInChild(**prepared, proxy_fd, &step, &err)) {
       PrintLine(fmt::format("agentexec sandbox: {}: {}", step, std::strerror(err)));
       return unavailable;
     }

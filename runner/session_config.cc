@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 #include "base/duration.h"
 #include "base/json.h"
@@ -318,6 +319,30 @@ sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& c
   return sb;
 }
 
+Result<net::Policy> NetworkPolicyFrom(const Config& config,
+                                      const std::vector<std::string>& allow_hosts,
+                                      sandbox::Settings* settings) {
+  std::vector<std::string> allow = config.network_allow;
+  allow.insert(allow.end(), allow_hosts.begin(), allow_hosts.end());
+  Result<std::vector<net::HostRule>> allowed = net::ParseRules(allow, /*deny=*/false);
+  if (!allowed.ok()) return MakeError("network.allow: " + allowed.message());
+  Result<std::vector<net::HostRule>> denied = net::ParseRules(config.network_deny, /*deny=*/true);
+  if (!denied.ok()) return MakeError("network.deny: " + denied.message());
+  net::Policy policy;
+  policy.allow = std::move(*allowed);
+  policy.deny = std::move(*denied);
+  policy.methods = config.network_methods;
+  policy.allow_private = config.network_allow_private;
+  if (policy.active() && config.sandbox_mode == sandbox::Mode::kWorkspaceWrite &&
+      !config.network_access) {
+    // Each command's namespace is its own, so any port is free there; one out of the way of
+    // the ports test servers and dev servers commonly take.
+    std::random_device random;
+    settings->proxy_port = static_cast<uint16_t>(20000 + random() % 20000);
+  }
+  return policy;
+}
+
 Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInputs& inputs) {
   SessionConfig session;
   session.cwd = inputs.cwd;
@@ -344,6 +369,9 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   if (!info.supports_verbosity) session.model.verbosity.clear();
 
   session.sandbox = SandboxSettingsFrom(config, inputs.cwd, inputs.process_cwd, inputs.add_dirs);
+  Result<net::Policy> network = NetworkPolicyFrom(config, inputs.allow_hosts, &session.sandbox);
+  if (!network.ok()) return network.error();
+  session.network = std::move(*network);
 
   session.approval = config.approval_policy;
 
@@ -569,6 +597,7 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
   inputs.cwd = cwd;
   inputs.process_cwd = env.cwd;
   inputs.add_dirs = args.add_dirs;
+  inputs.allow_hosts = args.allow_hosts;
   inputs.output_schema = args.output_schema;
   inputs.images = args.images;
   inputs.getenv = env.getenv;

@@ -61,6 +61,13 @@ Result<LoadedLayers> LoadLayers(const CliArgs& args, const Environment& env);
 // The sandbox settings a configuration asks for: sandbox_mode, sandbox_workspace_write.*
 // (writable_roots relative to `cwd`), require_full_isolation, and the --add-dir directories
 // (relative to `process_cwd`).
+// The egress policy of `config`'s [network] keys plus --allow-host, parsed once; with an
+// allow-list under workspace-write (and network_access off), `settings` gets the port the
+// proxy listens on in each command's namespace. An error names the key and the entry.
+Result<net::Policy> NetworkPolicyFrom(const Config& config,
+                                      const std::vector<std::string>& allow_hosts,
+                                      sandbox::Settings* settings);
+
 sandbox::Settings SandboxSettingsFrom(const Config& config, const std::string& cwd,
                                       const std::string& process_cwd,
                                       const std::vector<std::string>& add_dirs);
@@ -79,6 +86,7 @@ struct SessionInputs {
   std::string cwd;          // absolute, canonical working directory of the session
   std::string process_cwd;  // absolute
   std::vector<std::string> add_dirs;
+  std::vector<std::string> allow_hosts;      // --allow-host, after network.allow
   std::optional<std::string> output_schema;  // --output-schema FILE
   std::vector<std::string> images;           // -i FILE
   // Our environment, for the variables config names (an MCP server's bearer token and

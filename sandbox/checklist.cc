@@ -91,6 +91,12 @@ bool HostSockets(Child& c, const char** step, int* err) noexcept {
   return HideHostSockets(c.prepared().host_sockets, step, err);
 }
 
+// With an allow-list: the command's own network namespace, its listener sent to agentexec.
+bool Network(Child& c, const char** step, int* err) noexcept {
+  if (!c.confined()) return true;
+  return EnterNetworkNamespace(c.prepared().network, c.plan.proxy_fd, step, err);
+}
+
 // With a PID namespace this process stays behind as the supervisor; the steps below run in
 // the namespace's init (sandbox/containment.h).
 bool NamespaceInit(Child& c, const char** step, int* err) noexcept {
@@ -227,6 +233,9 @@ constexpr Step kSteps[] = {
     // After the mounts (it reads the read-only tree they made and binds /dev/null over the
     // sockets in the same namespace), before Landlock, which forbids mounting.
     {Who::kSandbox, HostSockets},
+    // The network namespace with the mount namespace's capabilities still held (a user
+    // namespace's, when unprivileged), before the PID namespace's init, which inherits it.
+    {Who::kSandbox, Network},
     // The PID namespace's init after the mounts (it inherits them) and before the rest of the
     // confinement, which then holds for the init and everything it forks.
     {Who::kSandbox, NamespaceInit},
@@ -271,8 +280,14 @@ bool RunChecklist(const ChildPlan& plan, StepFailure* failure) noexcept {
 }
 
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept {
+  return ApplyInChild(prepared, -1, failed_step, err);
+}
+
+bool ApplyInChild(const PreparedSandbox& prepared, int proxy_fd, const char** failed_step,
+                  int* err) noexcept {
   ChildPlan plan;
   plan.sandbox = &prepared;
+  plan.proxy_fd = proxy_fd;
   StepFailure failure;
   if (RunChecklist(plan, &failure)) return true;
   *failed_step = failure.step;

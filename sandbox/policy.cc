@@ -276,6 +276,8 @@ Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::str
       break;
   }
   policy.network_access = settings.network_access;
+  // network_access = true means everything, as codex has it; an allow-list only without it.
+  if (!settings.network_access) policy.proxy_port = settings.proxy_port;
   AddUnique(policy.writable_roots, root);
 
   // Optional roots that do not exist are skipped with a warning, never made up.

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <atomic>
 #include <optional>
 #include <string>
@@ -25,6 +27,10 @@ struct Settings {
   std::vector<std::string> writable_roots;  // sandbox_workspace_write.writable_roots
   std::vector<std::string> add_dirs;        // --add-dir
   bool network_access = false;
+  // Proxied network (a `[network]` allow-list, workspace-write): each command in its own
+  // network namespace with only `lo`, where this port of 127.0.0.1 reaches agentexec's proxy
+  // (sandbox/network.h). 0: off, or everything with network_access.
+  uint16_t proxy_port = 0;
   bool exclude_tmpdir_env_var = false;
   bool exclude_slash_tmp = false;
   // sandbox_workspace_write.shared_tmp: commands get the host's /tmp and $TMPDIR (as codex's
@@ -81,6 +87,7 @@ struct Policy {
   // mount in a command's namespace, so none can be renamed to take a protected path along.
   std::vector<std::string> pinned;
   bool network_access = false;
+  uint16_t proxy_port = 0;  // Settings::proxy_port, workspace-write only; never with network_access
   bool require_full_isolation = false;  // Settings::require_full_isolation
   // The run's own /tmp on the host (Settings::private_tmp, canonical; also a writable root),
   // which commands see at /tmp in their mount namespace; empty: none.

@@ -36,6 +36,18 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   if (const char* vanish = std::getenv("AGENTEXEC_SANDBOX_FAKE_VANISH")) {
     prepared->mounts.fake_vanish = vanish;
   }
+  if (policy.proxy_port != 0) {
+    // The allow-list is the network namespace: without one, nothing would hold it.
+    if (!prepared->mounts.enabled) {
+      return MakeError(
+          "sandbox: cannot enforce the network allow-list (network.allow): no network namespace "
+          "can be made here, as no mount namespace could; in Docker, run the container with "
+          "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or "
+          "--cap-add SYS_ADMIN), or allow the whole network with "
+          "sandbox_workspace_write.network_access = true");
+    }
+    prepared->network.proxy_port = policy.proxy_port;
+  }
   Result<HostSocketPlan> host_sockets = PlanHostSockets(policy, prepared->mounts.enabled);
   if (!host_sockets.ok()) return host_sockets.error();
   prepared->host_sockets = std::move(host_sockets.value());

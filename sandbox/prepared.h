@@ -58,6 +58,10 @@ std::string DescribePrepared(const PreparedSandbox& prepared);
 // grandchild, the command's process. Descriptors >= 3 must already be close-on-exec; the
 // supervisor and init close theirs.
 bool ApplyInChild(const PreparedSandbox& prepared, const char** failed_step, int* err) noexcept;
+// The same, the network namespace's listener (a network allow-list) sent over `proxy_fd`
+// (sandbox/network.h), or none with -1.
+bool ApplyInChild(const PreparedSandbox& prepared, int proxy_fd, const char** failed_step,
+                  int* err) noexcept;
 
 // What the write watch checks attempts against: what the sandbox really refuses (not
 // ConfinedFs's stricter rule for agentexec's own writes, which refuses any nested .git), and

@@ -9,6 +9,7 @@
 #include "sandbox/host_sockets.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mounts.h"
+#include "sandbox/network.h"
 #include "sandbox/prepared.h"
 
 namespace ae::sandbox {
@@ -21,6 +22,7 @@ struct PreparedSandbox {
   sock_fprog program = {};
   MountPlan mounts;
   HostSocketPlan host_sockets;  // with the network off: the host's Unix sockets, hidden
+  NetworkPlan network;          // proxied: the command's own network namespace
   std::vector<sock_filter> watch_filter;
   sock_fprog watch_program = {};
   WatchPlan watch;

@@ -283,12 +283,36 @@ Result<std::vector<sock_filter>> CompileProgram(const Policy& policy) {
       return LibError("openat2", rc);
     }
   }
-  if (!policy.network_access) {
+  if (!policy.network_access && policy.proxy_port == 0) {
     // Only Unix sockets can be created, so connect/bind/sendto/... can only ever act on Unix
     // sockets: their address arguments are pointers seccomp cannot read, and they need no
     // rule of their own. io_uring (refused above) would otherwise create sockets.
     for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
       if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+          rc != 0) {
+        return LibError("socket", rc);
+      }
+    }
+  } else if (!policy.network_access) {
+    // Proxied: IP sockets act in the command's own network namespace, where only the proxy
+    // listens; netlink lets resolvers and `ip` see that namespace. Every other family is
+    // refused: some are not confined by a network namespace at all (AF_VSOCK reaches the
+    // hypervisor, AF_BLUETOOTH the host's radios).
+    // One rule per refused family (a rule compares an argument once), and one for every
+    // family past the last this kernel's headers know.
+    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+      for (int family = 0; family < AF_MAX; ++family) {
+        if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) {
+          continue;
+        }
+        if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
+                                      SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)));
+            rc != 0) {
+          return LibError("socket", rc);
+        }
+      }
+      if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
+                                    SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX)));
           rc != 0) {
         return LibError("socket", rc);
       }
@@ -321,12 +345,13 @@ bool InstallWatch(const sock_fprog* program, int* listener, int* err) noexcept {
 
 // libseccomp's compilation is most of the user time of preparing a sandbox, and a run
 // prepares several (the preflight's probes, then the commands'); the programs depend only on
-// the network switch, so each is compiled once per process.
+// the network's mode (off, proxied, all), so each is compiled once per process.
 Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
   static std::mutex mutex;
-  static std::optional<Result<std::vector<sock_filter>>> compiled[2];
+  static std::optional<Result<std::vector<sock_filter>>> compiled[3];
   const std::lock_guard<std::mutex> lock(mutex);
-  std::optional<Result<std::vector<sock_filter>>>& slot = compiled[policy.network_access ? 1 : 0];
+  const int variant = policy.network_access ? 1 : policy.proxy_port != 0 ? 2 : 0;
+  std::optional<Result<std::vector<sock_filter>>>& slot = compiled[variant];
   if (!slot) slot = CompileProgram(policy);
   return *slot;
 }

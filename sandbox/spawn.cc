@@ -27,6 +27,7 @@
 #include "base/exec_path.h"
 #include "base/fd.h"
 #include "sandbox/checklist.h"
+#include "sandbox/prepared_sandbox.h"
 
 namespace ae::sandbox {
 namespace {
@@ -151,6 +152,7 @@ Process::Process(Process&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       error_(std::move(other.error_)),
       watch_(std::move(other.watch_)),
+      network_(std::move(other.network_)),
       reaped_(std::exchange(other.reaped_, true)),
       status_(other.status_) {}
 
@@ -189,6 +191,7 @@ void Process::Reap(int* exit_code, int* term_signal) {
     while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
     }
     reaped_ = true;
+    if (network_) network_->End();
   }
   *term_signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
   *exit_code = *term_signal != 0    ? 128 + *term_signal
@@ -311,6 +314,13 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   std::unique_ptr<WriteWatch> watch;
   if (spec.watch_writes) watch = std::make_unique<WriteWatch>(spec.sandbox);
   const int watch_fd = watch ? watch->child_fd() : -1;
+  Fd proxy_parent, proxy_child;
+  const bool proxied = spec.sandbox != nullptr && spec.sandbox->network.proxy_port != 0;
+  if (proxied) {
+    if (Status made = MakeListenerChannel(&proxy_parent, &proxy_child); !made.ok()) {
+      return made.error();
+    }
+  }
   ChildPlan plan;
   plan.spawner = true;
   plan.sandbox = spec.sandbox;
@@ -325,6 +335,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   plan.tty = slave.get();
   plan.parent = ::getpid();
   plan.watch_fd = watch_fd;
+  plan.proxy_fd = proxy_child.get();
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.
   sigset_t all, old;
@@ -344,6 +355,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   slave.reset();
   fail_w.reset();
   devnull.reset();
+  proxy_child.reset();
   if (watch) watch->Started();
   if (on_spawned) on_spawned(pid);
 
@@ -376,6 +388,13 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   spawned.process.emplace(pid, std::move(out_r), std::move(in_w), Fd(PidfdOpen(pid)));
   spawned.process->SetError(std::move(err_r));
   spawned.process->SetWatch(std::move(watch));
+  if (proxied && spec.attach_network) {
+    // Sent before execve, so it is queued by now; a listener that never came leaves the
+    // command's namespace without one: no network, which is closed, not open.
+    if (Fd listener = ReceiveListener(proxy_parent.get())) {
+      spawned.process->SetNetwork(spec.attach_network(std::move(listener)));
+    }
+  }
   return spawned;
 }
 

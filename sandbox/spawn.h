@@ -19,6 +19,7 @@
 #include "base/cancel.h"
 #include "base/fd.h"
 #include "base/result.h"
+#include "sandbox/network.h"
 #include "sandbox/prepared.h"
 #include "sandbox/write_watch.h"
 
@@ -44,6 +45,10 @@ struct SpawnSpec {
   bool tty = false;
   unsigned short tty_rows = 24;
   unsigned short tty_cols = 80;
+  // Confined by a sandbox with a network allow-list: given the listener the command's network
+  // namespace made (sandbox/network.h); what it returns lives until the tree is reaped. Null
+  // there: the listener is closed and the command has no network at all.
+  AttachNetwork attach_network;
 };
 
 struct RunLimits {
@@ -116,6 +121,8 @@ class Process {
   // The write watch of a confined process lives as long as the process: a background session
   // is watched until it ends, like a command run to completion.
   void SetWatch(std::unique_ptr<WriteWatch> watch) { watch_ = std::move(watch); }
+  // The proxy's hold on the command's network namespace, ended once the tree is reaped.
+  void SetNetwork(std::unique_ptr<NetworkAttachment> network) { network_ = std::move(network); }
   // What the watch saw; call once the whole tree has ended (after Reap). Empty without a watch.
   WriteEvidence FinishWatch() { return watch_ ? watch_->Finish() : WriteEvidence{}; }
 
@@ -133,6 +140,7 @@ class Process {
   pid_t pid_;
   Fd output_, input_, pidfd_, error_;
   std::unique_ptr<WriteWatch> watch_;  // destroyed after ~Process has killed and reaped the tree
+  std::unique_ptr<NetworkAttachment> network_;  // ended by Reap
   bool reaped_ = false;
   int status_ = 0;
 };

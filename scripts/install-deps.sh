@@ -14,10 +14,13 @@
 # is missing.
 set -euo pipefail
 
+# libssl-dev: the egress proxy's TLS (net/). node-llhttp: Debian 12's llhttp, the HTTP parser
+# the proxy uses, shipped as its generated C sources (cmake/Llhttp.cmake builds them;
+# libllhttp-dev exists only from Debian 13, and is used where present).
 build=(
   build-essential cmake pkg-config git
   rapidjson-dev libtomlplusplus-dev libfmt-dev libseccomp-dev libcurl4-openssl-dev
-  libcli11-dev
+  libcli11-dev libssl-dev node-llhttp
 )
 demo=(jq python3)
 # Tests: GoogleTest, the loopback model/MCP servers (python3), the CI-step tests (jq,

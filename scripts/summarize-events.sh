@@ -36,6 +36,8 @@ case "$view" in
       | ([$ev[] | select(.type == "turn.completed")] | last) as $done
       | ([$ev[] | select(.type == "turn.failed")] | last) as $failed
       | (items("command_execution")) as $cmds
+      | (items("network_request")) as $net
+      | ([$net[] | select(.decision == "denied")]) as $refused
       | ([items("file_change")[] | select(.status == "completed")
           | (.changes // [])[] | select(type == "object")] ) as $changes
       | ([items("agent_message")[] | .text | select(type == "string")] | last) as $final
@@ -55,6 +57,14 @@ case "$view" in
         "#### Files changed (\($changes | map(.path) | unique | length))",
         (if ($changes | length) == 0 then "none" else
            ($changes | group_by(.path)[] | last | "- <code>\(.path // "" | cell)</code> (\(.kind // "?" | cell))")
+         end),
+        (if ($net | length) == 0 then empty else
+           "",
+           "#### Network refused (\($refused | length) of \($net | length) connections)",
+           (if ($refused | length) == 0 then "none" else
+              "| host | port | why |", "|---|---:|---|",
+              ($refused[] | "| <code>\(.host // "" | cell)</code> | \(.port // "" | cell) | \(.reason // "" | cell) |")
+            end)
          end),
         "",
         "#### Tokens",

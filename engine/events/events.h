@@ -93,9 +93,25 @@ struct ContextCompactionItem {
   int64_t tokens_after = 0;
 };
 
+// One connection a command attempted through the egress proxy (net/proxy.h), completed when
+// the command's tree has ended (schema/events.schema.json, ours).
+struct NetworkRequestItem {
+  std::string call_id;            // the command_execution item of the command that made it
+  std::string protocol = "http";  // "http", "https" (CONNECT), "socks5"
+  std::string host;
+  int port = 0;
+  std::string method;   // plain HTTP's, else ""
+  std::string address;  // the address dialled, "" when none was
+  bool allowed = false;
+  std::string rule;    // the rule that decided, "" when none matched
+  std::string reason;  // why refused or failed, "" when it went through
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
 using ItemDetails = std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem,
                                  FileChangeItem, McpToolCallItem, TodoListItem, WebSearchItem,
-                                 ErrorItem, ReviewItem, ContextCompactionItem>;
+                                 ErrorItem, ReviewItem, ContextCompactionItem, NetworkRequestItem>;
 
 struct Item {
   std::string id;  // item_0, item_1, ... per process in order of first emission
@@ -145,10 +161,18 @@ struct ItemCompleted {
   Item item;
 };
 // The result record both turn.completed and turn.failed carry besides `usage` (ours).
+// What the commands of a run with a network allow-list reached and were refused, each
+// "host:port" once, sorted.
+struct NetworkSummary {
+  std::vector<std::string> reached;
+  std::vector<std::string> refused;
+  bool operator==(const NetworkSummary&) const = default;
+};
 struct TurnStats {
-  int64_t duration_ms = 0;  // from the start of the run to this event
-  int requests = 0;         // model requests sent in this run
-  Usage last_usage;         // the last request's usage (zero before any request)
+  int64_t duration_ms = 0;                // from the start of the run to this event
+  int requests = 0;                       // model requests sent in this run
+  Usage last_usage;                       // the last request's usage (zero before any request)
+  std::optional<NetworkSummary> network;  // only for a run with a network allow-list
 };
 struct TurnCompleted {
   Usage usage;

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "engine/events/events.h"
 
@@ -21,14 +24,20 @@ class ResultRecorder {
   void OnRequest() { ++requests_; }
   // The request finished with `usage`.
   void OnUsage(const Usage& usage) { last_usage_ = usage; }
+  // The run has a network allow-list: the record says what its commands reached.
+  void EnableNetwork();
+  // A connection a command attempted through the proxy (any thread).
+  void OnConnection(const std::string& host, int port, bool reached);
   // The record as of now.
-  TurnStats Stats() const { return TurnStats{now_() - start_, requests_, last_usage_}; }
+  TurnStats Stats() const;
 
  private:
   MonotonicMs now_;
   int64_t start_;
   int requests_ = 0;
   Usage last_usage_;
+  mutable std::mutex mu_;  // the network summary: proxy threads add to it
+  std::optional<NetworkSummary> network_;
 };
 
 }  // namespace ae

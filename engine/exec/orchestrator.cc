@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <utility>
 
@@ -12,12 +15,83 @@
 
 namespace ae {
 
+namespace {
+
+// What a command's connections leave for the model: the refusals' hints, gathered when the
+// proxy's lease ends (on the thread that reaps the command).
+struct NetworkNotes {
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+// The proxy's lease on one command's network namespace. When the command's tree has ended, each
+// connection becomes a network_request item and each refusal a line for the model.
+class ProxyAttachment : public sandbox::NetworkAttachment {
+ public:
+  ProxyAttachment(std::unique_ptr<net::Proxy::Lease> lease, Emitter* emitter, std::string call_id,
+                  std::shared_ptr<NetworkNotes> notes, const TurnContext* turn)
+      : lease_(std::move(lease)),
+        emitter_(emitter),
+        call_id_(std::move(call_id)),
+        notes_(std::move(notes)),
+        turn_(turn) {}
+  ~ProxyAttachment() override { End(); }
+  ProxyAttachment(const ProxyAttachment&) = delete;
+  ProxyAttachment& operator=(const ProxyAttachment&) = delete;
+  ProxyAttachment(ProxyAttachment&&) = delete;
+  ProxyAttachment& operator=(ProxyAttachment&&) = delete;
+
+  void End() override {
+    if (!lease_) return;
+    for (net::ConnectionRecord& r : lease_->Finish()) {
+      emitter_->CompleteNew(NetworkRequestItem{call_id_, r.protocol, r.host, r.port, r.method,
+                                               r.address, r.allowed, r.rule, r.reason, r.bytes_sent,
+                                               r.bytes_received});
+      if (turn_->on_connection) {
+        turn_->on_connection(r.host, r.port, r.allowed && !r.address.empty() && r.reason.empty());
+      }
+      if (!r.hint.empty()) {
+        std::lock_guard<std::mutex> lock(notes_->mu);
+        if (std::find(notes_->lines.begin(), notes_->lines.end(), r.hint) == notes_->lines.end()) {
+          notes_->lines.push_back(std::move(r.hint));
+        }
+      }
+    }
+    lease_.reset();
+  }
+
+ private:
+  std::unique_ptr<net::Proxy::Lease> lease_;
+  Emitter* emitter_;
+  std::string call_id_;
+  std::shared_ptr<NetworkNotes> notes_;
+  const TurnContext* turn_;
+};
+
+std::vector<std::string> CommandEnv(const TurnContext& turn) {
+  std::vector<std::string> env =
+      BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
+                      !turn.sandbox.unrestricted() && !turn.sandbox.network_access);
+  if (turn.proxy != nullptr) {
+    for (std::string& kv : net::ProxyEnvironment(turn.sandbox.proxy_port)) {
+      const size_t eq = kv.find('=');
+      std::erase_if(env, [&](const std::string& have) {
+        return have.compare(0, eq + 1, kv, 0, eq + 1) == 0;
+      });
+      env.push_back(std::move(kv));
+    }
+    std::sort(env.begin(), env.end());
+  }
+  return env;
+}
+
+}  // namespace
+
 Orchestrator::Orchestrator(const TurnContext& turn, const sandbox::PreparedSandbox* prepared,
                            ProcessRunner run_process)
     : turn_(turn),
       prepared_(prepared),
-      env_(BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
-                           !turn.sandbox.unrestricted() && !turn.sandbox.network_access)),
+      env_(CommandEnv(turn)),
       run_process_(std::move(run_process)) {
   if (!run_process_) {
     run_process_ = [](const sandbox::SpawnSpec& spec, const sandbox::RunLimits& limits,
@@ -77,6 +151,19 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   // note to the model makes do with the command's output (AdvisoryDenial) rather than tax
   // every write the command makes.
   spec.watch_writes = sandbox != nullptr && turn_.approval == ApprovalPolicy::kOnFailure;
+  auto notes = std::make_shared<NetworkNotes>();
+  if (sandbox != nullptr && turn_.proxy != nullptr) {
+    spec.attach_network = [turn = &turn_, emitter = &emitter, id = outcome.item_id,
+                           notes](Fd listener) -> std::unique_ptr<sandbox::NetworkAttachment> {
+      return std::make_unique<ProxyAttachment>(turn->proxy->Attach(std::move(listener)), emitter,
+                                               id, notes, turn);
+    };
+  }
+  // The refusals of a command that has ended (its lease ended when its tree was reaped).
+  auto take_notes = [&](CommandOutcome& o) {
+    std::lock_guard<std::mutex> lock(notes->mu);
+    o.network_notes = std::move(notes->lines);
+  };
   if (runner) {
     Result<std::optional<sandbox::RunResult>> ran = runner(spec, outcome.item_id);
     if (!ran.ok()) {
@@ -88,6 +175,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
       outcome.running = true;
       return outcome;
     }
+    take_notes(outcome);
     return Finish(std::move(**ran), sandbox, request.workdir, std::move(outcome));
   }
   sandbox::RunLimits limits;
@@ -107,6 +195,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                                            std::nullopt, ItemStatus::kFailed});
     return run.error();
   }
+  take_notes(outcome);
   return Finish(std::move(run).value(), sandbox, request.workdir, std::move(outcome));
 }
 
@@ -160,6 +249,14 @@ Result<CommandOutcome> Orchestrator::RunCommand(const CommandRequest& request, E
     return first;
   }
 
+  if (turn_.proxy != nullptr) {
+    // Outside the sandbox there is no network namespace: the rerun would reach every host.
+    emitter.CompleteNew(ErrorItem{fmt::format(
+        "command was denied by the sandbox ({}: {}), but it is not retried outside it: the "
+        "network allow-list (network.allow) holds only inside the sandbox",
+        sandbox::ModeName(turn_.sandbox.mode), first->denial->evidence)});
+    return first;
+  }
   // on-failure: the sandbox said no; run it once more unconfined, in the open, saying why.
   emitter.CompleteNew(ErrorItem{fmt::format(
       "command was denied by the sandbox ({}: {}); retrying it once outside the sandbox because "

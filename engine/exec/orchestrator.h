@@ -44,6 +44,9 @@ struct CommandOutcome {
   // The process was left running in the background (unified exec): `run` is empty and the
   // runner that kept it completes its item.
   bool running = false;
+  // For the model, after the output: one line for each connection the egress proxy refused
+  // (net/policy.h DenialHint), naming the host, the rule and how the user allows it.
+  std::vector<std::string> network_notes;
 };
 
 // How one attempt runs once its spawn spec is settled: the finished run, or nullopt when the

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "engine/exec/approval.h"
+#include "net/proxy.h"
 #include "sandbox/policy.h"
 
 namespace ae {
@@ -33,6 +35,11 @@ struct TurnContext {
   size_t command_output_max_bytes = 1 << 20;  // kept per command for the event
   size_t model_output_max_bytes = 40000;  // fed back to the model, head+tail (codex: 10k tokens)
   int64_t progress_interval_ms = 0;       // --progress: item.updated for running commands; 0 = off
+  // The egress proxy of a run with a network allow-list (sandbox.proxy_port set); else null.
+  net::Proxy* proxy = nullptr;
+  // Each connection a command attempted through it: host, port, and whether it got through
+  // (for the result record's network summary). Called from the thread that reaps the command.
+  std::function<void(const std::string& host, int port, bool reached)> on_connection;
 };
 
 }  // namespace ae

@@ -248,6 +248,7 @@ class ShellTool : public ToolHandler {
     if (outcome->sandbox_denied) {
       text += SandboxDeniedNote(env.turn, outcome->denial->only_wording);
     }
+    for (const std::string& note : outcome->network_notes) text += "\n" + note;
     return ToolResult{call.call_id, std::move(text), outcome->run.exit_code == 0, call.custom};
   }
 };

@@ -439,6 +439,7 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     if (outcome->sandbox_denied) {
       reply.text += SandboxDeniedNote(env.turn, outcome->denial->only_wording);
     }
+    for (const std::string& note : outcome->network_notes) reply.text += "\n" + note;
     return reply;
   }
   {

@@ -71,6 +71,10 @@ std::vector<ItemDetails> EveryItemShape() {
                                 ItemStatus::kFailed});
   all.push_back(TodoListItem{{{"read", true}, {"write", false}}});
   all.push_back(ContextCompactionItem{200000, 12000});
+  all.push_back(NetworkRequestItem{"item_3", "https", "registry.npmjs.org", 443, "", "104.16.1.34",
+                                   true, "@npm: registry.npmjs.org", "", 1200, 880000});
+  all.push_back(NetworkRequestItem{"item_3", "http", "evil.test", 80, "GET", "", false, "",
+                                   "not in network.allow", 0, 0});
   return all;
 }
 

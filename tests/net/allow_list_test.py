@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""The network allow-list, end to end, with real clients against real servers.
+
+The whole test runs in namespaces it makes itself (an unprivileged user namespace, so it needs
+no root): network namespace A, where agentexec and its proxy run, and B, the "internet", joined
+to A by a veth pair. B serves plain HTTP on :80, HTTPS on :443 (a certificate of this test's own
+CA naming allowed.test and evil.test) and a raw TCP banner on :22, at two addresses: allowed.test
+(198.51.100.2) and evil.test (198.51.100.3). The proxy resolves names through the test hook
+AGENTEXEC_NET_FAKE_HOSTS, which also maps loop.test to 127.0.0.1 and meta.test to
+169.254.169.254 (docs/SANDBOX.md, "Test hooks"). Nothing leaves the namespaces.
+
+The attacker's side came first: every attack is run once with the whole network open
+(network_access = true), where it gets out, and once under the allow-list, where it is held and
+shows in the JSONL as a refused network_request (those that never reach the proxy, because
+nothing but the proxy is reachable, show as the command's own failure).
+
+Usage: allow_list_test.py AGENTEXEC   (re-executes itself inside the namespaces)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netns import ALLOWED, EVIL, Net, make_ca, sh  # noqa: E402
+
+AGENTEXEC = ""
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAKE_HOSTS = f"allowed.test={ALLOWED};evil.test={EVIL};loop.test=127.0.0.1;meta.test=169.254.169.254"
+
+def turns(commands):
+    items = [{"items": [{"type": "function_call", "name": "exec_command",
+                         "arguments": {"cmd": c, "yield_time_ms": 30000}}]} for c in commands]
+    items.append({"items": [{"type": "message", "text": "Done."}]})
+    return json.dumps({"turns": items})
+
+
+class AllowListTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ae-net-")
+        make_ca(cls.dir)
+        cls.net = Net(cls.dir, loopback_service=True)
+        cls.ws = os.path.join(cls.dir, "ws")
+        os.makedirs(cls.ws)
+        sh(f"git init -q {cls.ws}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.net.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run_agent(self, commands, extra):
+        script = os.path.join(self.dir, "turns.json")
+        with open(script, "w") as f:
+            f.write(turns(commands))
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.dir,
+               "AGENTEXEC_HOME": os.path.join(self.dir, "home"),
+               "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS, "CA": f"{self.dir}/ca.pem"}
+        argv = [AGENTEXEC, "exec", "--json", "-s", "workspace-write", "-c",
+                "model_provider=scripted", "-c", f'model_providers.scripted.script="{script}"',
+                *extra, "go"]
+        out = subprocess.run(argv, cwd=self.ws, env=env, capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.last_events = out.stdout
+        events = [json.loads(l) for l in out.stdout.splitlines()]
+        done = [e["item"] for e in events if e["type"] == "item.completed"]
+        outputs = [i["aggregated_output"] for i in done if i["type"] == "command_execution"]
+        requests = [i for i in done if i["type"] == "network_request"]
+        return outputs, requests
+
+    ALLOW = ["-c", 'network.allow=["allowed.test", "allowed.test:22", "loop.test", "meta.test"]']
+    OPEN = ["-c", "sandbox_workspace_write.network_access=true"]
+
+    def test_allowed_hosts_work_over_http_https_and_socks(self):
+        outputs, requests = self.run_agent([
+            "curl -sS http://allowed.test/",
+            "curl -sS --cacert $CA https://allowed.test/",
+            "curl -sS -d 'hello world' http://allowed.test/",
+            "python3 -c \"import socket;s=socket.create_connection(('127.0.0.1',"
+            "int('$ALL_PROXY'.rsplit(':',1)[1])));s.sendall(bytes([5,1,0]));"
+            "assert s.recv(2)==bytes([5,0]);n=b'allowed.test';"
+            "s.sendall(bytes([5,1,0,3,len(n)])+n+(22).to_bytes(2,'big'));"
+            "r=s.recv(10);print(r[1]);print(s.recv(100).decode().strip())\"",
+        ], self.ALLOW)
+        self.assertEqual(outputs[0], f"hello from {ALLOWED} via Host allowed.test\n")
+        self.assertEqual(outputs[1], f"hello from {ALLOWED} via Host allowed.test\n")
+        self.assertEqual(outputs[2], "got 11 bytes: hello world\n")
+        self.assertTrue(outputs[3].endswith("0\nSSH-2.0-test-banner\n"), outputs[3])
+        ok = [(r["protocol"], r["host"], r["port"], r["decision"], r["address"]) for r in requests
+              if r["decision"] == "allowed"]
+        self.assertIn(("http", "allowed.test", 80, "allowed", ALLOWED), ok)
+        self.assertIn(("https", "allowed.test", 443, "allowed", ALLOWED), ok)
+        self.assertIn(("socks5", "allowed.test", 22, "allowed", ALLOWED), ok)
+        for r in requests:
+            if r["decision"] == "allowed" and r["protocol"] != "socks5":
+                self.assertGreater(r["bytes_received"], 0)
+        done = [json.loads(l) for l in self.last_events.splitlines()][-1]
+        self.assertEqual(done["network"]["reached"],
+                         ["allowed.test:22", "allowed.test:443", "allowed.test:80"])
+
+    # Each attack: (name, command, what the command prints when held, the refusal's reason in
+    # the JSONL or None when the attempt cannot even reach the proxy, an open-network
+    # command showing it gets out there, and what that prints).
+    ATTACKS = [
+        ("another host", "curl -sS http://evil.test/ -o /dev/null -w '%{http_code}'", "403",
+         "not in network.allow",
+         f"curl -sS http://{EVIL}/", f"hello from {EVIL} via Host {EVIL}\n"),
+        ("--noproxy", f"curl -sS --noproxy '*' --max-time 5 http://{EVIL}/ 2>&1 | head -c 60; echo",
+         "curl: (7) Failed to connect to 198.51.100.3 port 80 after", None,
+         f"curl -sS --noproxy '*' http://{EVIL}/", f"hello from {EVIL} via Host {EVIL}\n"),
+        ("raw TCP to an IP",
+         f"python3 -c \"import socket;socket.create_connection(('{EVIL}',22),timeout=5)\" 2>&1 | tail -1",
+         "OSError: [Errno 101] Network is unreachable\n", None,
+         f"python3 -c \"import socket;print(socket.create_connection(('{EVIL}',22)).recv(100).decode().strip())\"",
+         "SSH-2.0-test-banner\n"),
+        ("UDP",
+         f"python3 -c \"import socket;socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',53))\" 2>&1 | tail -1",
+         "OSError: [Errno 101] Network is unreachable\n", None,
+         f"python3 -c \"import socket;print(socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',53)))\"",
+         "1\n"),
+        ("this host's ::1", "curl -sS --max-time 5 'http://[::1]:8080/' 2>&1 | head -c 44; echo",
+         "curl: (7) Failed to connect to ::1 port 8080", None,
+         "curl -sS 'http://[::1]:8080/'", "hello from ::1 via Host [::1]:8080\n"),
+        ("this host's ::1 through the proxy",
+         "curl -sS --noproxy '' 'http://[::1]:8080/' -o /dev/null -w '%{http_code}'",
+         "403", "not in network.allow", None, None),
+        ("CONNECT to an unlisted port",
+         "curl -sS --cacert $CA https://allowed.test:8443/ 2>&1 | head -c 47; echo",
+         "curl: (56) CONNECT tunnel failed, response 403\n",
+         "port 8443 is not allowed for this host", None, None),
+        ("a Host header that does not match",
+         "curl -sS -H 'Host: evil.test' http://allowed.test/ -o /dev/null -w '%{http_code}'",
+         "403", "the Host header 'evil.test' does not name the request's host allowed.test",
+         f"curl -sS -H 'Host: evil.test' http://{ALLOWED}/",
+         f"hello from {ALLOWED} via Host evil.test\n"),
+        ("a mismatched SNI (domain fronting)",
+         "curl -sS --cacert $CA --connect-to evil.test:443:allowed.test:443 https://evil.test/ "
+         "2>&1 | head -c 40; echo",
+         "curl: (35) OpenSSL SSL_connect: SSL_ERRO",
+         "the TLS server name 'evil.test' is not the tunnel's host allowed.test",
+         f"curl -sS --cacert $CA --resolve evil.test:443:{ALLOWED} https://evil.test/",
+         f"hello from {ALLOWED} via Host evil.test\n"),
+        ("plain HTTP inside a tunnel",
+         "curl -sS -p http://allowed.test:443/ 2>&1 | head -c 30; echo",
+         "curl: (52) Empty reply from se",
+         "the tunnel to allowed.test:443 did not start with TLS", None, None),
+        ("an allowed name resolving to 127.0.0.1",
+         "curl -sS http://loop.test/ -o /dev/null -w '%{http_code}'", "403",
+         "loop.test resolves to 127.0.0.1, a loopback address", None, None),
+        ("an allowed name resolving to the metadata address",
+         "curl -sS http://meta.test/ -o /dev/null -w '%{http_code}'", "403",
+         "meta.test resolves to 169.254.169.254, a metadata address", None, None),
+        ("DNS to an outside server", "getent hosts example.com; echo $?", "2\n", None, None, None),
+    ]
+
+    def test_every_attack_is_held_and_on_the_record(self):
+        outputs, requests = self.run_agent([a[1] for a in self.ATTACKS], self.ALLOW)
+        self.assertEqual(len(outputs), len(self.ATTACKS))
+        reasons = [r["reason"] for r in requests if r["decision"] == "denied"]
+        for (name, _, held, reason, _, _), out in zip(self.ATTACKS, outputs):
+            with self.subTest(name):
+                self.assertTrue(out.startswith(held), f"{name}: {out!r}")
+                if reason is not None:
+                    self.assertIn(reason, reasons, f"{name}: {reasons}")
+        self.assertNotIn("allowed", [r["decision"] for r in requests if r["host"] == "evil.test"])
+
+    def test_every_attack_gets_out_with_the_network_open(self):
+        shown = [a for a in self.ATTACKS if a[4] is not None]
+        outputs, requests = self.run_agent([a[4] for a in shown], self.OPEN)
+        self.assertEqual(requests, [])
+        for (name, _, _, _, _, escaped), out in zip(shown, outputs):
+            with self.subTest(name):
+                self.assertEqual(out, escaped, name)
+
+    def test_a_refusal_reaches_the_model_with_its_remedy(self):
+        # The scripted provider records what the model was sent in the rollout; the refusal's
+        # hint follows the command's output there.
+        outputs, requests = self.run_agent(["curl -sS http://evil.test/"], self.ALLOW)
+        self.assertEqual(outputs, ["agentexec: network: evil.test:80 refused (not in network.allow); "
+                                   "to allow it, add \"evil.test\" to network.allow "
+                                   "(--allow-host evil.test)\n"])
+        self.assertEqual([(r["protocol"], r["host"], r["port"], r["method"], r["decision"],
+                           r["rule"], r["reason"]) for r in requests],
+                         [("http", "evil.test", 80, "GET", "denied", None, "not in network.allow")])
+        done = [json.loads(l) for l in self.last_events.splitlines()][-1]
+        self.assertEqual(done["type"], "turn.completed")
+        self.assertEqual(done["network"], {"reached": [], "refused": ["evil.test:80"]})
+        # The CI wrappers' job summary lists the refusals.
+        events = os.path.join(self.dir, "events.jsonl")
+        with open(events, "w") as f:
+            f.write(self.last_events)
+        summary = subprocess.run(["bash", os.path.join(SOURCE, "scripts/summarize-events.sh"),
+                                  "markdown", events], capture_output=True, text=True, check=True)
+        self.assertIn("\n#### Network refused (1 of 1 connections)\n| host | port | why |\n"
+                      "|---|---:|---|\n| <code>evil.test</code> | 80 | not in network.allow |\n",
+                      summary.stdout)
+
+
+def main():
+    global AGENTEXEC
+    AGENTEXEC = os.path.abspath(sys.argv[1])
+    if os.environ.get("AE_NET_INSIDE") != "1":
+        for tool in ("unshare", "nsenter", "ip", "curl", "openssl"):
+            if shutil.which(tool) is None:
+                print(f"SKIP: {tool} is not installed (scripts/install-deps.sh test)")
+                return 77
+        probe = subprocess.run(["unshare", "-Urn", "true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"SKIP: cannot make a user and network namespace here: {probe.stderr.strip()}")
+            return 77
+        env = dict(os.environ, AE_NET_INSIDE="1")
+        return subprocess.run(["unshare", "-Urn", "--fork", sys.executable, *sys.argv],
+                              env=env).returncode
+    result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

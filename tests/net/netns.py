@@ -1,0 +1,120 @@
+"""Namespaces for the network tests and benchmarks: A, where the caller runs (agentexec and its
+proxy), and B, "the internet", joined by a veth pair. B serves plain HTTP on :80 (GET /big?n=N:
+N bytes through sendfile), HTTPS on :443 (a certificate of the caller's own CA, make_ca, naming
+allowed.test and evil.test) and an SSH-like banner on :22, at ALLOWED and EVIL. The caller must
+already be inside a user and network namespace of its own (unshare -Urn)."""
+import os
+import subprocess
+import sys
+import time
+
+ALLOWED, EVIL = "198.51.100.2", "198.51.100.3"
+
+SERVERS = r'''
+import http.server, os, socket, socketserver, ssl, sys, threading
+BIG = sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if self.path.startswith("/big?n="):
+            n = int(self.path[7:])
+            self.send_response(200); self.send_header("Content-Length", str(n)); self.end_headers()
+            with open(BIG, "rb") as f:
+                sent = 0
+                while sent < n:
+                    k = os.sendfile(self.connection.fileno(), f.fileno(), sent % (64 << 20), min(n - sent, (64 << 20) - sent % (64 << 20)))
+                    if k <= 0: break
+                    sent += k
+            return
+        body = ("hello from %s via Host %s\n" % (self.server.server_address[0], self.headers.get("Host"))).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        got = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = ("got %d bytes: %s\n" % (len(got), got.decode(errors="replace"))).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+def serve(addr, port, tls):
+    s = S((addr, port), H)
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+def banner(addr):
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind((addr, 22)); l.listen(16)
+    def run():
+        while True:
+            c, _ = l.accept(); c.sendall(b"SSH-2.0-test-banner\r\n"); c.close()
+    threading.Thread(target=run, daemon=True).start()
+for a in ("198.51.100.2", "198.51.100.3"):
+    serve(a, 80, False); serve(a, 443, True); banner(a)
+print("ready", flush=True)
+threading.Event().wait()
+'''
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def make_ca(d):
+    sh(f"openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout {d}/ca.key "
+       f"-out {d}/ca.pem 2>/dev/null")
+    with open(f"{d}/ext.cnf", "w") as f:
+        f.write("subjectAltName=DNS:allowed.test,DNS:evil.test\n")
+    sh(f"openssl req -newkey rsa:2048 -nodes -subj /CN=allowed.test -keyout {d}/srv.key "
+       f"-out {d}/srv.csr 2>/dev/null")
+    sh(f"openssl x509 -req -in {d}/srv.csr -CA {d}/ca.pem -CAkey {d}/ca.key -CAcreateserial "
+       f"-days 2 -extfile {d}/ext.cnf -out {d}/srv.pem 2>/dev/null")
+
+
+class Net:
+    """Namespace B and its servers, made from inside namespace A; with `loopback_service`, an
+    HTTP server on A's own [::1]:8080 too (a service of "this host" commands must not reach)."""
+
+    def __init__(self, d, loopback_service=False):
+        sh("ip link set lo up")
+        self.holder = subprocess.Popen(["unshare", "-n", "sleep", "infinity"])
+        pid = self.holder.pid
+        for _ in range(100):
+            if os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net"):
+                break
+            time.sleep(0.01)
+        sh(f"ip link add va type veth peer name vb netns {pid}")
+        sh("ip addr add 198.51.100.1/24 dev va && ip link set va up")
+        sh(f"nsenter -t {pid} -n sh -c 'ip link set lo up && ip addr add {ALLOWED}/24 dev vb && "
+           f"ip addr add {EVIL}/24 dev vb && ip link set vb up'")
+        with open(f"{d}/servers.py", "w") as f:
+            f.write(SERVERS)
+        with open(f"{d}/big", "wb") as f:
+            f.truncate(64 << 20)
+        self.local = None
+        if loopback_service:
+            self.local = subprocess.Popen(
+                [sys.executable, "-c", "import http.server, socket, sys\n"
+                 "class S(http.server.HTTPServer): address_family = socket.AF_INET6\n"
+                 "class H(http.server.BaseHTTPRequestHandler):\n"
+                 "  def do_GET(self):\n"
+                 "    b = ('hello from ::1 via Host %s\\n' % self.headers.get('Host')).encode()\n"
+                 "    self.send_response(200); self.send_header('Content-Length', str(len(b)))\n"
+                 "    self.end_headers(); self.wfile.write(b)\n"
+                 "  def log_message(self, *a): pass\n"
+                 "s = S(('::1', 8080), H); print('ready', flush=True); s.serve_forever()\n"],
+                stdout=subprocess.PIPE, text=True)
+            assert self.local.stdout.readline().strip() == "ready"
+        self.servers = subprocess.Popen(
+            ["nsenter", "-t", str(pid), "-n", sys.executable, f"{d}/servers.py", f"{d}/srv.pem",
+             f"{d}/srv.key", f"{d}/big"], stdout=subprocess.PIPE, text=True)
+        assert self.servers.stdout.readline().strip() == "ready"
+
+    def close(self):
+        for p in (self.local, self.servers, self.holder):
+            if p is not None:
+                p.kill()
+                p.wait()
+
+
