@@ -15,6 +15,7 @@ Usage: net_compare.py AGENTEXEC [SRT] [--runs N]
 """
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -41,15 +42,21 @@ print((time.monotonic() - start) * 1000 / {SEQUENTIAL})
 # Opens N CONNECT tunnels through HTTPS_PROXY (or straight to the host without one), says when
 # they are all open, and holds them until its stdin closes.
 TUNNEL_CLIENT = """
-import os, socket, sys
+import base64, os, socket, sys, urllib.parse
 n = int(sys.argv[1])
 proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
 held = []
 for _ in range(n):
     if proxy:
-        host, port = proxy.rsplit("/", 1)[-1].rsplit(":", 1)
-        s = socket.create_connection((host, int(port)))
-        s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\\r\\nHost: allowed.test:443\\r\\n\\r\\n")
+        u = urllib.parse.urlsplit(proxy)
+        s = socket.create_connection((u.hostname, u.port))
+        auth = b""
+        if u.username is not None:  # srt's proxies want the credentials its URL carries
+            token = base64.b64encode(f"{urllib.parse.unquote(u.username)}:"
+                                     f"{urllib.parse.unquote(u.password or '')}".encode())
+            auth = b"Proxy-Authorization: Basic " + token + b"\\r\\n"
+        s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\\r\\nHost: allowed.test:443\\r\\n" + auth +
+                  b"\\r\\n")
         reply = b""
         while b"\\r\\n\\r\\n" not in reply:
             reply += s.recv(1024)
@@ -90,7 +97,8 @@ class Bench:
         if how == "proxy":
             return [self.ae, "sandbox", "-s", "workspace-write", "--allow-host", "allowed.test",
                     "--", *command]
-        return [self.srt, "--settings", self.srt_settings, *command]
+        # srt reads options anywhere on its line: the command goes as one string (-c).
+        return [self.srt, "--settings", self.srt_settings, "-c", shlex.join(command)]
 
     def ways(self):
         return ["direct", "proxy"] + (["srt"] if self.srt else [])

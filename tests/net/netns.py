@@ -15,6 +15,12 @@ import http.server, os, socket, socketserver, ssl, sys, threading
 BIG = sys.argv[3]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    def setup(self):
+        # The TLS handshake in the request's own thread, not in accept: a client that opens a
+        # connection and waits must not hold up the others.
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
+        super().setup()
     def do_GET(self):
         if self.path.startswith("/big?n="):
             n = int(self.path[7:])
@@ -38,11 +44,12 @@ class H(http.server.BaseHTTPRequestHandler):
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024
 def serve(addr, port, tls):
     s = S((addr, port), H)
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1], sys.argv[2])
-        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+        s.socket = ctx.wrap_socket(s.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=s.serve_forever, daemon=True).start()
 def banner(addr):
     l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind((addr, 22)); l.listen(16)
