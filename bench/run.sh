@@ -55,3 +55,22 @@ else
   args+=(--codex-skip "$codex_skip")
 fi
 python3 "$root/bench/compare.py" "${args[@]}" | tee "$out/compare.txt"
+
+# The egress proxy against the direct path and the peer sandbox, srt
+# (@anthropic-ai/sandbox-runtime, installed once under the build directory like codex; it needs
+# Debian's bubblewrap, socat and ripgrep: install-deps.sh bench). SRT_BIN=/path/to/srt
+# measures another copy.
+srt_version=0.0.78
+srt=${SRT_BIN:-}
+if [ -z "$srt" ]; then
+  srt="$root/$build/peer-srt/node_modules/.bin/srt"
+  if [ ! -x "$srt" ] && command -v npm >/dev/null 2>&1; then
+    echo "== installing the peer sandbox (@anthropic-ai/sandbox-runtime@$srt_version) under $build/peer-srt"
+    npm install --prefix "$root/$build/peer-srt" --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/sandbox-runtime@$srt_version" >/dev/null 2>&1 || true
+  fi
+  [ -x "$srt" ] || { echo "note: srt skipped (npm install failed or npm missing)"; srt=""; }
+fi
+echo
+echo "== the egress proxy: direct vs agentexec's proxy vs srt (bench/net_compare.py)"
+python3 "$root/bench/net_compare.py" "$bin" "$srt" "--runs=${BENCH_RUNS:-5}" | tee "$out/net_compare.txt"

@@ -30,6 +30,7 @@ demo=(jq python3)
 # (e.g. from NodeSource, which bundles npm) is kept: Debian's npm package would conflict
 # with it.
 test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps curl
+  iproute2 openssl          # tests/net: the allow-list's namespaces (ip) and test CA (openssl)
   clang libclang-rt-14-dev  # clang: make test-asan, make fuzz (libFuzzer)
   llvm                      # llvm-symbolizer: sanitizer reports and LeakSanitizer's
                             # suppressions match symbolised frames only
@@ -37,7 +38,7 @@ test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procp
   lintian                   # tests/dist/package_test.py: the .deb has no lintian error
   man-db)                   # tests/dist/manpage_test.py: agentexec.1 renders, no warning
 command -v npm >/dev/null || test+=(nodejs npm)
-bench=(libbenchmark-dev jq python3 procps)
+bench=(libbenchmark-dev jq python3 procps bubblewrap socat ripgrep curl iproute2 openssl)
 # make dist: static OpenSSL/zlib/c-ares archives and dpkg-dev (dpkg-source, to unpack
 # Debian's curl source for scripts/build-static-curl.sh), ca-certificates for the fetch.
 dist=(libssl-dev zlib1g-dev libc-ares-dev dpkg-dev ca-certificates)
