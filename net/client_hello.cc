@@ -5,7 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
 
-#include <cctype>
+#include "net/host_name.h"
 
 namespace ae::net {
 namespace {
@@ -34,19 +34,6 @@ std::string HostName(const unsigned char* p, size_t len, bool* ok) {
   }
   *ok = true;
   return found;
-}
-
-bool IsHostName(const std::string& name) {
-  if (name.empty() || name.size() > 253 || name.front() == '.' ||
-      name.find("..") != std::string::npos) {
-    return false;
-  }
-  for (char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) {
-      return false;
-    }
-  }
-  return true;
 }
 
 struct HelloSeen {
@@ -150,10 +137,8 @@ ClientHelloReader::State ClientHelloReader::Feed(const char* data, size_t n) {
       state_ = State::kMalformed;
       error_ = "the server_name extension is malformed";
     } else {
-      std::string name = impl.seen.name;
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (!name.empty() && name.back() == '.') name.pop_back();
-      if (!impl.seen.name.empty() && !IsHostName(name)) {
+      std::string name = NormalizeHostName(impl.seen.name);
+      if (!impl.seen.name.empty() && name.empty()) {
         state_ = State::kMalformed;
         error_ = "the server name is not a host name";
       } else {

@@ -8,14 +8,10 @@
 #include <cctype>
 #include <cstring>
 
+#include "net/host_name.h"
+
 namespace ae::net {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -24,30 +20,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-// A host name's bytes (after lower-casing): what a DNS name can hold, and '_' which some
-// service names use. Anything else ('\\', '%', '@', a space) could be read differently by the
-// resolver, the policy and the server.
-bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-}
-
 // RFC 9110 tchar: llhttp lets a space before the colon through ("X : a"), which a server
 // could read as another header than the one the proxy forwards.
 bool IsTokenByte(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
-// A host name as the policy matches it: lower-cased, one trailing dot dropped, no empty label.
-// Empty if `host` is no such name.
-std::string NormalizeName(std::string_view host) {
-  std::string name = Lower(host);
-  if (name.ends_with('.')) name.pop_back();
-  if (name.empty() || name.starts_with('.') || name.find("..") != std::string::npos) return "";
-  for (char c : name) {
-    if (!IsNameByte(c)) return "";
-  }
-  return name;
 }
 
 // "host[:port]" of an absolute-form URL or "host:port" of a CONNECT line into *head; the error
@@ -72,7 +49,7 @@ std::string ParseAuthority(std::string_view authority, bool port_required, HttpR
     std::memcpy(text, host.data(), host.size());
     if (::inet_pton(AF_INET6, text, &addr) != 1) return "the host is not an IPv6 address";
     // As sent (lower-cased), not re-formatted: the proxy compares it with the Host header.
-    head->host = Lower(host);
+    head->host = AsciiLower(host);
   } else {
     if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) {
       port = host.substr(colon + 1);
@@ -82,7 +59,7 @@ std::string ParseAuthority(std::string_view authority, bool port_required, HttpR
     if (host.empty()) return "the host is missing";
     // A dotted quad passes as a name too; other IPv4 spellings ("127.1") stay names, which the
     // resolver answers and the policy checks like any other.
-    std::string name = NormalizeName(host);
+    std::string name = NormalizeHostName(host);
     if (name.empty()) return "the host is not a name";
     head->host = std::move(name);
   }
@@ -108,7 +85,7 @@ std::string ParseTarget(HttpRequestHead* head) {
   const std::string& target = head->target;
   if (head->method == "CONNECT") return ParseAuthority(target, /*port_required=*/true, head);
   if (target.starts_with('/') || target == "*") return "the request is for a server, not a proxy";
-  const std::string start = Lower(std::string_view(target).substr(0, 8));
+  const std::string start = AsciiLower(std::string_view(target).substr(0, 8));
   if (start.starts_with("https://")) {
     return "an https:// target is not sent to a proxy in the clear";
   }
@@ -239,7 +216,7 @@ size_t HttpRequestReader::Feed(const char* data, size_t n) {
     if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
       state_ = State::kMalformed;
       const char* reason = llhttp_get_error_reason(&impl.parser);
-      error_ = Lower(reason != nullptr ? reason : llhttp_errno_name(err));
+      error_ = AsciiLower(reason != nullptr ? reason : llhttp_errno_name(err));
       return used + len;
     }
     const size_t taken =
@@ -267,7 +244,7 @@ size_t HttpRequestReader::Feed(const char* data, size_t n) {
       } else if (end != HPE_OK && end != HPE_PAUSED && end != HPE_PAUSED_UPGRADE) {
         state_ = State::kMalformed;  // e.g. a Transfer-Encoding it cannot frame
         const char* reason = llhttp_get_error_reason(&impl.parser);
-        error_ = Lower(reason != nullptr ? reason : llhttp_errno_name(end));
+        error_ = AsciiLower(reason != nullptr ? reason : llhttp_errno_name(end));
       }
       return used;
     }

@@ -3,33 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+
+#include "net/host_name.h"
 
 namespace ae::net {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// A host name as DNS and the clients spell it: labels of letters, digits, '-' and '_' (some
-// registries' names carry one), none empty, at most 253 bytes.
-bool IsHostName(std::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
-    if (++label > 63) return false;
-  }
-  return label > 0;
-}
 
 Result<HostRule> ParseOne(std::string_view text, std::string_view label) {
   HostRule rule;
@@ -75,13 +53,13 @@ Result<HostRule> ParseOne(std::string_view text, std::string_view label) {
     rule.ip = *ip;
     return rule;
   }
-  std::string name = Lower(host);
-  if (name.starts_with("*.")) {
+  std::string_view name_text = host;
+  if (name_text.starts_with("*.")) {
     rule.subdomains = true;
-    name.erase(0, 2);
+    name_text.remove_prefix(2);
   }
-  if (name.ends_with(".")) name.pop_back();
-  if (!IsHostName(name) || name.find('*') != std::string::npos) {
+  std::string name = NormalizeHostName(name_text);
+  if (name.empty()) {
     return MakeError(
         fmt::format("'{}' is not a host pattern: write a name (example.com), its subdomains "
                     "(*.example.com) or an IP literal, with an optional :port",

@@ -20,6 +20,7 @@
 #include <mutex>
 
 #include "net/client_hello.h"
+#include "net/host_name.h"
 #include "net/http_request.h"
 #include "net/socks5.h"
 
@@ -32,7 +33,7 @@ constexpr int kRequestTimeoutMs = 30000;
 constexpr int kConnectTimeoutMs = 15000;
 // Connection threads need little stack: buffers live on the heap.
 constexpr size_t kThreadStack = 256 * 1024;
-constexpr size_t kRelayChunk = 64 * 1024;  // a pipe's default capacity
+constexpr size_t kRelayChunk = 64 * 1024;   // a pipe's default capacity
 constexpr size_t kPipeBytes = 1024 * 1024;  // what an unprivileged process may ask by default
 
 class FakeResolver : public Resolver {
@@ -151,11 +152,6 @@ int Dial(const IpAddress& address, uint16_t port, std::string* error) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace
@@ -400,7 +396,7 @@ void Connection::ServeHttp(std::string first) {
     if (host_header != nullptr) {
       std::string want =
           head.host.find(':') != std::string::npos ? "[" + head.host + "]" : head.host;
-      std::string got = Lower(*host_header);
+      std::string got = AsciiLower(*host_header);
       if (got.ends_with(".")) got.pop_back();
       const bool same = got == want || got == fmt::format("{}:{}", want, head.port) ||
                         (head.port == 80 && got == want + ".:80");
@@ -433,7 +429,7 @@ void Connection::ServeHttp(std::string first) {
   // end, and nothing after it (a pipelined request could name another host).
   std::string out = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.origin_form);
   for (const auto& [name, value] : head.headers) {
-    const std::string lower = Lower(name);
+    const std::string lower = AsciiLower(name);
     if (lower == "proxy-connection" || lower == "proxy-authorization" || lower == "connection" ||
         lower == "keep-alive") {
       continue;

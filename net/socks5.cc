@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "net/host_name.h"
+
 namespace ae::net {
 namespace {
 
@@ -20,11 +22,6 @@ constexpr uint8_t kIpv4 = 1, kDomain = 3, kIpv6 = 4;
 constexpr size_t kLongestMessage = 5 + 255 + 2;
 static_assert(kLongestMessage <= Socks5Reader::kMaxBytes);
 
-// A host name's bytes (after lower-casing), as net/http_request.cc allows them.
-bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-}
-
 // The text of an IP literal (inet_ntop's, so one spelling per address) or nullopt.
 std::optional<std::string> LiteralText(int family, const void* bytes) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -34,19 +31,16 @@ std::optional<std::string> LiteralText(int family, const void* bytes) {
 
 // DST.ADDR of ATYP 3 into *request: a name, or an IP literal a client sent as text
 // (socks5h:// sends the host as given). False if it is neither.
-bool ParseDomain(std::string name, Socks5Request* request) {
-  for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  if (name.ends_with('.')) name.pop_back();
+bool ParseDomain(std::string given, Socks5Request* request) {
+  if (!given.empty() && given.back() == '.') given.pop_back();  // "127.0.0.1." is 127.0.0.1
   // inet_pton reads a C string: a NUL inside ("127.0.0.1\0.evil.test") would cut it short.
-  if (name.find('\0') == std::string::npos) {
+  if (given.find('\0') == std::string::npos) {
     in_addr v4{};
     in6_addr v6{};
     std::optional<std::string> text;
-    if (::inet_pton(AF_INET, name.c_str(), &v4) == 1) {
+    if (::inet_pton(AF_INET, given.c_str(), &v4) == 1) {
       text = LiteralText(AF_INET, &v4);
-    } else if (::inet_pton(AF_INET6, name.c_str(), &v6) == 1) {
+    } else if (::inet_pton(AF_INET6, given.c_str(), &v6) == 1) {
       text = LiteralText(AF_INET6, &v6);
     }
     if (text) {
@@ -55,10 +49,8 @@ bool ParseDomain(std::string name, Socks5Request* request) {
       return true;
     }
   }
-  if (name.empty() || name.starts_with('.') || name.find("..") != std::string::npos ||
-      !std::all_of(name.begin(), name.end(), IsNameByte)) {
-    return false;
-  }
+  std::string name = NormalizeHostName(given);
+  if (name.empty()) return false;
   request->host = std::move(name);
   request->host_is_name = true;
   return true;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/child.h"
+#include "base/pass_fd.h"
 #include "sandbox/capabilities.h"
 #include "sandbox/containment.h"
 #include "sandbox/prepared_sandbox.h"
@@ -139,28 +140,6 @@ bool Seccomp(Child& c, const char** step, int* err) noexcept {
   return true;
 }
 
-// The watch's listener (or, with `listener` < 0, the errno that kept it from being installed)
-// goes to agentexec over its socket.
-void SendWatch(int watch_fd, int listener, int install_err) noexcept {
-  int32_t code = listener >= 0 ? 0 : install_err;
-  iovec iov = {&code, sizeof code};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (listener >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-  }
-  while (::sendmsg(watch_fd, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
-}
-
 // The write watch (sandbox/write_watch.h), for a command agentexec runs. It never fails the
 // command: a watch this kernel cannot have only leaves agentexec without evidence.
 bool WriteWatch(Child& c, const char**, int*) noexcept {
@@ -170,7 +149,8 @@ bool WriteWatch(Child& c, const char**, int*) noexcept {
   if (c.prepared().watch.program != nullptr) {
     seccomp::InstallWatch(c.prepared().watch.program, &listener, &install_err);
   }
-  SendWatch(watch_fd, listener, install_err);
+  // The listener, or (none) the errno that kept it from being installed.
+  SendDescriptor(watch_fd, listener, listener >= 0 ? 0 : install_err);
   if (listener >= 0) ::close(listener);
   ::close(watch_fd);
   return true;

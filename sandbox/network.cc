@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/pass_fd.h"
 #include "sandbox/step.h"
 
 namespace ae::sandbox {
@@ -50,26 +51,11 @@ bool EnterNetworkNamespace(const NetworkPlan& plan, int send_fd, const char** st
     errno = saved;
     return FailStep("listen on the proxy's port", step, err);
   }
-  char byte = 0;
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-  ssize_t sent = 0;
-  while ((sent = ::sendmsg(send_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-  }
+  const bool sent = SendDescriptor(send_fd, listener, 0);
   const int send_errno = errno;
   ::close(listener);
   ::close(send_fd);
-  if (sent < 0) {
+  if (!sent) {
     errno = send_errno;
     return FailStep("hand the proxy's port to agentexec", step, err);
   }
@@ -87,26 +73,10 @@ Status MakeListenerChannel(Fd* parent, Fd* child) {
 }
 
 Fd ReceiveListener(int parent) {
-  char byte = 0;
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n = 0;
-  while ((n = ::recvmsg(parent, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
-  if (n <= 0) return {};
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  if (cm == nullptr || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-      cm->cmsg_len != CMSG_LEN(sizeof(int))) {
-    return {};
-  }
-  int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-  return Fd(fd);
+  int32_t code = 0;
+  Fd listener;
+  if (ReceiveDescriptor(parent, MSG_DONTWAIT, &code, &listener) <= 0 || code != 0) return {};
+  return listener;
 }
 
 }  // namespace ae::sandbox

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/pass_fd.h"
 #include "sandbox/landlock.h"
 #include "sandbox/paths.h"
 #include "sandbox/prepared.h"
@@ -204,25 +205,7 @@ bool WriteWatch::ReceiveListener(Fd* listener) {
     if (fds[0].revents != 0) break;
   }
   int32_t code = 0;
-  iovec iov = {&code, sizeof code};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = ::recvmsg(parent_.get(), &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-      listener->reset(fd);
-    }
-  }
+  const ssize_t n = ReceiveDescriptor(parent_.get(), 0, &code, listener);
   parent_.reset();
   if (n == static_cast<ssize_t>(sizeof code) && code == 0 && *listener) return true;
   listener->reset();
