@@ -190,6 +190,16 @@ int64_t Int64Member(const rapidjson::Value* obj, const char* name) {
   return m && m->IsInt64() ? m->GetInt64() : 0;
 }
 
+std::vector<std::string> StringArrayMember(const rapidjson::Value* obj, const char* name) {
+  std::vector<std::string> out;
+  const rapidjson::Value* m = obj ? FindJsonMember(*obj, name) : nullptr;
+  if (m == nullptr || !m->IsArray()) return out;
+  for (const rapidjson::Value& item : m->GetArray()) {
+    if (item.IsString()) out.emplace_back(item.GetString(), item.GetStringLength());
+  }
+  return out;
+}
+
 void JsonWriter::Double(double d) {
   // rapidjson::Writer::Double writes the separator before it refuses a non-finite number,
   // leaving `"key":,` behind: decide first.

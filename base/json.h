@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -59,6 +60,9 @@ std::string StringMember(const rapidjson::Value& obj, const char* name);
 std::string StringMember(const rapidjson::Value* obj, const char* name);
 // The member `name` of `obj` (null: absent) as a 64-bit integer; 0 when absent or not one.
 int64_t Int64Member(const rapidjson::Value* obj, const char* name);
+// The member `name` of `obj` (null: absent) as a list of strings: its array's string items,
+// others skipped; empty when absent or not an array.
+std::vector<std::string> StringArrayMember(const rapidjson::Value* obj, const char* name);
 
 // A compact JSON writer whose output is always valid JSON in valid UTF-8. Method names follow
 // rapidjson::Writer so call sites read the same. ok() is false only if RapidJSON itself refused

@@ -61,6 +61,10 @@ Result<BatchRecord> ParseRecord(std::string_view line) {
   r.branch = opt_string("branch");
   r.answer = StringMember(doc, "answer");
   r.reason = opt_string("reason");
+  if (const rapidjson::Value* net = FindJsonMember(doc, "network"); net && net->IsObject()) {
+    r.hosts_reached = StringArrayMember(net, "reached");
+    r.hosts_refused = StringArrayMember(net, "refused");
+  }
   return r;
 }
 
@@ -96,6 +100,27 @@ std::string Markdown(const std::vector<Located>& tasks) {
                        EscapeMarkdownCell(status), ran ? std::to_string(r.files_changed) : "",
                        ran ? std::to_string(r.tokens) : "",
                        ran ? FormatDurationMs(r.duration_ms) : "", EscapeMarkdownCell(r.answer));
+  }
+  // Tasks with a network allow-list: each host reached or refused, and by how many tasks.
+  std::map<std::string, std::pair<int, int>> hosts;
+  bool any = false;
+  for (const Located& t : tasks) {
+    any = any || t.record.hosts_reached || t.record.hosts_refused;
+    for (const std::string& h : t.record.hosts_reached.value_or(std::vector<std::string>{})) {
+      ++hosts[h].first;
+    }
+    for (const std::string& h : t.record.hosts_refused.value_or(std::vector<std::string>{})) {
+      ++hosts[h].second;
+    }
+  }
+  if (any) {
+    out += "\n### Network\n\n";
+    if (hosts.empty()) out += "no connection\n";
+    if (!hosts.empty()) out += "| Host | Reached by | Refused to |\n| --- | ---: | ---: |\n";
+    for (const auto& [host, counts] : hosts) {
+      out +=
+          fmt::format("| {} | {} | {} |\n", EscapeMarkdownCell(host), counts.first, counts.second);
+    }
   }
   return out;
 }
@@ -201,6 +226,18 @@ std::string RecordJson(const BatchRecord& r) {
   w.Key("answer");
   w.String(r.answer);
   OptString(w, "reason", r.reason);
+  if (r.hosts_reached || r.hosts_refused) {
+    w.Key("network");
+    w.StartObject();
+    for (auto [key, list] :
+         {std::pair{"reached", &r.hosts_reached}, std::pair{"refused", &r.hosts_refused}}) {
+      w.Key(key);
+      w.StartArray();
+      for (const std::string& host : list->value_or(std::vector<std::string>{})) w.String(host);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
   w.EndObject();
   return std::string(w.view());
 }

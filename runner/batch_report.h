@@ -29,9 +29,14 @@ struct BatchRecord {
   std::optional<std::string> branch;  // agentexec/<id> in the clone
   std::string answer;                 // the first line of the final message (at most 200 bytes)
   std::optional<std::string> reason;  // why it was skipped or interrupted by a batch limit
+  // A task run with a network allow-list: the hosts ("host:port") its commands reached and
+  // were refused (turn.completed's `network`). Absent otherwise, and then not written.
+  std::optional<std::vector<std::string>> hosts_reached;
+  std::optional<std::vector<std::string>> hosts_refused;
 };
 
-// One line of JSON, every key present (null when it does not apply), in a fixed order.
+// One line of JSON, every key present (null when it does not apply), in a fixed order; and
+// `network` last, only for a task run with a network allow-list.
 std::string RecordJson(const BatchRecord& record);
 
 // Calls `each` with the records of a results.jsonl in file order, read one line at a time. A

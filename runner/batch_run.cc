@@ -371,6 +371,7 @@ class EventScanner {
   int64_t tokens = 0;
   std::string error_code, error_message;
   bool ended = false;
+  std::optional<std::vector<std::string>> hosts_reached, hosts_refused;
 
  private:
   void Line() {
@@ -382,6 +383,10 @@ class EventScanner {
     ended = true;
     const rapidjson::Value* usage = FindJsonMember(*doc, "usage");
     tokens = Int64Member(usage, "input_tokens") + Int64Member(usage, "output_tokens");
+    if (const rapidjson::Value* net = FindJsonMember(*doc, "network"); net && net->IsObject()) {
+      hosts_reached = StringArrayMember(net, "reached");
+      hosts_refused = StringArrayMember(net, "refused");
+    }
     if (type == "turn.failed") {
       const rapidjson::Value* error = FindJsonMember(*doc, "error");
       error_code = StringMember(error, "code");
@@ -713,6 +718,8 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   if (!child.ok()) return fail("cannot start agentexec exec: " + child.message());
   rec.exit_code = child->exit_code;
   rec.tokens = scanner.tokens;
+  rec.hosts_reached = scanner.hosts_reached;
+  rec.hosts_refused = scanner.hosts_refused;
   if (!scanner.error_code.empty()) rec.error_code = scanner.error_code;
   if (!scanner.error_message.empty()) rec.error = scanner.error_message;
   if (!rec.error && child->exit_code != 0) {

@@ -201,6 +201,53 @@ class AllowListTest(unittest.TestCase):
                       summary.stdout)
 
 
+class BatchNetworkTest(unittest.TestCase):
+    """batch's records and report sum what each task's commands reached and were refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ae-net-batch-")
+        make_ca(cls.dir)
+        cls.net = Net(cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.net.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_records_and_report_sum_the_hosts(self):
+        repo = os.path.join(self.dir, "repo")
+        sh(f"git init -q {repo} && cd {repo} && echo hi > f && git add f && "
+           "git -c user.name=t -c user.email=t@example.com commit -qm init")
+        script = os.path.join(self.dir, "turns.json")
+        with open(script, "w") as f:
+            f.write(turns(["curl -sS http://allowed.test/ >/dev/null; curl -sS http://evil.test/ "
+                           ">/dev/null; true"]))
+        manifest = os.path.join(self.dir, "m.jsonl")
+        with open(manifest, "w") as f:
+            f.write(json.dumps({"id": "a", "repo": repo, "prompt": "p"}) + "\n")
+        out = os.path.join(self.dir, "out")
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.dir,
+               "AGENTEXEC_HOME": os.path.join(self.dir, "home"),
+               "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS}
+        ran = subprocess.run([AGENTEXEC, "batch", "run", manifest, "--out", out, "-s",
+                              "workspace-write", "--allow-host", "allowed.test", "-c",
+                              "model_provider=scripted", "-c",
+                              f'model_providers.scripted.script="{script}"'],
+                             cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(ran.returncode, 0, ran.stderr)
+        with open(os.path.join(out, "results.jsonl")) as f:
+            record = json.loads(f.readline())
+        self.assertEqual(record["network"], {"reached": ["allowed.test:80"],
+                                             "refused": ["evil.test:80"]})
+        with open(os.path.join(out, "tasks", "a", "result.json")) as f:
+            self.assertEqual(json.loads(f.read())["network"], record["network"])
+        report = subprocess.run([AGENTEXEC, "batch", "report", out], env=env,
+                                capture_output=True, text=True, check=True).stdout
+        self.assertIn("\n### Network\n\n| Host | Reached by | Refused to |\n| --- | ---: | ---: |\n"
+                      "| allowed.test:80 | 1 | 0 |\n| evil.test:80 | 0 | 1 |\n", report)
+
+
 def main():
     global AGENTEXEC
     AGENTEXEC = os.path.abspath(sys.argv[1])

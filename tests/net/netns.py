@@ -45,6 +45,8 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 1024
+    def handle_error(self, request, client_address):
+        pass  # a client the proxy cut off mid-handshake is what the attacks do
 def serve(addr, port, tls):
     s = S((addr, port), H)
     if tls:
