@@ -34,6 +34,11 @@ inline constexpr std::array<NameEntry<Methods>, 2> kMethodsNames = {{
     {Methods::kReadOnly, "read-only"},
     {Methods::kAll, "all"},
 }};
+// codex's name for the same switch (`network.mode`): "limited" is read-only.
+inline constexpr std::array<NameEntry<Methods>, 2> kCodexModeNames = {{
+    {Methods::kReadOnly, "limited"},
+    {Methods::kAll, "full"},
+}};
 
 struct Policy {
   std::vector<HostRule> allow;  // presets expanded

@@ -81,6 +81,12 @@ struct Config {
   std::vector<std::string> network_deny;
   net::Methods network_methods = net::Methods::kAll;
   bool network_allow_private = false;
+  // codex's names for the same policy ([network] of its network proxy), merged with ours: the
+  // lists added, the tighter mode, either switch for private addresses.
+  std::vector<std::string> network_allowed_domains;
+  std::vector<std::string> network_denied_domains;
+  net::Methods network_mode = net::Methods::kAll;
+  bool network_allow_local_binding = false;
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

@@ -323,16 +323,23 @@ Result<net::Policy> NetworkPolicyFrom(const Config& config,
                                       const std::vector<std::string>& allow_hosts,
                                       sandbox::Settings* settings) {
   std::vector<std::string> allow = config.network_allow;
+  allow.insert(allow.end(), config.network_allowed_domains.begin(),
+               config.network_allowed_domains.end());
   allow.insert(allow.end(), allow_hosts.begin(), allow_hosts.end());
+  std::vector<std::string> deny = config.network_deny;
+  deny.insert(deny.end(), config.network_denied_domains.begin(),
+              config.network_denied_domains.end());
   Result<std::vector<net::HostRule>> allowed = net::ParseRules(allow, /*deny=*/false);
   if (!allowed.ok()) return MakeError("network.allow: " + allowed.message());
-  Result<std::vector<net::HostRule>> denied = net::ParseRules(config.network_deny, /*deny=*/true);
+  Result<std::vector<net::HostRule>> denied = net::ParseRules(deny, /*deny=*/true);
   if (!denied.ok()) return MakeError("network.deny: " + denied.message());
   net::Policy policy;
   policy.allow = std::move(*allowed);
   policy.deny = std::move(*denied);
-  policy.methods = config.network_methods;
-  policy.allow_private = config.network_allow_private;
+  const bool read_only = config.network_methods == net::Methods::kReadOnly ||
+                         config.network_mode == net::Methods::kReadOnly;
+  policy.methods = read_only ? net::Methods::kReadOnly : net::Methods::kAll;
+  policy.allow_private = config.network_allow_private || config.network_allow_local_binding;
   if (policy.active() && config.sandbox_mode == sandbox::Mode::kWorkspaceWrite &&
       !config.network_access) {
     // Each command's namespace is its own, so any port is free there; one out of the way of

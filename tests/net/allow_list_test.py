@@ -177,6 +177,19 @@ class AllowListTest(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(out, escaped, name)
 
+    def test_codex_names_and_read_only(self):
+        # codex's network proxy names the same policy allowed_domains and mode = "limited".
+        outputs, requests = self.run_agent([
+            "curl -sS http://allowed.test/",
+            "curl -sS -d x http://allowed.test/ -o /dev/null -w '%{http_code}'",
+            "curl -sS --cacert $CA https://allowed.test/ 2>&1 | head -c 47; echo",
+        ], ["-c", 'network.allowed_domains=["allowed.test"]', "-c", 'network.mode="limited"'])
+        self.assertEqual(outputs, [f"hello from {ALLOWED} via Host allowed.test\n", "403",
+                                   "curl: (56) CONNECT tunnel failed, response 403\n\n"])
+        self.assertEqual([r["reason"] for r in requests if r["decision"] == "denied"],
+                         ["network.methods is read-only: POST is not allowed",
+                          "network.methods is read-only: no CONNECT tunnel"])
+
     def test_a_refusal_reaches_the_model_with_its_remedy(self):
         # The scripted provider records what the model was sent in the rollout; the refusal's
         # hint follows the command's output there.
