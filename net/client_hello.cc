@@ -5,69 +5,88 @@
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
 
+#include <algorithm>
+
 #include "net/host_name.h"
 
 namespace ae::net {
 namespace {
 
-// The host_name of a server_name extension's body (RFC 6066 section 3): "" with *ok when it
-// names none; *ok false when the bytes are not a valid ServerNameList.
-std::string HostName(const unsigned char* p, size_t len, bool* ok) {
-  *ok = false;
-  if (len < 2) return "";
-  const size_t list = static_cast<size_t>(p[0]) << 8 | p[1];
-  if (list + 2 != len) return "";
-  std::string found;
-  bool have = false;
-  for (size_t at = 2; at < len;) {
-    if (at + 3 > len) return "";
-    const unsigned type = p[at];
-    const size_t n = static_cast<size_t>(p[at + 1]) << 8 | p[at + 2];
-    at += 3;
-    if (at + n > len) return "";
-    if (type == 0) {
-      if (have) return "";  // two host names: which would the server take?
-      found.assign(reinterpret_cast<const char*>(p + at), n);
-      have = true;
-    }
-    at += n;
-  }
-  *ok = true;
-  return found;
-}
-
+// What the client-hello callback saw, read by Feed once SSL_do_handshake returns.
 struct HelloSeen {
   bool called = false;
-  bool valid = false;
+  bool valid = false;  // the server_name extension, if any, is a well-formed ServerNameList
+  bool named = false;  // it holds a host_name entry (possibly an empty, hence invalid, one)
   std::string name;
 };
 
+// The server_name extension's body (RFC 6066 section 3): a 2-byte list length, then entries of
+// a 1-byte name_type, a 2-byte length and the bytes. Every length is checked against the
+// buffer; an empty list or two host_name entries are malformed, since servers disagree on
+// which of two names they would take. Entries of other types are skipped, as Go's server does.
+void ReadServerNameList(const unsigned char* p, size_t len, HelloSeen* seen) {
+  if (len < 2) return;
+  const size_t list = static_cast<size_t>(p[0]) << 8 | p[1];
+  if (list == 0 || list + 2 != len) return;
+  for (size_t at = 2; at < len;) {
+    if (len - at < 3) return;
+    const unsigned type = p[at];
+    const size_t n = static_cast<size_t>(p[at + 1]) << 8 | p[at + 2];
+    at += 3;
+    if (len - at < n) return;
+    if (type == TLSEXT_NAMETYPE_host_name) {
+      if (seen->named) return;
+      seen->name.assign(reinterpret_cast<const char*>(p + at), n);
+      seen->named = true;
+    }
+    at += n;
+  }
+  seen->valid = true;
+}
+
+// Runs once OpenSSL has a whole, well-formed ClientHello and before it chooses a version, a
+// cipher or a certificate, so no server configuration is needed.
 int OnClientHello(SSL* ssl, int* alert, void*) {
   auto* seen = static_cast<HelloSeen*>(SSL_get_app_data(ssl));
+  if (seen == nullptr) {
+    *alert = SSL_AD_INTERNAL_ERROR;
+    return SSL_CLIENT_HELLO_ERROR;
+  }
   seen->called = true;
   const unsigned char* ext = nullptr;
   size_t len = 0;
   if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &len) == 0) {
     seen->valid = true;  // no server_name at all
   } else {
-    seen->name = HostName(ext, len, &seen->valid);
+    ReadServerNameList(ext, len, seen);
   }
-  *alert = SSL_AD_INTERNAL_ERROR;
-  // Stop here: nothing is answered, the handshake is the upstream server's.
+  // Stop here: SSL_do_handshake returns with SSL_ERROR_WANT_CLIENT_HELLO_CB having written
+  // nothing; the handshake is the upstream server's.
   return SSL_CLIENT_HELLO_RETRY;
 }
 
-// One context for every reader: parsing needs no certificate, only the callback.
+// One context for every reader (a function-local static is initialised once, thread-safely);
+// parsing needs no certificate, only the callback. It is never freed: readers may live until
+// exit.
 SSL_CTX* Context() {
-  static SSL_CTX* ctx = [] {
+  static SSL_CTX* const ctx = [] {
     SSL_CTX* c = SSL_CTX_new(TLS_server_method());
-    if (c != nullptr) {
-      SSL_CTX_set_min_proto_version(c, 0);
-      SSL_CTX_set_client_hello_cb(c, OnClientHello, nullptr);
-    }
+    if (c == nullptr) return c;
+    // TLS 1.0 and 1.1 clients are parsed too, whatever the system configuration's MinProtocol
+    // says: the callback runs before a version is chosen, but that should not be relied on.
+    SSL_CTX_set_min_proto_version(c, TLS1_VERSION);
+    SSL_CTX_set_client_hello_cb(c, OnClientHello, nullptr);
+    ERR_clear_error();
     return c;
   }();
   return ctx;
+}
+
+bool StartsTls(std::string_view head) {
+  // A handshake record (22) of major version 3, as every TLS 1.0-1.3 ClientHello is sent.
+  if (!head.empty() && static_cast<unsigned char>(head[0]) != 0x16) return false;
+  if (head.size() >= 2 && static_cast<unsigned char>(head[1]) != 0x03) return false;
+  return true;
 }
 
 }  // namespace
@@ -75,84 +94,106 @@ SSL_CTX* Context() {
 struct ClientHelloReader::Impl {
   SSL* ssl = nullptr;
   BIO* in = nullptr;  // owned by ssl once set
-  HelloSeen seen;
+  HelloSeen seen;     // the SSL's app data: both die with this Impl
   ~Impl() {
     if (ssl != nullptr) SSL_free(ssl);
+    ERR_clear_error();
   }
+  // The SSL object, made on the first TLS-looking bytes; false when OpenSSL cannot make one.
+  bool Start() {
+    SSL_CTX* ctx = Context();
+    if (ctx == nullptr) return false;
+    ssl = SSL_new(ctx);
+    in = BIO_new(BIO_s_mem());
+    // Whatever OpenSSL would send (an alert on a malformed hello) is discarded: the client
+    // must only ever hear the upstream server.
+    BIO* out = BIO_new(BIO_s_null());
+    if (ssl == nullptr || in == nullptr || out == nullptr) {
+      SSL_free(ssl);
+      BIO_free(in);
+      BIO_free(out);
+      ssl = nullptr;
+      in = nullptr;
+      return false;
+    }
+    SSL_set_bio(ssl, in, out);
+    SSL_set_app_data(ssl, &seen);
+    SSL_set_accept_state(ssl);
+    return true;
+  }
+  State Parse(const char* data, size_t n, std::string* name, std::string* error);
 };
+
+// Gives OpenSSL the next `n` bytes and says where the ClientHello stands: kNeedMore, kDone
+// (with *name) or kMalformed (with *error).
+ClientHelloReader::State ClientHelloReader::Impl::Parse(const char* data, size_t n,
+                                                        std::string* name, std::string* error) {
+  // OpenSSL's error queue is per thread: what others left must not be read as ours, and what
+  // this call leaves must not be read by others.
+  ERR_clear_error();
+  if (ssl == nullptr && !Start()) {
+    *error = "OpenSSL could not be set up";
+    ERR_clear_error();
+    return State::kMalformed;
+  }
+  if (n > 0 && BIO_write(in, data, static_cast<int>(n)) != static_cast<int>(n)) {
+    *error = "OpenSSL could not take the bytes";
+    ERR_clear_error();
+    return State::kMalformed;
+  }
+  const int rc = SSL_do_handshake(ssl);
+  const int why = SSL_get_error(ssl, rc);
+  State state = State::kNeedMore;
+  if (seen.called) {
+    std::string host = seen.named ? NormalizeHostName(seen.name) : "";
+    if (!seen.valid) {
+      state = State::kMalformed;
+      *error = "the server_name extension is malformed";
+    } else if (seen.named && host.empty()) {
+      state = State::kMalformed;
+      *error = "the server name is not a host name";
+    } else {
+      *name = std::move(host);
+      state = State::kDone;
+    }
+  } else if (why != SSL_ERROR_WANT_READ) {
+    state = State::kMalformed;
+    const unsigned long err = ERR_peek_error();
+    const char* reason = err != 0 ? ERR_reason_error_string(err) : nullptr;
+    *error = reason != nullptr ? reason : "not a TLS ClientHello";
+  }
+  ERR_clear_error();
+  return state;
+}
 
 ClientHelloReader::ClientHelloReader() : impl_(std::make_unique<Impl>()) {}
 ClientHelloReader::~ClientHelloReader() = default;
 
 ClientHelloReader::State ClientHelloReader::Feed(const char* data, size_t n) {
-  if (state_ != State::kNeedMore) return state_;
-  if (buffered_.size() + n > kMaxBytes) {
-    state_ = State::kTooLarge;
-    error_ = "the ClientHello is larger than 64 KiB";
-    return state_;
-  }
-  buffered_.append(data, n);
-  // A TLS handshake record (22) of major version 3; anything else is not TLS at all.
-  if (!buffered_.empty() && static_cast<unsigned char>(buffered_[0]) != 0x16) {
-    state_ = State::kNotTls;
-    return state_;
-  }
-  if (buffered_.size() < 2) return state_;
-  if (static_cast<unsigned char>(buffered_[1]) != 0x03) {
-    state_ = State::kNotTls;
-    return state_;
-  }
-  Impl& impl = *impl_;
-  ERR_clear_error();
-  if (impl.ssl == nullptr) {
-    SSL_CTX* ctx = Context();
-    impl.ssl = ctx != nullptr ? SSL_new(ctx) : nullptr;
-    impl.in = BIO_new(BIO_s_mem());
-    BIO* out = BIO_new(BIO_s_mem());
-    if (impl.ssl == nullptr || impl.in == nullptr || out == nullptr) {
-      if (impl.in != nullptr) BIO_free(impl.in);
-      if (out != nullptr) BIO_free(out);
-      impl.in = nullptr;
-      state_ = State::kMalformed;
-      error_ = "OpenSSL could not be set up";
+  if (state_ != State::kNeedMore || n == 0) return state_;
+  // The first two bytes decide whether this is TLS at all, however many come with them. Bytes
+  // that are not TLS are all kept: the caller may forward them as they are.
+  if (buffered_.size() < 2) {
+    std::string head = buffered_;
+    head.append(data, std::min<size_t>(n, 2));
+    if (!StartsTls(head)) {
+      buffered_.append(data, n);
+      state_ = State::kNotTls;
       return state_;
     }
-    SSL_set_bio(impl.ssl, impl.in, out);
-    SSL_set_app_data(impl.ssl, &impl.seen);
-    SSL_set_accept_state(impl.ssl);
-    if (BIO_write(impl.in, buffered_.data(), static_cast<int>(buffered_.size())) <= 0) {
-      state_ = State::kMalformed;
-      error_ = "OpenSSL could not take the bytes";
-      return state_;
-    }
-  } else if (n > 0 && BIO_write(impl.in, data, static_cast<int>(n)) <= 0) {
-    state_ = State::kMalformed;
-    error_ = "OpenSSL could not take the bytes";
-    return state_;
   }
-  const int rc = SSL_do_handshake(impl.ssl);
-  const int why = SSL_get_error(impl.ssl, rc);
-  if (impl.seen.called) {
-    if (!impl.seen.valid) {
-      state_ = State::kMalformed;
-      error_ = "the server_name extension is malformed";
-    } else {
-      std::string name = NormalizeHostName(impl.seen.name);
-      if (!impl.seen.name.empty() && name.empty()) {
-        state_ = State::kMalformed;
-        error_ = "the server name is not a host name";
-      } else {
-        server_name_ = std::move(name);
-        state_ = State::kDone;
-      }
-    }
-  } else if (why != SSL_ERROR_WANT_READ) {
-    state_ = State::kMalformed;
-    const unsigned long err = ERR_peek_error();
-    const char* reason = err != 0 ? ERR_reason_error_string(err) : nullptr;
-    error_ = reason != nullptr ? reason : "not a TLS ClientHello";
+  // OpenSSL sees at most kMaxBytes in all. Bytes past that are kept only when the ClientHello
+  // ended before them (they are the client's next bytes, to be forwarded); otherwise none of
+  // this call's are, so an unfinished ClientHello never holds more than kMaxBytes.
+  const size_t take = std::min(n, kMaxBytes - buffered_.size());
+  const State parsed = impl_->Parse(data, take, &server_name_, &error_);
+  if (parsed == State::kDone || take == n) {
+    buffered_.append(data, n);
+    state_ = parsed;
+  } else {
+    state_ = parsed == State::kNeedMore ? State::kTooLarge : parsed;
+    if (state_ == State::kTooLarge) error_ = "the ClientHello is larger than 64 KiB";
   }
-  ERR_clear_error();
   return state_;
 }
 
