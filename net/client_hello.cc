@@ -69,7 +69,8 @@ int OnClientHello(SSL* ssl, int* alert, void*) {
 // parsing needs no certificate, only the callback. It is never freed: readers may live until
 // exit.
 SSL_CTX* Context() {
-  static SSL_CTX* const ctx = [] {
+  // OpenSSL takes the context as non-const; made once, never changed after.
+  static SSL_CTX* const ctx = [] {  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
     SSL_CTX* c = SSL_CTX_new(TLS_server_method());
     if (c == nullptr) return c;
     // TLS 1.0 and 1.1 clients are parsed too, whatever the system configuration's MinProtocol
@@ -95,10 +96,15 @@ struct ClientHelloReader::Impl {
   SSL* ssl = nullptr;
   BIO* in = nullptr;  // owned by ssl once set
   HelloSeen seen;     // the SSL's app data: both die with this Impl
+  Impl() = default;
   ~Impl() {
     if (ssl != nullptr) SSL_free(ssl);
     ERR_clear_error();
   }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
   // The SSL object, made on the first TLS-looking bytes; false when OpenSSL cannot make one.
   bool Start() {
     SSL_CTX* ctx = Context();

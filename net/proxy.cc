@@ -32,13 +32,14 @@ namespace {
 constexpr int kRequestTimeoutMs = 30000;
 constexpr int kConnectTimeoutMs = 15000;
 // Connection threads need little stack: buffers live on the heap.
-constexpr size_t kThreadStack = 256 * 1024;
-constexpr size_t kRelayChunk = 64 * 1024;   // a pipe's default capacity
-constexpr size_t kPipeBytes = 1024 * 1024;  // what an unprivileged process may ask by default
+constexpr size_t kThreadStack = size_t{256} * 1024;
+constexpr size_t kRelayChunk = size_t{64} * 1024;  // a pipe's default capacity
+constexpr size_t kPipeBytes =
+    size_t{1024} * 1024;  // what an unprivileged process may ask by default
 
 class FakeResolver : public Resolver {
  public:
-  explicit FakeResolver(std::string spec) {
+  explicit FakeResolver(const std::string& spec) {
     size_t at = 0;
     while (at < spec.size()) {
       size_t end = spec.find(';', at);
@@ -177,12 +178,17 @@ namespace {
 class Pumps {
  public:
   enum Direction { kUp = 0, kDown = 1 };
+  Pumps() = default;
   ~Pumps() {
     for (auto& p : pipes_) {
       if (p[0] >= 0) ::close(p[0]);
       if (p[1] >= 0) ::close(p[1]);
     }
   }
+  Pumps(const Pumps&) = delete;
+  Pumps& operator=(const Pumps&) = delete;
+  Pumps(Pumps&&) = delete;
+  Pumps& operator=(Pumps&&) = delete;
   static constexpr ssize_t kNothing = -2;
   // What `from` has now, written whole to `to`: the bytes moved, 0 at EOF, kNothing when it
   // had nothing after all, -1 on an error.
@@ -199,7 +205,7 @@ class Pumps {
       }
     }
     if (copy_) return Copy(from, to);
-    ssize_t in;
+    ssize_t in = 0;
     while ((in = ::splice(from, nullptr, pipe[1], nullptr, capacity_[d],
                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) < 0 &&
            errno == EINTR) {
@@ -219,7 +225,7 @@ class Pumps {
  private:
   ssize_t Copy(int from, int to) {
     if (!buffer_) buffer_.reset(new char[kRelayChunk]);
-    ssize_t n;
+    ssize_t n = 0;
     while ((n = ::recv(from, buffer_.get(), kRelayChunk, 0)) < 0 && errno == EINTR) {
     }
     if (n <= 0) return n;
@@ -375,7 +381,7 @@ void Connection::ServeHttp(std::string first) {
   if (!connect) record_.method = head.method;
   auto forbid = [&](const std::string& why) {
     const std::string body =
-        (record_.hint.empty() ? "agentexec: network: " + why : record_.hint) + "\n";
+        fmt::format("{}\n", record_.hint.empty() ? "agentexec: network: " + why : record_.hint);
     SendAll(client_.get(), fmt::format("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
                                        "Connection: close\r\nContent-Length: {}\r\n\r\n{}",
                                        body.size(), body));
@@ -413,7 +419,7 @@ void Connection::ServeHttp(std::string first) {
       forbid(record_.reason);
       return;
     }
-    const std::string body = "agentexec: network: " + record_.reason + "\n";
+    const std::string body = fmt::format("agentexec: network: {}\n", record_.reason);
     SendAll(client_.get(), fmt::format("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
                                        "Connection: close\r\nContent-Length: {}\r\n\r\n{}",
                                        body.size(), body));
@@ -434,7 +440,7 @@ void Connection::ServeHttp(std::string first) {
         lower == "keep-alive") {
       continue;
     }
-    out += name + ": " + value + "\r\n";
+    out.append(name).append(": ").append(value).append("\r\n");
   }
   out += "Connection: close\r\n\r\n";
   record_.bytes_sent += out.size();
@@ -456,7 +462,8 @@ void Connection::ServeHttp(std::string first) {
     if (!SendAll(upstream_fd_.get(), std::string_view(pending.data(), body))) return;
     pending.clear();
   }
-  ::shutdown(upstream_fd_.get(), SHUT_WR);
+  // No half-close upstream: a server may take it for the client going away and drop the reply
+  // (Node's does); Connection: close ends the exchange once the response is sent.
   // The response, to its end.
   Pumps pumps;
   for (;;) {
@@ -614,6 +621,10 @@ class LeaseImpl : public Proxy::Lease {
     ::pthread_attr_destroy(&attr);
   }
   ~LeaseImpl() override { Stop(); }
+  LeaseImpl(const LeaseImpl&) = delete;
+  LeaseImpl& operator=(const LeaseImpl&) = delete;
+  LeaseImpl(LeaseImpl&&) = delete;
+  LeaseImpl& operator=(LeaseImpl&&) = delete;
 
   std::vector<ConnectionRecord> Finish() override {
     Stop();
@@ -724,28 +735,28 @@ std::vector<std::string> ProxyEnvironment(uint16_t port) {
   const std::string socks = fmt::format("socks5h://127.0.0.1:{}", port);
   // The command's own loopback (its test servers) is reached directly.
   const std::string no_proxy = "localhost,127.0.0.1,::1";
-  return {
-      "HTTP_PROXY=" + http,
-      "http_proxy=" + http,
-      "HTTPS_PROXY=" + http,
-      "https_proxy=" + http,
-      "ALL_PROXY=" + socks,
-      "all_proxy=" + socks,
-      "NO_PROXY=" + no_proxy,
-      "no_proxy=" + no_proxy,
-      "npm_config_proxy=" + http,
-      "npm_config_https_proxy=" + http,
-      "YARN_HTTP_PROXY=" + http,
-      "YARN_HTTPS_PROXY=" + http,
-      "PIP_PROXY=" + http,
-      "CARGO_HTTP_PROXY=" + http,
-      "GIT_SSH_COMMAND=ssh -o ProxyCommand='nc -X 5 -x 127.0.0.1:" + std::to_string(port) +
-          " %h %p'",
-      fmt::format("JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={0} "
-                  "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={0} "
-                  "-Dhttp.nonProxyHosts=localhost|127.0.0.1",
-                  port),
+  std::vector<std::string> env;
+  auto set = [&](std::initializer_list<const char*> names, const std::string& value) {
+    for (const char* name : names) env.push_back(fmt::format("{}={}", name, value));
   };
+  // curl, wget and git read only the lower-case http_proxy for http:// URLs; others upper case.
+  set({"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "WS_PROXY", "ws_proxy",
+       "WSS_PROXY", "wss_proxy", "npm_config_proxy", "npm_config_https_proxy", "YARN_HTTP_PROXY",
+       "YARN_HTTPS_PROXY", "BUNDLE_HTTP_PROXY", "BUNDLE_HTTPS_PROXY", "PIP_PROXY",
+       "CARGO_HTTP_PROXY"},
+      http);
+  set({"ALL_PROXY", "all_proxy"}, socks);
+  set({"NO_PROXY", "no_proxy", "npm_config_noproxy"}, no_proxy);
+  // Node's own fetch reads the variables only with this (Node 22.21 and later).
+  env.emplace_back("NODE_USE_ENV_PROXY=1");
+  env.push_back(
+      fmt::format("GIT_SSH_COMMAND=ssh -o ProxyCommand='nc -X 5 -x 127.0.0.1:{} %h %p'", port));
+  // The JVM (Maven, Gradle) reads no variable, only its properties.
+  env.push_back(fmt::format(
+      "JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={0} "
+      "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={0} -Dhttp.nonProxyHosts=localhost|127.0.0.1",
+      port));
+  return env;
 }
 
 }  // namespace ae::net

@@ -371,7 +371,11 @@ class EventScanner {
   int64_t tokens = 0;
   std::string error_code, error_message;
   bool ended = false;
-  std::optional<std::vector<std::string>> hosts_reached, hosts_refused;
+  // turn.completed's `network`, as the other findings above: read by RunTask.
+  std::optional<std::vector<std::string>>
+      hosts_reached;  // NOLINT(cppcoreguidelines-non-private-member-variables-in-classes)
+  std::optional<std::vector<std::string>>
+      hosts_refused;  // NOLINT(cppcoreguidelines-non-private-member-variables-in-classes)
 
  private:
   void Line() {

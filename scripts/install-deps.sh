@@ -31,6 +31,9 @@ demo=(jq python3)
 # with it.
 test=(libgtest-dev libgmock-dev jq python3 python3-yaml python3-jsonschema procps curl
   iproute2 openssl          # tests/net: the allow-list's namespaces (ip) and test CA (openssl)
+  python3-pip netcat-openbsd openssh-client  # tests/engines/net_clients_test.py: pip, ssh
+                            # through SOCKS5 (nc -X 5); not openssh-server, its sshd (that
+                            # case skips without it): on a systemd host it starts a system sshd
   clang libclang-rt-14-dev  # clang: make test-asan, make fuzz (libFuzzer)
   llvm                      # llvm-symbolizer: sanitizer reports and LeakSanitizer's
                             # suppressions match symbolised frames only

@@ -3,7 +3,8 @@
 # TypeScript SDK from npm (streamable HTTP with event-stream and JSON replies, and stdio),
 # `agentexec batch` sharded by gitlab-ci-local's `parallel:` and a Slurm job array, a first
 # pipeline step (the GitLab component in gitlab-ci-local's shell executor, the Action's steps),
-# and the image on the real Docker daemon (tests/engines/docker.sh).
+# the image on the real Docker daemon (tests/engines/docker.sh), and real package and VCS
+# clients through the network allow-list (tests/engines/net_clients_test.py).
 # Each case prints PASS/FAIL/SKIP with the reason; the last line is the tally.
 #   tests/engines/run.sh [BUILD_DIR]     (make test-engines)
 set -uo pipefail
@@ -93,6 +94,18 @@ fi
 . "$root/tests/engines/batch_slurm.sh"
 . "$root/tests/engines/pipelines.sh"
 . "$root/tests/engines/docker.sh"  # the image on the real Docker daemon
+
+# Real package and VCS clients (git, pip, npm against verdaccio, ssh) through the network
+# allow-list, in namespaces the test makes itself; one verdict a case, tab-separated.
+nc_tally=$work/net_clients.tally
+python3 "$root/tests/engines/net_clients_test.py" "$bin" --tally "$nc_tally" \
+  >"$work/net_clients.log" 2>&1
+if [ -s "$nc_tally" ]; then
+  while IFS=$'\t' read -r verdict name why; do result "$verdict" "$name" "$why"; done <"$nc_tally"
+  grep -q '^FAIL' "$nc_tally" && sed -n '/^=====/,/^Ran /p' "$work/net_clients.log" >&2
+else
+  result FAIL net_clients "no verdicts: $(tail -c 600 "$work/net_clients.log")"
+fi
 
 echo "engines: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

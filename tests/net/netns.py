@@ -83,12 +83,13 @@ def make_ca(d):
 
 class Net:
     """Namespace B and its servers, made from inside namespace A; with `loopback_service`, an
-    HTTP server on A's own [::1]:8080 too (a service of "this host" commands must not reach)."""
+    HTTP server on A's own [::1]:8080 too (a service of "this host" commands must not reach);
+    with `servers=False`, B without them, for the caller's own (`nsenter -t <self.pid> -n`)."""
 
-    def __init__(self, d, loopback_service=False):
+    def __init__(self, d, loopback_service=False, servers=True):
         sh("ip link set lo up")
         self.holder = subprocess.Popen(["unshare", "-n", "sleep", "infinity"])
-        pid = self.holder.pid
+        pid = self.pid = self.holder.pid
         for _ in range(100):
             if os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net"):
                 break
@@ -101,7 +102,7 @@ class Net:
             f.write(SERVERS)
         with open(f"{d}/big", "wb") as f:
             f.truncate(64 << 20)
-        self.local = None
+        self.local = self.servers = None
         if loopback_service:
             self.local = subprocess.Popen(
                 [sys.executable, "-c", "import http.server, socket, sys\n"
@@ -115,6 +116,8 @@ class Net:
                  "s = S(('::1', 8080), H); print('ready', flush=True); s.serve_forever()\n"],
                 stdout=subprocess.PIPE, text=True)
             assert self.local.stdout.readline().strip() == "ready"
+        if not servers:
+            return
         self.servers = subprocess.Popen(
             ["nsenter", "-t", str(pid), "-n", sys.executable, f"{d}/servers.py", f"{d}/srv.pem",
              f"{d}/srv.key", f"{d}/big"], stdout=subprocess.PIPE, text=True)
