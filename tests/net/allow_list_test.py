@@ -177,6 +177,26 @@ class AllowListTest(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(out, escaped, name)
 
+    def test_without_a_network_namespace_the_run_fails_closed(self):
+        script = os.path.join(self.dir, "hi.json")
+        with open(script, "w") as f:
+            f.write(json.dumps({"turns": [{"items": [{"type": "message", "text": "hi"}]}]}))
+        out = subprocess.run(
+            [AGENTEXEC, "exec", "--json", "-s", "workspace-write", "--allow-host", "allowed.test",
+             "-c", "model_provider=scripted", "-c", f'model_providers.scripted.script="{script}"',
+             "go"], cwd=self.ws, capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": self.dir, "AGENTEXEC_SANDBOX_FAKE_NO_USERNS": "1",
+                 "AGENTEXEC_HOME": os.path.join(self.dir, "home")})
+        self.assertEqual(out.returncode, 3, out.stderr)
+        last = json.loads(out.stdout.splitlines()[-1])
+        self.assertEqual(last["error"]["code"], "sandbox_unavailable")
+        self.assertEqual(last["error"]["message"],
+                         "sandbox: cannot enforce the network allow-list (network.allow): no "
+                         "network namespace can be made here, as no mount namespace could; in "
+                         "Docker, run the container with --security-opt seccomp=unconfined "
+                         "--security-opt apparmor=unconfined (or --cap-add SYS_ADMIN), or allow "
+                         "the whole network with sandbox_workspace_write.network_access = true")
+
     def test_codex_names_and_read_only(self):
         # codex's network proxy names the same policy allowed_domains and mode = "limited".
         outputs, requests = self.run_agent([
