@@ -151,7 +151,18 @@ constexpr size_t kBatchHelpColumn = 33;
 int Run(const std::vector<std::string>& args) {
   RunGiven given;
   BatchRunOptions& o = given.o;
+  bool literal = false;  // after "--"
   for (size_t i = 0; i < args.size(); ++i) {
+    if (literal || args[i] == "--") {
+      if (!literal) {
+        literal = true;  // what follows is the MANIFEST, whatever it looks like
+      } else if (!given.manifest) {
+        given.manifest = args[i];
+      } else {
+        return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+      }
+      continue;
+    }
     const OptionWord word = SplitOption(args[i]);
     const std::string& name = word.name;
     auto value = [&] { return word.Value(args, &i); };
@@ -200,6 +211,8 @@ int Run(const std::vector<std::string>& args) {
     } else if (BatchPassOn(name) == PassOn::kFlag) {
       // batch reads every task's events itself: --json is implied, not passed on.
       if (name != "--json" && name != "--experimental-json") o.exec_args.push_back(name);
+    } else if (BatchPassOn(name) == PassOn::kUnknown) {
+      return BatchUsageError(UnexpectedArgumentText(args[i]));
     } else if (name.starts_with("-") && name.size() > 1) {
       return BatchUsageError(fmt::format(
           "'{}' cannot be used with 'batch run' (batch sets the output, the directory and the "
@@ -250,7 +263,7 @@ int Report(const std::vector<std::string>& args) {
       if (!o.manifest)
         return BatchUsageError("a value is required for '--manifest' but none was supplied");
     } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(fmt::format("unexpected argument '{}' found", name));
+      return BatchUsageError(UnexpectedArgumentText(args[i]));
     } else {
       o.dirs.push_back(args[i]);
     }
@@ -277,7 +290,7 @@ int Plan(const std::vector<std::string>& args) {
             "invalid value '{}' for '--shards <N>': expected 1 to 256", v.value_or("")));
       }
     } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(fmt::format("unexpected argument '{}' found", name));
+      return BatchUsageError(UnexpectedArgumentText(args[i]));
     } else if (!manifest) {
       manifest = args[i];
     } else {

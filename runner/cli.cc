@@ -39,11 +39,7 @@ Error InvalidValue(std::string_view value, std::string_view option, std::string_
 }
 
 Error UnexpectedArgument(const std::string& extra, const char* usage = kUsage) {
-  const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
-  return UsageError(
-      fmt::format("unexpected argument '{}' found\n\n  tip: to pass '{}' as a value, use '-- {}'",
-                  name, name, name),
-      usage);
+  return UsageError(UnexpectedArgumentText(extra), usage);
 }
 
 bool OneOf(const std::string& value, std::initializer_list<const char*> allowed) {
@@ -675,7 +671,17 @@ PassOn BatchPassOn(std::string_view option) {
       }
     }
   }
-  return PassOn::kNo;
+  for (const OptionSpec& o : kOptions) {
+    if (OptionHasName(o.names, option)) return PassOn::kNo;
+  }
+  return option.starts_with("-") && option.size() > 1 ? PassOn::kUnknown : PassOn::kNo;
+}
+
+std::string UnexpectedArgumentText(const std::string& extra) {
+  const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
+  return fmt::format(
+      "unexpected argument '{}' found\n\n  tip: to pass '{}' as a value, use '-- {}'", name, name,
+      name);
 }
 
 }  // namespace ae

@@ -90,9 +90,14 @@ struct CliArgs {
 Result<CliArgs> ParseCli(int argc, const char* const* argv);
 
 // How `agentexec batch run` passes an exec option (e.g. "-m", "--full-auto") on to every
-// task, by exec's option table: kNo for an option it does not pass on (or exec lacks).
-enum class PassOn { kNo, kFlag, kValue };
+// task, by exec's option table: kNo for an exec option it does not pass on, kUnknown for a
+// name exec's table lacks (the error is then UnexpectedArgumentText's, as for exec).
+enum class PassOn { kNo, kFlag, kValue, kUnknown };
 PassOn BatchPassOn(std::string_view option);
+
+// What exec, sandbox and batch say of an option no table has ("--foo" or "--foo=x"), without
+// the "error: " and the usage: "unexpected argument '--foo' found\n\n  tip: ...".
+std::string UnexpectedArgumentText(const std::string& extra);
 
 // The --help text (ends with a newline).
 std::string HelpText();

@@ -363,6 +363,32 @@ TEST_F(BatchTest, OutInsideATasksRepositoryIsRefused) {
       << flag.err;
 }
 
+// An option no table has gets exec's own answer (one wording for the three parsers), not the
+// refusal meant for exec's options that batch sets itself.
+TEST_F(BatchTest, AnUnknownOptionIsDescribedAsExecDescribesIt) {
+  const std::string tip =
+      "error: unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a value, use "
+      "'-- --foo'\n\n";
+  RunOutput exec = RunAgentexec({"--foo"}, {});
+  EXPECT_EQ(exec.exit_code, 2);
+  EXPECT_TRUE(exec.err.starts_with(tip)) << exec.err;
+  for (const char* sub : {"run", "report", "plan"}) {
+    RunOutput out = RunAgentexec({"batch", sub, "m.jsonl", "--foo", "--out", "o"}, {});
+    EXPECT_EQ(out.exit_code, 2) << sub;
+    EXPECT_EQ(out.err, tip +
+                           "Usage: agentexec batch run MANIFEST --out DIR [-j N] [--shard I/N] "
+                           "[--resume] [OPTIONS]\n"
+                           "       agentexec batch report DIR... [--format markdown|junit|json] "
+                           "[--manifest MANIFEST]\n"
+                           "       agentexec batch plan MANIFEST --shards N\n\n"
+                           "For more information, try 'agentexec batch --help'.\n")
+        << sub;
+  }
+  RunOutput sandbox = RunAgentexec({"sandbox", "--foo", "true"}, {});
+  EXPECT_EQ(sandbox.exit_code, 2);
+  EXPECT_TRUE(sandbox.err.starts_with(tip)) << sandbox.err;
+}
+
 // --out and --work-dir must be out of every task's reach: batch asks a task's agentexec, with
 // the same options, which paths its commands could write (those that do not exist yet
 // included: batch makes a task's directories before it starts) and refuses the batch before

@@ -569,9 +569,16 @@ TEST(CliBatchPassOn, FollowsExecsOptionTable) {
   }
   for (const char* other :
        {"-o", "--output-last-message", "--events-file", "-C", "--cd", "--print-config", "--last",
-        "--base", "--format", "-h", "-V", "--thread-source", "--nope", "model"}) {
+        "--base", "--format", "-h", "-V", "--thread-source", "model", "-"}) {
     EXPECT_EQ(BatchPassOn(other), PassOn::kNo) << other;
   }
+  // No table has it: batch then says what exec says of it.
+  for (const char* unknown : {"--nope", "-x", "--foo=bar"}) {
+    EXPECT_EQ(BatchPassOn(unknown), PassOn::kUnknown) << unknown;
+  }
+  EXPECT_EQ(
+      UnexpectedArgumentText("--foo=bar"),
+      "unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a value, use '-- --foo'");
 }
 
 }  // namespace
