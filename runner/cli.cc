@@ -677,6 +677,14 @@ PassOn BatchPassOn(std::string_view option) {
   return option.starts_with("-") && option.size() > 1 ? PassOn::kUnknown : PassOn::kNo;
 }
 
+bool SandboxTakes(std::string_view option) {
+  for (const OptionSpec& o : kOptions) {
+    if ((o.flags & kSandboxToo) && o.field != nullptr && OptionHasName(o.names, option))
+      return true;
+  }
+  return false;
+}
+
 std::string UnexpectedArgumentText(const std::string& extra) {
   const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
   return fmt::format(

@@ -95,6 +95,10 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv);
 enum class PassOn { kNo, kFlag, kValue, kUnknown };
 PassOn BatchPassOn(std::string_view option);
 
+// Whether `agentexec sandbox` takes the exec option `option` too (-s, -c, -p, --add-dir...):
+// batch runs a task's check under `agentexec sandbox` with the task's options of that kind.
+bool SandboxTakes(std::string_view option);
+
 // What exec, sandbox and batch say of an option no table has ("--foo" or "--foo=x"), without
 // the "error: " and the usage: "unexpected argument '--foo' found\n\n  tip: ...".
 std::string UnexpectedArgumentText(const std::string& extra);
