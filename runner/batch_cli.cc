@@ -8,8 +8,10 @@
 #include <optional>
 
 #include "base/duration.h"
+#include "base/secret_env.h"
 #include "base/write_all.h"
 #include "runner/batch_manifest.h"
+#include "runner/batch_publish.h"
 #include "runner/batch_report.h"
 #include "runner/batch_run.h"
 #include "runner/batch_shard.h"
@@ -17,13 +19,16 @@
 #include "runner/exit_code.h"
 #include "runner/option_table.h"
 
+extern char** environ;
+
 namespace ae {
 namespace {
 
 constexpr const char* kBatchUsage =
     "Usage: agentexec batch run MANIFEST --out DIR [-j N] [--shard I/N] [--resume] [OPTIONS]\n"
     "       agentexec batch report DIR... [--format markdown|junit|json] [--manifest MANIFEST]\n"
-    "       agentexec batch plan MANIFEST --shards N\n";
+    "       agentexec batch plan MANIFEST --shards N\n"
+    "       agentexec batch publish DIR [--work-dir DIR] [--force]\n";
 
 int BatchUsageError(const std::string& what) {
   std::fprintf(stderr, "error: %s\n\n%s\nFor more information, try 'agentexec batch --help'.\n",
@@ -143,6 +148,36 @@ const RunOption kRunOptions[] = {
        g.o.max_total_time_ms = ms;
        return "";
      }},
+    {"--check", "CMD",
+     "After each turn run CMD (sh -c) in the task's sandbox and\n"
+     "directory; the task succeeds only if it exits 0",
+     ValueKind::kText,
+     [](RunGiven& g, const std::string& text, int64_t) -> std::string {
+       g.o.check = text;
+       return "";
+     }},
+    {"--check-timeout", "DURATION", "Kill the check after DURATION (default 10m)",
+     ValueKind::kDuration,
+     [](RunGiven& g, const std::string&, int64_t ms) -> std::string {
+       g.o.check_timeout_ms = ms;
+       return "";
+     }},
+    {"--push", "", "Then push each succeeded task's branch (batch publish)", ValueKind::kFlag,
+     [](RunGiven& g, const std::string&, int64_t) -> std::string {
+       g.o.push = true;
+       return "";
+     }},
+    {"--force", "", "With --push: replace a branch that diverged on the remote", ValueKind::kFlag,
+     [](RunGiven& g, const std::string&, int64_t) -> std::string {
+       g.o.force = true;
+       return "";
+     }},
+    {"--heartbeat", "DURATION", "Progress line at least this often off a terminal (30s)",
+     ValueKind::kDuration,
+     [](RunGiven& g, const std::string&, int64_t ms) -> std::string {
+       g.o.heartbeat_ms = ms;
+       return "";
+     }},
 };
 
 // batch's help text starts in this column.
@@ -226,6 +261,7 @@ int Run(const std::vector<std::string>& args) {
   }
   if (!given.manifest) return BatchUsageError("'batch run' needs a MANIFEST");
   if (!given.out) return BatchUsageError("'batch run' needs --out DIR");
+  if (o.force && !o.push) return BatchUsageError("'--force' is for '--push'");
   // The options for every task must be ones exec accepts together.
   std::vector<const char*> argv{"agentexec"};
   for (const std::string& a : o.exec_args) argv.push_back(a.c_str());
@@ -274,6 +310,36 @@ int Report(const std::vector<std::string>& args) {
   Status w = WriteAll(STDOUT_FILENO, *report);
   if (!w.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + w.message());
   return 0;
+}
+
+int Publish(const std::vector<std::string>& args) {
+  BatchPublishOptions o;
+  std::optional<std::string> dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const OptionWord word = SplitOption(args[i]);
+    const std::string& name = word.name;
+    if (name == "--force") {
+      o.force = true;
+    } else if (name == "--work-dir") {
+      o.work_dir = word.Value(args, &i);
+      if (!o.work_dir)
+        return BatchUsageError("a value is required for '--work-dir' but none was supplied");
+    } else if (name.starts_with("-") && name.size() > 1) {
+      return BatchUsageError(UnexpectedArgumentText(args[i]));
+    } else if (!dir) {
+      dir = args[i];
+    } else {
+      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+    }
+  }
+  if (!dir) return BatchUsageError("'batch publish' needs the DIR of a batch run");
+  o.out = *dir;
+  // git gets this process's environment (HOME for git's credential configuration).
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  const int code = PublishBatch(o, env);
+  WipeStrings(env);
+  return code;
 }
 
 int Plan(const std::vector<std::string>& args) {
@@ -337,7 +403,8 @@ std::string BatchHelpText() {
       "MANIFEST is JSONL, one task a line:\n"
       "  {{\"id\":\"api\",\"repo\":\"../api\",\"prompt\":\"fix the lint warnings\"}}\n"
       "  id (A-Z a-z 0-9 . _ -), repo (a local path or a git URL), prompt or prompt_file;\n"
-      "  optional: ref, dir, model, sandbox, max_turns, timeout, max_tokens, output_schema.\n"
+      "  optional: ref, dir, model, sandbox, max_turns, timeout, max_tokens, output_schema,\n"
+      "  check, check_timeout, expect_change (false: a task may succeed changing nothing).\n"
       "  Relative paths are relative to the manifest's directory.\n"
       "\n"
       "batch run:\n"
@@ -352,7 +419,14 @@ std::string BatchHelpText() {
       "batch plan:\n"
       "      --shards N                 Print the GitHub Actions matrix for N shards\n"
       "\n"
-      "Exit codes (batch run): 0 every task succeeded, 1 a task failed or was skipped,\n"
+      "batch publish DIR: push the branch agentexec/<id> of each succeeded task to its repo\n"
+      "  (git's own credential configuration); a branch already there is left, one that\n"
+      "  diverged is reported and left unless --force. Writes DIR/publish.jsonl.\n"
+      "      --work-dir DIR             The clones, if not DIR/work\n"
+      "      --force                    Replace a diverged branch (--force-with-lease)\n"
+      "\n"
+      "Exit codes (batch run): 0 every task succeeded, 1 a task failed, changed nothing or\n"
+      "was skipped, or a push failed,\n"
       "2 usage or manifest error (nothing ran), 4 a batch-wide limit stopped it,\n"
       "130/143 interrupted by SIGINT/SIGTERM.\n",
       kBatchUsage, RunOptionsHelp());
@@ -360,7 +434,9 @@ std::string BatchHelpText() {
 
 int RunBatchCommand(int argc, const char* const* argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return BatchUsageError("'batch' needs a subcommand: run, report or plan");
+  if (args.empty()) {
+    return BatchUsageError("'batch' needs a subcommand: run, report, plan or publish");
+  }
   for (const std::string& a : args) {
     if (a == "-h" || a == "--help") {
       std::fputs(BatchHelpText().c_str(), stdout);
@@ -376,7 +452,9 @@ int RunBatchCommand(int argc, const char* const* argv) {
   if (sub == "run") return Run(args);
   if (sub == "report") return Report(args);
   if (sub == "plan") return Plan(args);
-  return BatchUsageError(fmt::format("unknown batch subcommand '{}' (run, report or plan)", sub));
+  if (sub == "publish") return Publish(args);
+  return BatchUsageError(
+      fmt::format("unknown batch subcommand '{}' (run, report, plan or publish)", sub));
 }
 
 }  // namespace ae

@@ -17,9 +17,16 @@
 namespace ae {
 namespace {
 
-constexpr const char* kFields[] = {"id",        "repo",        "ref",        "dir",
-                                   "prompt",    "prompt_file", "model",      "sandbox",
-                                   "max_turns", "timeout",     "max_tokens", "output_schema"};
+constexpr const char* kFields[] = {"id",        "repo",          "ref",          "dir",
+                                   "prompt",    "prompt_file",   "model",        "sandbox",
+                                   "max_turns", "timeout",       "max_tokens",   "output_schema",
+                                   "check",     "check_timeout", "expect_change"};
+
+std::string FieldList() {
+  std::string out;
+  for (const char* f : kFields) out += (out.empty() ? "" : ", ") + std::string(f);
+  return out;
+}
 
 bool KnownField(std::string_view name) {
   for (const char* f : kFields) {
@@ -150,6 +157,25 @@ Result<std::optional<std::string>> LineReader::Next() {
   }
 }
 
+Status ForEachLine(const std::string& path, bool missing_ok,
+                   const std::function<Status(std::string_view line)>& each) {
+  Result<Fd> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
+    if (missing_ok && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
+    return MakeError(fmt::format("cannot read {}: {}", path, fd.message()));
+  }
+  LineReader lines(path, std::move(*fd));
+  for (;;) {
+    Result<std::optional<std::string>> line = lines.Next();
+    if (!line.ok()) return line.error();
+    if (!*line) return {};
+    if ((*line)->empty()) continue;
+    if (Status ok = each(**line); !ok.ok()) {
+      return MakeError(fmt::format("{}:{}: {}", path, lines.line(), ok.message()));
+    }
+  }
+}
+
 Result<std::optional<BatchTask>> ManifestReader::Next() {
   std::optional<std::string> line;
   for (;;) {
@@ -178,9 +204,7 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
   for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
     std::string_view name(it->name.GetString(), it->name.GetStringLength());
     if (!KnownField(name)) {
-      return field_error(name,
-                         "unknown field (known: id, repo, ref, dir, prompt, prompt_file, model, "
-                         "sandbox, max_turns, timeout, max_tokens, output_schema)");
+      return field_error(name, fmt::format("unknown field (known: {})", FieldList()));
     }
   }
 
@@ -211,7 +235,8 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
                            {"prompt_file", &task.prompt_file},
                            {"model", &task.model},
                            {"sandbox", &task.sandbox},
-                           {"output_schema", &task.output_schema}}) {
+                           {"output_schema", &task.output_schema},
+                           {"check", &task.check}}) {
     if (Status ok = string_field(name, out); !ok.ok()) return ok.error();
   }
   if (Status ok = int_field("max_turns", &task.max_turns); !ok.ok()) return ok.error();
@@ -219,18 +244,29 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
   if (task.max_turns && *task.max_turns > 1000000) {
     return field_error("max_turns", "must be at most 1000000");
   }
-  if (const rapidjson::Value* v = FindJsonMember(doc, "timeout")) {
+  auto duration_field = [&](const char* name, std::optional<std::string>* out) -> Status {
+    const rapidjson::Value* v = FindJsonMember(doc, name);
+    if (v == nullptr) return {};
     if (v->IsString()) {
-      task.timeout = std::string(v->GetString(), v->GetStringLength());
+      *out = std::string(v->GetString(), v->GetStringLength());
     } else if (v->IsInt64() && v->GetInt64() > 0) {
-      task.timeout = std::to_string(v->GetInt64());
+      *out = std::to_string(v->GetInt64());
     } else {
-      return field_error("timeout", "must be a duration such as \"90s\", \"10m\" or \"1h30m\"");
+      return field_error(name, "must be a duration such as \"90s\", \"10m\" or \"1h30m\"");
     }
-    if (!ParseDurationMs(*task.timeout).ok()) {
-      return field_error(
-          "timeout", fmt::format("'{}' is not a duration such as 90s, 10m, 1h30m", *task.timeout));
+    if (!ParseDurationMs(**out).ok()) {
+      return field_error(name,
+                         fmt::format("'{}' is not a duration such as 90s, 10m, 1h30m", **out));
     }
+    return {};
+  };
+  if (Status ok = duration_field("timeout", &task.timeout); !ok.ok()) return ok.error();
+  if (Status ok = duration_field("check_timeout", &task.check_timeout); !ok.ok()) {
+    return ok.error();
+  }
+  if (const rapidjson::Value* v = FindJsonMember(doc, "expect_change")) {
+    if (!v->IsBool()) return field_error("expect_change", "must be true or false");
+    task.expect_change = v->GetBool();
   }
 
   if (!id) return field_error("id", "missing");

@@ -4,15 +4,18 @@
 //
 //   {"id":"api","repo":"../api","ref":"main","dir":"src","prompt":"fix the warnings",
 //    "model":"gpt-5","sandbox":"workspace-write","max_turns":20,"timeout":"10m",
-//    "max_tokens":200000,"output_schema":"schema.json"}
+//    "max_tokens":200000,"output_schema":"schema.json","check":"make test","check_timeout":"5m",
+//    "expect_change":true}
 //
 // Relative paths (`repo` when not a URL, `prompt_file`, `output_schema`) are relative to the
 // manifest's directory.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/fd.h"
@@ -39,6 +42,12 @@ struct BatchTask {
   std::optional<std::string> timeout;  // as written; checked with base/duration.h
   std::optional<int64_t> max_tokens;
   std::optional<std::string> output_schema;  // resolved against the manifest's directory
+  // A shell command run in the task's sandbox and directory after its turn (runner/batch_check.h);
+  // the task succeeds only if it exits 0. Wins over --check.
+  std::optional<std::string> check;
+  std::optional<std::string> check_timeout;  // as written; default --check-timeout
+  // false: a task that changes nothing may still succeed (default: it is `no_change`).
+  std::optional<bool> expect_change;
 };
 
 // Reads a file one line at a time with a bounded buffer: the manifest, and results.jsonl.
@@ -59,6 +68,12 @@ class LineReader {
   bool eof_ = false;
   size_t line_ = 0;
 };
+
+// Calls `each` with every non-empty line of `path` (results.jsonl, publish.jsonl), read one at
+// a time; an Error from `each` ends the reading as "PATH:LINE: message". A missing file has no
+// lines when `missing_ok`, else it is an error "cannot read PATH: ...".
+Status ForEachLine(const std::string& path, bool missing_ok,
+                   const std::function<Status(std::string_view line)>& each);
 
 // Reads a manifest one line at a time. Each Next() parses and checks one task; errors read
 // "MANIFEST:LINE: field 'x': what is wrong" (or "MANIFEST:LINE: what" for a line that is not

@@ -16,18 +16,10 @@
 #include "base/read_file.h"
 #include "base/utf8.h"
 #include "runner/batch_manifest.h"
+#include "runner/batch_publish.h"
 
 namespace ae {
 namespace {
-
-void OptString(JsonWriter& w, const char* key, const std::optional<std::string>& v) {
-  w.Key(key);
-  if (v) {
-    w.String(*v);
-  } else {
-    w.Null();
-  }
-}
 
 Result<BatchRecord> ParseRecord(std::string_view line) {
   rapidjson::Document doc;
@@ -41,8 +33,9 @@ Result<BatchRecord> ParseRecord(std::string_view line) {
   r.id = id->GetString();
   if (!IsUsableTaskId(r.id)) return MakeError(fmt::format("'{}' is not a task id", r.id));
   r.status = StringMember(doc, "status");
-  if (r.status != "succeeded" && r.status != "failed" && r.status != "interrupted" &&
-      r.status != "skipped") {
+  if (std::find_if(std::begin(kBatchStatuses), std::end(kBatchStatuses), [&](const char* known) {
+        return r.status == known;
+      }) == std::end(kBatchStatuses)) {
     return MakeError(fmt::format("task '{}': unknown status '{}'", r.id, r.status));
   }
   auto opt_string = [&](const char* name) -> std::optional<std::string> {
@@ -61,6 +54,17 @@ Result<BatchRecord> ParseRecord(std::string_view line) {
   r.branch = opt_string("branch");
   r.answer = StringMember(doc, "answer");
   r.reason = opt_string("reason");
+  if (const rapidjson::Value* check = FindJsonMember(doc, "check"); check && check->IsObject()) {
+    BatchRecord::Check c;
+    if (const rapidjson::Value* v = FindJsonMember(*check, "exit_code"); v && v->IsInt()) {
+      c.exit_code = v->GetInt();
+    }
+    c.duration_ms = Int64Member(check, "duration_ms");
+    const rapidjson::Value* timed_out = FindJsonMember(*check, "timed_out");
+    c.timed_out = timed_out != nullptr && timed_out->IsTrue();
+    c.output = StringMember(*check, "output");
+    r.check = std::move(c);
+  }
   if (const rapidjson::Value* net = FindJsonMember(doc, "network"); net && net->IsObject()) {
     r.hosts_reached = StringArrayMember(net, "reached");
     r.hosts_refused = StringArrayMember(net, "refused");
@@ -71,6 +75,7 @@ Result<BatchRecord> ParseRecord(std::string_view line) {
 struct Located {
   BatchRecord record;
   std::string dir;
+  std::optional<PublishRecord> published;  // the last `batch publish` outcome, if any
 };
 
 std::string Summary(const std::vector<Located>& tasks) {
@@ -80,26 +85,43 @@ std::string Summary(const std::vector<Located>& tasks) {
     ++counts[t.record.status];
     tokens += t.record.tokens;
   }
-  return fmt::format("{} tasks: {} succeeded, {} failed, {} interrupted, {} skipped; {} tokens",
-                     tasks.size(), counts["succeeded"], counts["failed"], counts["interrupted"],
-                     counts["skipped"], tokens);
+  return fmt::format(
+      "{} tasks: {} succeeded, {} failed, {} no change, {} interrupted, {} skipped; {} tokens",
+      tasks.size(), counts["succeeded"], counts["failed"], counts["no_change"],
+      counts["interrupted"], counts["skipped"], tokens);
+}
+
+// The branch column: the branch as `batch publish` left it on the remote, else the local one
+// of a task that succeeded.
+std::string BranchText(const Located& t) {
+  if (t.published) {
+    const std::string& o = t.published->outcome;
+    const bool there = o == "pushed" || o == "forced" || o == "up to date";
+    return t.published->branch + (there ? " (pushed)" : " (" + o + ")");
+  }
+  if (t.record.status == "succeeded" && t.record.files_changed > 0 && t.record.branch) {
+    return *t.record.branch + " (not pushed)";
+  }
+  return "";
 }
 
 std::string Markdown(const std::vector<Located>& tasks) {
   std::string out = "## agentexec batch\n\n" + Summary(tasks) + "\n\n";
-  out += "| Task | Status | Files changed | Tokens | Duration | Answer |\n";
-  out += "| --- | --- | ---: | ---: | ---: | --- |\n";
+  out +=
+      "| Task | Status | Reason | Check | Files changed | Tokens | Duration | Branch | Answer |\n";
+  out += "| --- | --- | --- | --- | ---: | ---: | ---: | --- | --- |\n";
   for (const Located& t : tasks) {
     const BatchRecord& r = t.record;
     std::string status = r.status;
     if (r.exit_code && *r.exit_code != 0) status += fmt::format(" (exit {})", *r.exit_code);
-    if (r.error_code) status += ", " + *r.error_code;
-    if (r.reason) status += ", " + *r.reason;
     const bool ran = r.status != "skipped";
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", EscapeMarkdownCell(r.id),
-                       EscapeMarkdownCell(status), ran ? std::to_string(r.files_changed) : "",
-                       ran ? std::to_string(r.tokens) : "",
-                       ran ? FormatDurationMs(r.duration_ms) : "", EscapeMarkdownCell(r.answer));
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", EscapeMarkdownCell(r.id),
+                    EscapeMarkdownCell(status), EscapeMarkdownCell(RecordReason(r).value_or("")),
+                    EscapeMarkdownCell(r.check ? CheckSummary(*r.check) : ""),
+                    ran ? std::to_string(r.files_changed) : "", ran ? std::to_string(r.tokens) : "",
+                    ran ? FormatDurationMs(r.duration_ms) : "", EscapeMarkdownCell(BranchText(t)),
+                    EscapeMarkdownCell(r.answer));
   }
   // Tasks with a network allow-list: each host reached or refused, and by how many tasks.
   std::map<std::string, std::pair<int, int>> hosts;
@@ -149,23 +171,45 @@ std::string Junit(const std::vector<Located>& tasks) {
       tasks.size(), failures, skipped, Seconds(total_ms));
   for (const Located& t : tasks) {
     const BatchRecord& r = t.record;
-    out += fmt::format("    <testcase classname=\"agentexec.batch\" name=\"{}\" time=\"{}\"",
+    out += fmt::format("    <testcase classname=\"agentexec.batch\" name=\"{}\" time=\"{}\">\n",
                        EscapeXml(r.id), Seconds(r.duration_ms));
-    if (r.status == "succeeded") {
-      out += fmt::format(">\n      <system-out>{}</system-out>\n    </testcase>\n",
-                         EscapeXml(r.answer));
-    } else if (r.status == "skipped") {
-      out += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                         EscapeXml(r.reason.value_or("skipped")));
-    } else {
-      std::string message = r.status;
-      if (r.exit_code) message += fmt::format(": exit {}", *r.exit_code);
-      if (r.error_code) message += " (" + *r.error_code + ")";
-      out += fmt::format(
-          ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-          EscapeXml(message), EscapeXml(r.error_code.value_or(r.status)),
-          EscapeXml(r.error.value_or("")));
+    // The check and the branch as properties (GitLab and Jenkins show them with the case).
+    std::vector<std::pair<std::string, std::string>> properties;
+    const std::optional<std::string> reason = RecordReason(r);  // older records have none
+    if (reason) properties.emplace_back("reason", *reason);
+    if (r.check) {
+      properties.emplace_back("check.exit_code", std::to_string(r.check->exit_code));
+      properties.emplace_back("check.duration_ms", std::to_string(r.check->duration_ms));
     }
+    if (std::string branch = BranchText(t); !branch.empty()) {
+      properties.emplace_back("branch", branch);
+    }
+    if (t.published) properties.emplace_back("remote", t.published->remote);
+    if (!properties.empty()) {
+      out += "      <properties>\n";
+      for (const auto& [name, value] : properties) {
+        out +=
+            fmt::format("        <property name=\"{}\" value=\"{}\"/>\n", name, EscapeXml(value));
+      }
+      out += "      </properties>\n";
+    }
+    if (r.status == "skipped") {
+      out +=
+          fmt::format("      <skipped message=\"{}\"/>\n", EscapeXml(r.reason.value_or("skipped")));
+    } else if (r.status != "succeeded") {
+      std::string message = r.status;
+      if (reason && *reason != r.status) message += " (" + *reason + ")";
+      if (r.exit_code && *r.exit_code != 0) message += fmt::format(": exit {}", *r.exit_code);
+      if (r.check && r.check->exit_code != 0) message += "; check: " + CheckSummary(*r.check);
+      std::string text = r.error.value_or("");
+      if (r.check && !r.check->output.empty()) {
+        text +=
+            (text.empty() ? "" : "\n\n") + std::string("check output (tail):\n") + r.check->output;
+      }
+      out += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
+                         EscapeXml(message), EscapeXml(reason.value_or(r.status)), EscapeXml(text));
+    }
+    out += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", EscapeXml(r.answer));
   }
   out += "  </testsuite>\n</testsuites>\n";
   return out;
@@ -184,11 +228,25 @@ std::string Json(const std::vector<Located>& tasks) {
     tokens += t.record.tokens;
   }
   w.EndArray();
+  // What `batch publish` did, task by task (the lines of publish.jsonl that count).
+  w.Key("published");
+  w.StartArray();
+  for (const Located& t : tasks) {
+    if (!t.published) continue;
+    w.StartObject();
+    JsonStrings(w, {{"id", t.published->id},
+                    {"branch", t.published->branch},
+                    {"remote", t.published->remote},
+                    {"outcome", t.published->outcome}});
+    JsonOptString(w, "error", t.published->error);
+    w.EndObject();
+  }
+  w.EndArray();
   w.Key("summary");
   w.StartObject();
   w.Key("total");
   w.Uint64(tasks.size());
-  for (const char* s : {"succeeded", "failed", "interrupted", "skipped"}) {
+  for (const char* s : kBatchStatuses) {
     w.Key(s);
     w.Int64(counts[s]);
   }
@@ -214,18 +272,33 @@ std::string RecordJson(const BatchRecord& r) {
   } else {
     w.Null();
   }
-  OptString(w, "error_code", r.error_code);
-  OptString(w, "error", r.error);
+  JsonOptString(w, "error_code", r.error_code);
+  JsonOptString(w, "error", r.error);
   w.Key("tokens");
   w.Int64(r.tokens);
   w.Key("duration_ms");
   w.Int64(r.duration_ms);
   w.Key("files_changed");
   w.Int64(r.files_changed);
-  OptString(w, "branch", r.branch);
+  JsonOptString(w, "branch", r.branch);
   w.Key("answer");
   w.String(r.answer);
-  OptString(w, "reason", r.reason);
+  JsonOptString(w, "reason", r.reason);
+  w.Key("check");
+  if (r.check) {
+    w.StartObject();
+    w.Key("exit_code");
+    w.Int(r.check->exit_code);
+    w.Key("duration_ms");
+    w.Int64(r.check->duration_ms);
+    w.Key("timed_out");
+    w.Bool(r.check->timed_out);
+    w.Key("output");
+    w.String(r.check->output);
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   if (r.hosts_reached || r.hosts_refused) {
     w.Key("network");
     w.StartObject();
@@ -242,23 +315,53 @@ std::string RecordJson(const BatchRecord& r) {
   return std::string(w.view());
 }
 
+std::string CheckSummary(const BatchRecord::Check& c) {
+  if (c.timed_out) return "timed out after " + FormatDurationMs(c.duration_ms);
+  if (c.exit_code == 0) return "passed in " + FormatDurationMs(c.duration_ms);
+  return fmt::format("exit {} in {}", c.exit_code, FormatDurationMs(c.duration_ms));
+}
+
+std::string TextTail(std::string_view text, size_t bytes) {
+  if (text.size() <= bytes) return std::string(text);
+  size_t cut = text.size() - bytes;
+  while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) ++cut;
+  return "…" + std::string(text.substr(cut));
+}
+
+void JsonStrings(JsonWriter& w,
+                 std::initializer_list<std::pair<const char*, std::string_view>> members) {
+  for (const auto& [key, value] : members) {
+    w.Key(key);
+    w.String(value);
+  }
+}
+
+void JsonOptString(JsonWriter& w, const char* key, const std::optional<std::string>& v) {
+  w.Key(key);
+  if (v) {
+    w.String(*v);
+  } else {
+    w.Null();
+  }
+}
+
+std::optional<std::string> RecordReason(const BatchRecord& r) {
+  if (r.reason) return r.reason;
+  if (r.status == "succeeded") return std::nullopt;
+  if (r.status == "no_change" || r.status == "interrupted") return r.status;
+  if (r.check && r.check->exit_code != 0) return "check_failed";
+  if (r.error_code) return r.error_code;
+  return r.exit_code ? "error" : "setup_failed";
+}
+
 Status ForEachResult(const std::string& path, bool missing_ok,
                      const std::function<void(BatchRecord)>& each) {
-  Result<Fd> fd = OpenRegularFile(path);
-  if (!fd.ok()) {
-    if (missing_ok && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
-    return MakeError(fmt::format("cannot read {}: {}", path, fd.message()));
-  }
-  LineReader lines(path, std::move(*fd));
-  for (;;) {
-    Result<std::optional<std::string>> line = lines.Next();
-    if (!line.ok()) return line.error();
-    if (!*line) return {};
-    if ((*line)->empty()) continue;
-    Result<BatchRecord> r = ParseRecord(**line);
-    if (!r.ok()) return MakeError(fmt::format("{}:{}: {}", path, lines.line(), r.message()));
+  return ForEachLine(path, missing_ok, [&](std::string_view line) -> Status {
+    Result<BatchRecord> r = ParseRecord(line);
+    if (!r.ok()) return r.error();
     each(std::move(*r));
-  }
+    return {};
+  });
 }
 
 Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
@@ -272,8 +375,15 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
       last[r.id] = std::move(r);
     });
     if (!read.ok()) return read.error();
+    std::unordered_map<std::string, PublishRecord> published;
+    Status pushes = ForEachPublished(dir, [&](PublishRecord p) {
+      if (last.count(p.id) != 0) published[p.id] = std::move(p);
+    });
+    if (!pushes.ok()) return pushes.error();
     for (const std::string& id : order) {
-      auto [it, inserted] = by_id.emplace(id, Located{std::move(last[id]), dir});
+      std::optional<PublishRecord> pushed;
+      if (auto p = published.find(id); p != published.end()) pushed = std::move(p->second);
+      auto [it, inserted] = by_id.emplace(id, Located{std::move(last[id]), dir, std::move(pushed)});
       if (!inserted) {
         return MakeError(
             fmt::format("task '{}' is recorded in both {} and {}: a task belongs to "
@@ -320,7 +430,12 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
   return Markdown(tasks);
 }
 
-std::string EscapeMarkdownCell(std::string_view text) {
+namespace {
+
+// Markdown and HTML characters escaped; each line break kept (`keep_lines`, two trailing
+// spaces so a renderer breaks the line too) or made a space. In text, ':' is escaped too, so
+// a URL written out is not turned into a link, and '@' so no one is mentioned.
+std::string EscapeMarkdown(std::string_view text, bool keep_lines) {
   std::string clean = SanitizeUtf8(text);
   std::string out;
   for (char c : clean) {
@@ -348,6 +463,16 @@ std::string EscapeMarkdownCell(std::string_view text) {
         out += '\\';
         out += c;
         break;
+      case ':':
+      case '(':
+      case ')':
+      case '@':
+        if (keep_lines) out += '\\';
+        out += c;
+        break;
+      case '\n':
+        out += keep_lines ? "  \n" : " ";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           out += ' ';
@@ -357,6 +482,16 @@ std::string EscapeMarkdownCell(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string EscapeMarkdownCell(std::string_view text) {
+  return EscapeMarkdown(text, false);
+}
+
+std::string EscapeMarkdownText(std::string_view text) {
+  return EscapeMarkdown(text, true);
 }
 
 std::string EscapeXml(std::string_view text) {

@@ -18,12 +18,14 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/cancel.h"
+#include "base/duration.h"
 #include "base/fd.h"
 #include "base/json.h"
 #include "base/read_file.h"
@@ -31,7 +33,10 @@
 #include "base/write_all.h"
 #include "engine/review/git.h"
 #include "runner/artefacts.h"
+#include "runner/batch_check.h"
+#include "runner/batch_child.h"
 #include "runner/batch_manifest.h"
+#include "runner/batch_publish.h"
 #include "runner/batch_report.h"
 #include "runner/batch_shard.h"
 #include "runner/exit_code.h"
@@ -45,10 +50,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a child has after SIGTERM before its whole tree is killed.
-constexpr int64_t kTermGraceMs = 3000;
-// Git steps are local and small; one that hangs is killed.
-constexpr int64_t kGitTimeoutMs = 120000;
+// The running tasks the progress line names.
+constexpr size_t kProgressNames = 4;
 // The part of a task's final message kept in its record.
 constexpr size_t kAnswerBytes = 200;
 // final-message.md is copied up to this size.
@@ -86,188 +89,17 @@ std::vector<std::string> ProcessEnv() {
   return env;
 }
 
-// The one place batch runs git. Every call runs unconfined on a repository a confined command
-// may just have changed, so it goes through the review's hardened invocation
-// (engine/review/git.h: no system config, hooks, fsmonitor, pager, external diff or textconv),
-// plus what batch's own commands need: no ext:: transport, no signing, and no repository
-// chosen by the environment (each task's clone is named by its cwd alone).
-sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string>& args,
-                           const std::vector<std::string>& base_env) {
-  sandbox::SpawnSpec spec;
-  spec.argv = {"git"};
-  // Without a filter listing nothing can be refused: batch runs no git on a clone whose
-  // configuration the task changed.
-  Result<std::vector<std::string>> hardened = HardenedGitArgs();
-  if (hardened.ok()) spec.argv.insert(spec.argv.end(), hardened->begin(), hardened->end());
-  for (const char* setting : {"protocol.ext.allow=never", "commit.gpgSign=false"}) {
-    spec.argv.insert(spec.argv.end(), {"-c", setting});
-  }
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.cwd = cwd;
-  std::vector<const char*> env;
-  env.reserve(base_env.size() + 1);
-  for (const std::string& kv : base_env) env.push_back(kv.c_str());
-  env.push_back(nullptr);
-  // The credentials are among these copies: what is not moved into the spec is wiped here,
-  // the spec's own by RunChild once git has started.
-  std::vector<std::string> git_env = HardenedGitEnv(env.data());
-  spec.env.reserve(git_env.size());
-  for (std::string& kv : git_env) {
-    if (kv.starts_with("GIT_DIR=") || kv.starts_with("GIT_WORK_TREE=") ||
-        kv.starts_with("GIT_INDEX_FILE=") || kv.starts_with("GIT_COMMON_DIR=") ||
-        kv.starts_with("GIT_OBJECT_DIRECTORY=") || kv.starts_with("GIT_ALTERNATE_OBJECT")) {
-      continue;
-    }
-    spec.env.push_back(std::move(kv));
-  }
-  WipeStrings(git_env);
-  spec.separate_stderr = true;
-  return spec;
-}
-
-struct ChildResult {
-  int exit_code = -1;
-  bool terminated_by_us = false;  // got SIGTERM from batch (signal or time limit)
-};
-
-void SetNonBlocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-}
-
-// Runs `spec` to its end through sandbox/spawn: `input` on stdin, stdout and stderr to the
-// callbacks as they arrive. When any of `stop_fds` becomes readable the child gets SIGTERM,
-// and kTermGraceMs later SIGKILL for the whole tree; `timeout_ms` > 0 kills it outright.
-// `spec` is taken by value (callers move it in): its environment, a copy of the credentials
-// the child needs until it is started, is wiped as soon as Spawn returns (the child has
-// exec'd by then, or failed to).
-Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
-                             const std::function<void(const char*, size_t)>& on_out,
-                             const std::function<void(const char*, size_t)>& on_err,
-                             const std::vector<int>& stop_fds, int64_t timeout_ms) {
-  spec.stdin_pipe = true;
-  spec.separate_stderr = true;
-  Result<sandbox::Spawned> spawned = sandbox::Spawn(spec);
-  WipeStrings(spec.env);
-  if (!spawned.ok()) return spawned.error();
-  if (!spawned->process) {
-    return MakeError(spawned->failure.setup_error.value_or("the process could not be started"));
-  }
-  sandbox::Process& proc = *spawned->process;
-  ChildResult result;
-  {
-    Fd in = proc.TakeInput();
-    CancelToken never;
-    if (!input.empty()) (void)WriteAll(in.get(), input, &never);
-  }
-  Fd out = proc.TakeOutput();
-  Fd err = proc.TakeError();
-  if (out.valid()) SetNonBlocking(out.get());
-  if (err.valid()) SetNonBlocking(err.get());
-  const Clock::time_point start = Clock::now();
-  std::optional<Clock::time_point> kill_at;
-  bool killed = false;
-  char buf[65536];
-  while (out.valid() || err.valid()) {
-    std::vector<pollfd> fds;
-    if (out.valid()) fds.push_back({out.get(), POLLIN, 0});
-    if (err.valid()) fds.push_back({err.get(), POLLIN, 0});
-    const size_t first_stop = fds.size();
-    if (!result.terminated_by_us) {
-      for (int fd : stop_fds) fds.push_back({fd, POLLIN, 0});
-    }
-    int wait_ms = 200;
-    ::poll(fds.data(), fds.size(), wait_ms);
-    for (size_t i = 0; i < first_stop; ++i) {
-      if (fds[i].revents == 0) continue;
-      Fd& which = fds[i].fd == out.get() ? out : err;
-      for (;;) {
-        ssize_t n = ::read(which.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {
-          which.reset();
-          break;
-        }
-        (&which == &out ? on_out : on_err)(buf, static_cast<size_t>(n));
-      }
-    }
-    for (size_t i = first_stop; i < fds.size(); ++i) {
-      if (fds[i].revents != 0 && !result.terminated_by_us) {
-        result.terminated_by_us = true;
-        proc.Signal(SIGTERM);
-        kill_at = Clock::now() + std::chrono::milliseconds(kTermGraceMs);
-      }
-    }
-    const Clock::time_point now = Clock::now();
-    const bool timed_out = timeout_ms > 0 && now - start > std::chrono::milliseconds(timeout_ms);
-    if (!killed && ((kill_at && now >= *kill_at) || timed_out)) {
-      proc.Kill();
-      killed = true;
-      kill_at = now + std::chrono::milliseconds(kTermGraceMs);
-    } else if (killed && kill_at && now >= *kill_at) {
-      break;  // something still holds the pipes after the kill: stop waiting for them
-    }
-  }
-  int term_signal = 0;
-  proc.Reap(&result.exit_code, &term_signal);
-  return result;
-}
-
-// What git reads of the clone's own configuration, as batch left it after the checkout. A
-// command that can write .git (danger-full-access, or a sandbox without a mount namespace)
-// could otherwise name programs there (a clean filter, a diff driver) that batch's unconfined
-// `git add` and `git diff` would run. Returns the state to compare with later.
-Result<std::string> GitConfigState(const std::string& clone) {
-  struct stat st {};
-  if (::lstat((clone + "/.git").c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return MakeError(".git is no longer a directory");
-  }
-  for (const char* redirect : {"/.git/commondir", "/.git/config.worktree"}) {
-    if (::lstat((clone + redirect).c_str(), &st) == 0) {
-      return MakeError(fmt::format("{} appeared", redirect + 1));
-    }
-  }
-  if (::lstat((clone + "/.git/config").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return MakeError(".git/config is not a regular file");
-  }
-  Result<std::string> config = ReadRegularFile(clone + "/.git/config", size_t{1} << 20);
-  if (!config.ok()) return MakeError(".git/config: " + config.message());
-  return *config;
-}
-
-// A git call whose output is returned (bounded) and whose failure is an Error.
-// `stop_fds` and `timeout_ms` as for RunChild.
-Result<std::string> Git(const std::string& cwd, const std::vector<std::string>& args,
-                        const std::vector<std::string>& env, const std::vector<int>& stop_fds = {},
-                        int64_t timeout_ms = kGitTimeoutMs) {
-  std::string out, err;
-  auto keep = [](std::string& s) {
-    return [&s](const char* d, size_t n) {
-      if (s.size() < (size_t{1} << 20)) s.append(d, std::min(n, (size_t{1} << 20) - s.size()));
-    };
-  };
-  Result<ChildResult> r =
-      RunChild(GitSpec(cwd, args, env), "", keep(out), keep(err), stop_fds, timeout_ms);
-  if (!r.ok()) return MakeError(fmt::format("git {}: {}", args.front(), r.message()));
-  if (r->exit_code != 0) {
-    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
-    return MakeError(fmt::format("git {} failed (exit {}): {}", args.front(), r->exit_code, err));
-  }
-  return out;
-}
-
 // Stages what the task changed in `clone`: every change to a tracked file, and the untracked
 // files that are neither ignored by the repository nor build artefacts a command left behind
 // (scripts/ci/artefacts.gitignore; scripts/ci/run.sh stages the same way for changes.patch).
 Status StageChanges(const std::string& clone, const std::vector<std::string>& env) {
-  if (Result<std::string> tracked = Git(clone, {"add", "-u", "--", "."}, env); !tracked.ok()) {
+  if (Result<std::string> tracked = BatchGit(clone, {"add", "-u", "--", "."}, env); !tracked.ok()) {
     return tracked.error();
   }
   std::vector<std::string> list = {"ls-files", "-z", "--others", "--exclude-standard"};
   for (std::string& exclude : ArtefactExcludeArgs()) list.push_back(std::move(exclude));
   list.insert(list.end(), {"--", "."});
-  Result<std::string> untracked = Git(clone, list, env);
+  Result<std::string> untracked = BatchGit(clone, list, env);
   if (!untracked.ok()) return untracked.error();
   if (untracked->empty()) return {};
   std::string err;
@@ -284,33 +116,6 @@ Status StageChanges(const std::string& clone, const std::vector<std::string>& en
     return MakeError(fmt::format("git add failed (exit {}): {}", added->exit_code, err));
   }
   return {};
-}
-
-// Creates `name` beneath `dirfd` for writing: never an existing file, never through a link.
-Result<Fd> CreateBeneath(int dirfd, const char* name) {
-  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return MakeError(fmt::format("cannot create {}: {}", name, std::strerror(errno)));
-  return Fd(fd);
-}
-
-Status WriteBeneath(int dirfd, const char* name, std::string_view data) {
-  Result<Fd> fd = CreateBeneath(dirfd, name);
-  if (!fd.ok()) return fd.error();
-  Status w = WriteAll(fd->get(), data);
-  if (!w.ok()) return MakeError(fmt::format("cannot write {}: {}", name, w.message()));
-  return {};
-}
-
-// A directory `name` beneath `dirfd`, made by us now (or, `may_exist`, already there), opened
-// without following a link.
-Result<Fd> MakeDirBeneath(int dirfd, const std::string& name, bool may_exist) {
-  if (::mkdirat(dirfd, name.c_str(), 0755) != 0 && !(may_exist && errno == EEXIST)) {
-    return MakeError(fmt::format("cannot create the directory {}: {}", name, std::strerror(errno)));
-  }
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return MakeError(fmt::format("cannot open the directory {}: {}", name, std::strerror(errno)));
-  return Fd(fd);
 }
 
 // An earlier attempt's `name` beneath `dirfd` (an interrupted task, --resume) is moved aside
@@ -456,9 +261,16 @@ class Batch {
   // resolve it, which paths its commands could write (--print-writable-roots).
   Status RefuseReachableRecords(const std::vector<std::optional<std::string>>& sandboxes,
                                 const std::string& out_real);
-  void Worker();
+  void Worker(size_t slot);
+  // Prints the progress line every `every_ms` until finished_ (with the lock not held).
+  void Heartbeat(int64_t every_ms);
   BatchRecord RunTask(const BatchTask& task, Fd* task_dir_out);
   Status SetUpClone(const BatchTask& task, const std::string& clone);
+  // branch.json, git-config and the pull request's title and body (runner/batch_publish.h)
+  // for a task that succeeded with changes.
+  Status WriteDelivery(const BatchTask& task, const std::string& prompt, const std::string& answer,
+                       const std::string& diffstat, const BatchRecord& rec,
+                       const std::string& clone, int task_fd, const std::string& git_config);
   void Finish(const BatchRecord& record, int task_dirfd);  // -1: no task directory
   StopReason ShouldStop();
   void Progress();
@@ -479,16 +291,26 @@ class Batch {
   std::condition_variable cv_;
   std::deque<BatchTask> queue_;  // at most `jobs` waiting: memory does not grow with the manifest
   bool eof_ = false;
-  size_t total_ = 0, done_ = 0, running_ = 0, failed_ = 0, skipped_ = 0;
+  size_t total_ = 0, done_ = 0, running_ = 0;
+  // The records written so far, by status (kBatchStatuses): what the progress line counts.
+  std::map<std::string, size_t> ended_;
   int64_t tokens_ = 0;
+  // The task each worker runs (empty: none) and since when: the progress line names them.
+  struct Running {
+    std::string id;
+    Clock::time_point since;
+  };
+  std::vector<std::optional<Running>> running_tasks_;
   StopReason limit_ = StopReason::kNone;  // the first batch-wide limit reached
   bool terminal_ = false;
+  bool finished_ = false;              // every worker has returned: the heartbeat stops
+  std::condition_variable heartbeat_;  // wakes the heartbeat early when finished_
 };
 
 StopReason Batch::ShouldStop() {
   if (cancel_.cancelled()) return StopReason::kSignal;
   if (time_up_.cancelled()) return StopReason::kMaxTime;
-  if (options_.max_failures && static_cast<int64_t>(failed_) >= *options_.max_failures) {
+  if (options_.max_failures && static_cast<int64_t>(ended_["failed"]) >= *options_.max_failures) {
     return StopReason::kMaxFailures;
   }
   if (options_.max_total_tokens && tokens_ >= *options_.max_total_tokens) {
@@ -498,10 +320,37 @@ StopReason Batch::ShouldStop() {
 }
 
 void Batch::Progress() {
-  std::string line = fmt::format("batch: {}/{} done, {} running, {} failed, {} skipped, {} tokens",
-                                 done_, total_, running_, failed_, skipped_, tokens_);
+  // The counts are those of the records written (a task is counted once its record is), so
+  // after a signal the line says "interrupted" where the records do.
+  std::string line = fmt::format("batch: {}/{} done, {} running", done_, total_, running_);
+  for (const char* status : kBatchStatuses) {
+    line += fmt::format(", {} {}", ended_[status], status);
+  }
+  line += fmt::format(", {} tokens", tokens_);
+  // The tasks running, longest first, with how long they have been running.
+  std::vector<const Running*> now;
+  for (const std::optional<Running>& r : running_tasks_) {
+    if (r) now.push_back(&*r);
+  }
+  std::sort(now.begin(), now.end(),
+            [](const Running* a, const Running* b) { return a->since < b->since; });
+  const Clock::time_point at = Clock::now();
+  for (size_t i = 0; i < now.size() && i < kProgressNames; ++i) {
+    const int64_t s = std::chrono::duration_cast<std::chrono::seconds>(at - now[i]->since).count();
+    line += fmt::format("{}{} {}", i == 0 ? "; running: " : ", ", now[i]->id,
+                        FormatDurationMs(s * 1000));
+  }
+  if (now.size() > kProgressNames) line += fmt::format(" and {} more", now.size() - kProgressNames);
   line = terminal_ ? "\r\033[K" + line : line + "\n";
   (void)WriteAll(STDERR_FILENO, line);
+}
+
+void Batch::Heartbeat(int64_t every_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!finished_) {
+    heartbeat_.wait_for(lock, std::chrono::milliseconds(every_ms));
+    if (!finished_) Progress();
+  }
 }
 
 Status Batch::Prepare(size_t total, const std::vector<std::optional<std::string>>& sandboxes,
@@ -535,24 +384,24 @@ Status Batch::Prepare(size_t total, const std::vector<std::optional<std::string>
 Status Batch::SetUpClone(const BatchTask& task, const std::string& clone) {
   const std::string parent = clone.substr(0, clone.rfind('/'));
   Result<std::string> cloned =
-      Git(parent, {"clone", "--no-hardlinks", "-q", "--", task.repo, "repo"}, env_,
-          {cancel_.wake_fd(), time_up_.wake_fd()}, 0);  // a large clone takes what it takes
+      BatchGit(parent, {"clone", "--no-hardlinks", "-q", "--", task.repo, "repo"}, env_,
+               {cancel_.wake_fd(), time_up_.wake_fd()}, 0);  // a large clone takes what it takes
   if (!cloned.ok()) return cloned.error();
   std::string target = "HEAD";
   if (task.ref) {
     // A branch of the source is origin/REF in the clone; a tag or commit is itself.
-    Result<std::string> sha =
-        Git(clone,
-            {"rev-parse", "--verify", "--quiet", "refs/remotes/origin/" + *task.ref + "^{commit}"},
-            env_);
+    Result<std::string> sha = BatchGit(
+        clone,
+        {"rev-parse", "--verify", "--quiet", "refs/remotes/origin/" + *task.ref + "^{commit}"},
+        env_);
     if (!sha.ok())
-      sha = Git(clone, {"rev-parse", "--verify", "--quiet", *task.ref + "^{commit}"}, env_);
+      sha = BatchGit(clone, {"rev-parse", "--verify", "--quiet", *task.ref + "^{commit}"}, env_);
     if (!sha.ok()) return MakeError(fmt::format("ref '{}' not found in {}", *task.ref, task.repo));
     target = *sha;
     while (!target.empty() && target.back() == '\n') target.pop_back();
   }
   Result<std::string> branch =
-      Git(clone, {"checkout", "-q", "-B", "agentexec/" + task.id, target, "--"}, env_);
+      BatchGit(clone, {"checkout", "-q", "-B", "agentexec/" + task.id, target, "--"}, env_);
   if (!branch.ok()) return branch.error();
   return {};
 }
@@ -787,11 +636,18 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   if (!diff.ok() || diff->exit_code != 0) {
     return fail("git diff failed: " + (diff.ok() ? git_err : diff.message()));
   }
-  Result<std::string> names =
-      Git(clone, {"diff", "--cached", "--name-only", "-z", "--no-ext-diff", "HEAD", "--"}, env_);
+  Result<std::string> names = BatchGit(
+      clone, {"diff", "--cached", "--name-only", "-z", "--no-ext-diff", "HEAD", "--"}, env_);
   if (!names.ok()) return fail(names.message());
   rec.files_changed = std::count(names->begin(), names->end(), '\0');
+  std::string diffstat;
   if (rec.files_changed > 0) {
+    Result<std::string> stat = BatchGit(clone,
+                                        {"diff", "--cached", "--stat=100", "--no-ext-diff",
+                                         "--no-textconv", "--no-color", "HEAD", "--"},
+                                        env_);
+    if (!stat.ok()) return fail(stat.message());
+    diffstat = std::move(*stat);
     std::vector<std::string> commit = {"commit", "--no-verify", "-q", "-m",
                                        "agentexec batch: " + task.id};
     std::vector<std::string> args;
@@ -799,15 +655,75 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
       args = {"-c", "user.name=agentexec", "-c", "user.email=agentexec@localhost"};
     }
     args.insert(args.end(), commit.begin(), commit.end());
-    Result<std::string> committed = Git(clone, args, env_);
+    Result<std::string> committed = BatchGit(clone, args, env_);
     if (!committed.ok()) return fail(committed.message());
   }
   if (!write_error.empty()) {
     rec.status = rec.status == "succeeded" ? "failed" : rec.status;
     rec.error = write_error;
   }
+  if (rec.status == "succeeded" && rec.files_changed == 0 && task.expect_change.value_or(true)) {
+    rec.status = "no_change";
+  }
+  // The check, after the changes are committed (what it builds is not the task's change).
+  const std::optional<std::string>& check = task.check ? task.check : options_.check;
+  if (check && rec.status == "succeeded") {
+    int64_t timeout = options_.check_timeout_ms;
+    if (task.check_timeout) {
+      Result<int64_t> ms = ParseDurationMs(*task.check_timeout);  // checked with the manifest
+      if (ms.ok()) timeout = *ms;
+    }
+    Result<Fd> log = CreateBeneath(task_fd, "check.log");
+    if (!log.ok()) return fail(log.message());
+    CheckRun run = RunCheck(CheckArgv(self_, options_.exec_args, task.sandbox, *check), cwd, env_,
+                            log->get(), {cancel_.wake_fd(), time_up_.wake_fd()}, timeout);
+    rec.check = run.check;
+    if (run.interrupted) {
+      rec.status = "interrupted";
+    } else if (run.check.exit_code != 0) {
+      rec.status = "failed";
+      rec.error = run.check.timed_out ? "the check timed out after " + FormatDurationMs(timeout)
+                                      : fmt::format("the check exited {}", run.check.exit_code);
+    }
+    // It ran in the clone: publish pushes from there only while git's view is batch's.
+    Result<std::string> after_check = GitConfigState(clone);
+    if (!after_check.ok() || *after_check != *git_config) {
+      return fail("the check changed the clone's git configuration; batch pushes nothing from it");
+    }
+  }
+  if (rec.status == "succeeded" && rec.files_changed > 0) {
+    if (Status ok = WriteDelivery(task, prompt, answer, diffstat, rec, clone, task_fd, *git_config);
+        !ok.ok()) {
+      return fail(ok.message());
+    }
+  }
   rec.duration_ms = elapsed();
   return rec;
+}
+
+Status Batch::WriteDelivery(const BatchTask& task, const std::string& prompt,
+                            const std::string& answer, const std::string& diffstat,
+                            const BatchRecord& rec, const std::string& clone, int task_fd,
+                            const std::string& git_config) {
+  Result<std::string> head = BatchGit(clone, {"rev-parse", "--verify", "HEAD^{commit}"}, env_);
+  if (!head.ok()) return head.error();
+  BranchRecord branch{rec.branch.value_or(""), task.repo, head->substr(0, head->find('\n')),
+                      task.ref};
+  PullRequestInput pr{task.id,
+                      prompt,
+                      answer,
+                      task.check ? task.check : options_.check,
+                      rec.check ? CheckSummary(*rec.check) : "",
+                      diffstat};
+  for (auto [name, text] :
+       {std::pair<const char*, std::string>{"git-config", git_config},
+        {"pr-title.txt", PullRequestTitle(pr)},
+        {"pr-body.md", PullRequestBody(pr)},
+        // Last: publish takes a task with branch.json as one whose files are all there.
+        {"branch.json", BranchRecordJson(branch)}}) {
+    if (Status w = WriteBeneath(task_fd, name, text); !w.ok()) return w;
+  }
+  return {};
 }
 
 void Batch::Finish(const BatchRecord& record, int task_dirfd) {
@@ -825,7 +741,7 @@ void Batch::Finish(const BatchRecord& record, int task_dirfd) {
   }
 }
 
-void Batch::Worker() {
+void Batch::Worker(size_t slot) {
   for (;;) {
     BatchTask task;
     StopReason stop;
@@ -839,6 +755,7 @@ void Batch::Worker() {
       stop = ShouldStop();
       if (stop == StopReason::kNone) {
         ++running_;
+        running_tasks_[slot] = Running{task.id, Clock::now()};
         Progress();
       }
     }
@@ -852,7 +769,7 @@ void Batch::Worker() {
       rec.reason = StopName(stop);
       Finish(rec, -1);
       std::lock_guard<std::mutex> lock(mu_);
-      ++skipped_;
+      ++ended_[rec.status];
       if (limit_ == StopReason::kNone) limit_ = stop;
       Progress();
       continue;
@@ -862,11 +779,13 @@ void Batch::Worker() {
     if (rec.status == "interrupted" && !cancel_.cancelled() && time_up_.cancelled()) {
       rec.reason = StopName(StopReason::kMaxTime);
     }
+    rec.reason = RecordReason(rec);
     Finish(rec, task_dir.get());
     std::lock_guard<std::mutex> lock(mu_);
     --running_;
+    running_tasks_[slot].reset();
     ++done_;
-    if (rec.status != "succeeded") ++failed_;
+    ++ended_[rec.status];
     tokens_ += rec.tokens;
     if (rec.status == "interrupted" && !cancel_.cancelled() && time_up_.cancelled() &&
         limit_ == StopReason::kNone) {
@@ -885,8 +804,14 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
     std::lock_guard<std::mutex> lock(mu_);
     Progress();
   }
+  running_tasks_.resize(static_cast<size_t>(options_.jobs));
+  // On a terminal the line is rewritten each second (the running tasks' times); in a CI log
+  // a line every heartbeat shows a long task is still going.
+  std::thread heartbeat([this] { Heartbeat(terminal_ ? 1000 : options_.heartbeat_ms); });
   std::vector<std::thread> workers;
-  for (int i = 0; i < options_.jobs; ++i) workers.emplace_back([this] { Worker(); });
+  for (int i = 0; i < options_.jobs; ++i) {
+    workers.emplace_back([this, i] { Worker(static_cast<size_t>(i)); });
+  }
   for (;;) {
     Result<std::optional<BatchTask>> next = reader.Next();
     if (!next.ok()) continue;  // checked before anything ran; cannot happen unless it changed
@@ -904,6 +829,12 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
     cv_.notify_all();
   }
   for (std::thread& t : workers) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    heartbeat_.notify_all();
+  }
+  heartbeat.join();
   if (terminal_) (void)WriteAll(STDERR_FILENO, "\n");
   switch (cancel_.reason()) {
     case CancelReason::kSigint:
@@ -913,19 +844,29 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
     default:
       break;
   }
+  int code = ended_["succeeded"] == done_ && ended_["skipped"] == 0 ? ToInt(ExitCode::kOk)
+                                                                    : ToInt(ExitCode::kTurnFailed);
   if (limit_ != StopReason::kNone) {
     std::fprintf(stderr, "batch: stopped by --%s\n", StopName(limit_));
-    return ToInt(ExitCode::kLimitReached);
+    code = ToInt(ExitCode::kLimitReached);
   }
-  return failed_ + skipped_ > 0 ? ToInt(ExitCode::kTurnFailed) : ToInt(ExitCode::kOk);
+  // Delivery, in this process once every task has ended: no task runs while git pushes. A
+  // batch stopped by a signal pushed nothing (publish can, later).
+  if (options_.push) {
+    BatchPublishOptions publish{options_.out, options_.work_dir, options_.force};
+    if (PublishBatch(publish, env_) != ToInt(ExitCode::kOk) && code == ToInt(ExitCode::kOk)) {
+      code = ToInt(ExitCode::kTurnFailed);
+    }
+  }
+  return code;
 }
 
-// The ids with a completed record (succeeded or failed) in OUT/results.jsonl; the last record
-// of an id wins, so a task that was interrupted and then ran is completed.
+// The ids with a completed record (succeeded, failed or no_change) in OUT/results.jsonl; the
+// last record of an id wins, so a task that was interrupted and then ran is completed.
 Result<std::unordered_set<std::string>> CompletedIds(const std::string& out) {
   std::unordered_set<std::string> done;
   Status read = ForEachResult(out + "/results.jsonl", true, [&](BatchRecord r) {
-    if (r.status == "succeeded" || r.status == "failed") {
+    if (r.status == "succeeded" || r.status == "failed" || r.status == "no_change") {
       done.insert(std::move(r.id));
     } else {
       done.erase(r.id);

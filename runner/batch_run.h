@@ -31,11 +31,20 @@ struct BatchRunOptions {
   std::optional<int64_t> max_total_tokens;
   std::optional<int64_t> max_total_time_ms;
   std::optional<int64_t> max_failures;
+  // --check CMD and --check-timeout: every task's check (a manifest `check` wins).
+  std::optional<std::string> check;
+  int64_t check_timeout_ms = 10 * 60 * 1000;
+  // --push: `batch publish` after the last task (runner/batch_publish.h); --force with it.
+  bool push = false;
+  bool force = false;
+  // --heartbeat: how often the progress line is printed when nothing changed, off a terminal.
+  int64_t heartbeat_ms = 30000;
   // exec options given to every task, in order (a task's own fields come after and win).
   std::vector<std::string> exec_args;
 };
 
-// The batch's exit code: 0 every task succeeded; 1 a task failed or was skipped; 2 usage or
+// The batch's exit code: 0 every task succeeded (and, with --push, every branch is on its
+// remote); 1 a task failed, changed nothing, or was skipped, or a push failed; 2 usage or
 // manifest error (nothing ran); 4 a batch-wide limit stopped it; 130/143 SIGINT/SIGTERM.
 int RunBatch(const BatchRunOptions& options);
 

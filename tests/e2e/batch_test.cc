@@ -6,10 +6,13 @@
 #include <rapidjson/document.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -85,8 +88,9 @@ class BatchTest : public ::testing::Test {
     MakeRepo("alpha");
     MakeRepo("beta");
     return ws_.WriteFile(
-        "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"}
-{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access"}
+        "m.jsonl",
+        R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access","expect_change":false}
+{"id":"beta","repo":"beta","prompt":"p","sandbox":"danger-full-access","expect_change":false}
 )");
   }
 
@@ -106,7 +110,8 @@ TEST_F(BatchTest, ThreeReposTwoAtOnceOneFailsTheOthersGoOn) {
   RunOutput out = Batch({"run", manifest, "--out", Out(), "-j", "2"});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(out.out, "");
-  EXPECT_NE(out.err.find("batch: 3/3 done, 0 running, 1 failed, 0 skipped, 240 tokens\n"),
+  EXPECT_NE(out.err.find("batch: 3/3 done, 0 running, 2 succeeded, 1 failed, 0 no_change, "
+                         "0 interrupted, 0 skipped, 240 tokens\n"),
             std::string::npos)
       << out.err;
 
@@ -115,16 +120,16 @@ TEST_F(BatchTest, ThreeReposTwoAtOnceOneFailsTheOthersGoOn) {
   EXPECT_EQ(RecordOf(results, "alpha"),
             R"({"id":"alpha","status":"succeeded","exit_code":0,"error_code":null,"error":null,)"
             R"("tokens":120,"duration_ms":<ms>,"files_changed":1,"branch":"agentexec/alpha",)"
-            R"("answer":"Added new.txt.","reason":null})");
+            R"("answer":"Added new.txt.","reason":null,"check":null})");
   EXPECT_EQ(RecordOf(results, "beta"),
             R"({"id":"beta","status":"failed","exit_code":4,"error_code":"max_turns",)"
             R"j("error":"max turns reached: the model asked for more work after 1 request )j"
             R"j((--max-turns 1)","tokens":0,"duration_ms":<ms>,"files_changed":0,)j"
-            R"("branch":"agentexec/beta","answer":"","reason":null})");
+            R"("branch":"agentexec/beta","answer":"","reason":"max_turns","check":null})");
   EXPECT_EQ(RecordOf(results, "gamma"),
             R"({"id":"gamma","status":"succeeded","exit_code":0,"error_code":null,"error":null,)"
             R"("tokens":120,"duration_ms":<ms>,"files_changed":1,"branch":"agentexec/gamma",)"
-            R"("answer":"Added new.txt.","reason":null})");
+            R"("answer":"Added new.txt.","reason":null,"check":null})");
 
   // The task's files: its record, its events, its answer, its patch; a commit on its branch.
   const std::string task = Out() + "/tasks/alpha";
@@ -177,12 +182,32 @@ TEST_F(BatchTest, SigtermStopsTheRunningTaskAndResumeFinishesIt) {
   EXPECT_EQ(RecordOf(results, "gamma"),
             R"({"id":"gamma","status":"interrupted","exit_code":143,"error_code":"terminated",)"
             R"("error":"terminated by SIGTERM","tokens":0,"duration_ms":<ms>,"files_changed":0,)"
-            R"("branch":"agentexec/gamma","answer":"","reason":null})");
+            R"("branch":"agentexec/gamma","answer":"","reason":"interrupted","check":null})");
   std::vector<std::string> gamma_events = Lines(Slurp(Out() + "/tasks/gamma/events.jsonl"));
   ASSERT_FALSE(gamma_events.empty());
   EXPECT_TRUE(gamma_events.back().starts_with(R"({"type":"turn.failed")")) << gamma_events.back();
   // beta may have run, been interrupted or not started (no record then).
   EXPECT_NE(results.find(R"({"id":"alpha","status":"succeeded")"), std::string::npos) << results;
+  // The last progress line counts what the records say: gamma interrupted, not failed.
+  std::map<std::string, int> counted;
+  for (const std::string& l : Lines(results)) {
+    for (const char* status : {"succeeded", "failed", "interrupted"}) {
+      if (l.find(std::string(R"("status":")") + status + "\"") != std::string::npos) {
+        ++counted[status];
+      }
+    }
+  }
+  EXPECT_EQ(counted["interrupted"] >= 1, true) << results;
+  std::string last_progress;
+  for (const std::string& l : Lines(out.err)) {
+    if (l.starts_with("batch: ")) last_progress = l;
+  }
+  EXPECT_NE(last_progress.find(fmt::format("{} succeeded, {} failed, 0 no_change, {} interrupted",
+                                           counted["succeeded"], counted["failed"],
+                                           counted["interrupted"])),
+            std::string::npos)
+      << last_progress << "\n"
+      << results;
   EXPECT_LE(Lines(results).size(), 3u) << results;
 
   ws_.WriteFile("go", "");
@@ -190,8 +215,8 @@ TEST_F(BatchTest, SigtermStopsTheRunningTaskAndResumeFinishesIt) {
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   RunOutput report = Batch({"report", Out(), "--format", "json"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find(R"("summary":{"total":3,"succeeded":3,"failed":0,"interrupted":0,)"
-                            R"("skipped":0,"tokens":360})"),
+  EXPECT_NE(report.out.find(R"("summary":{"total":3,"succeeded":3,"failed":0,"no_change":0,)"
+                            R"("interrupted":0,"skipped":0,"tokens":360})"),
             std::string::npos)
       << report.out;
   // Resume ran only what had not completed: alpha completed before ran once.
@@ -203,6 +228,56 @@ TEST_F(BatchTest, SigtermStopsTheRunningTaskAndResumeFinishesIt) {
   EXPECT_EQ(alpha_records, 1u) << after;
   EXPECT_EQ(Slurp(Out() + "/tasks/gamma/final-message.md"), "Added new.txt.\nSecond line.");
   EXPECT_TRUE(fs::exists(Out() + "/tasks/.interrupted-gamma-1/events.jsonl"));
+}
+
+// kill -9 at any point: --resume neither loses nor reruns a task whose record was written.
+// The batch is killed after its 1st, then (resumed) after its 4th record; the orphans it
+// leaves (a task's agentexec in flight) are waited for, as a CI runner's cleanup would.
+TEST_F(BatchTest, KillNineThenResumeLosesAndRerunsNoFinishedTask) {
+  std::string manifest_text;
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    MakeRepo(id);
+    manifest_text += R"({"id":")" + id + R"(","repo":")" + id + R"(","prompt":"p"})" + "\n";
+  }
+  const std::string manifest = ws_.WriteFile("m.jsonl", manifest_text);
+  const std::string results = Out() + "/results.jsonl";
+  std::vector<std::string> before;  // the records written before each kill
+  for (int records : {1, 4}) {
+    RunOptions options;
+    options.wrapper = {
+        "/bin/bash", "-c",
+        "\"$@\" & pid=$!; until [ \"$(wc -l < '" + results + "' 2>/dev/null || echo 0)\" -ge " +
+            std::to_string(records) +
+            " ]; do sleep 0.01; done; kill -KILL $pid; wait $pid; "
+            // "[/]..." so that the pattern does not match this script's own command line.
+            "while pgrep -f -- '[/]" +
+            Out().substr(1) +
+            "/work/' >/dev/null; do sleep 0.05; "
+            "done; exit 137",
+        "wrapper"};
+    std::vector<std::string> args = {"run", manifest, "--out", Out(), "-j", "2"};
+    if (records > 1) args.push_back("--resume");
+    RunOutput killed = Batch(args, options);
+    EXPECT_EQ(killed.exit_code, 137) << killed.err;
+    before = Lines(Slurp(results));
+    ASSERT_GE(before.size(), static_cast<size_t>(records));
+  }
+  RunOutput resumed = Batch({"run", manifest, "--out", Out(), "-j", "2", "--resume"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::vector<std::string> after = Lines(Slurp(results));
+  // Every record written before the last kill is still there, first, unchanged.
+  ASSERT_GE(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i], before[i]);
+  // Each task has exactly one completed record: none lost, none run twice.
+  std::map<std::string, int> completed;
+  for (const std::string& l : after) {
+    if (l.find(R"("status":"succeeded")") != std::string::npos) {
+      ++completed[l.substr(7, l.find('"', 7) - 7)];
+    }
+  }
+  EXPECT_EQ(completed.size(), 6u) << Slurp(results);
+  for (const auto& [id, n] : completed) EXPECT_EQ(n, 1) << id << "\n" << Slurp(results);
 }
 
 TEST_F(BatchTest, MaxFailuresSkipsTheTasksNotStarted) {
@@ -221,7 +296,7 @@ TEST_F(BatchTest, MaxFailuresSkipsTheTasksNotStarted) {
   EXPECT_EQ(RecordOf(results, "alpha"),
             R"({"id":"alpha","status":"skipped","exit_code":null,"error_code":null,"error":null,)"
             R"("tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,"answer":"",)"
-            R"("reason":"max-failures"})");
+            R"("reason":"max-failures","check":null})");
   EXPECT_FALSE(fs::exists(Out() + "/tasks/alpha"));
   EXPECT_FALSE(fs::exists(Out() + "/work/gamma"));
 }
@@ -307,7 +382,8 @@ not json
           ":9: field 'prompt': missing (give 'prompt' or 'prompt_file')\n" + "error: " + m +
           ":10: field 'prompt_file': cannot be used with 'prompt'\n" + "error: " + m +
           ":11: field 'colour': unknown field (known: id, repo, ref, dir, prompt, prompt_file, "
-          "model, sandbox, max_turns, timeout, max_tokens, output_schema)\n" +
+          "model, sandbox, max_turns, timeout, max_tokens, output_schema, check, check_timeout, "
+          "expect_change)\n" +
           "error: " + m +
           ":12: field 'timeout': 'soon' is not a duration such as 90s, 10m, 1h30m\n" +
           "error: " + m +
@@ -332,7 +408,7 @@ TEST_F(BatchTest, AnOverlongManifestLineIsAnErrorAndTheNextLinesAreStillChecked)
                          "error: " + manifest +
                          ":3: field 'x': unknown field (known: id, repo, ref, dir, prompt, "
                          "prompt_file, model, sandbox, max_turns, timeout, max_tokens, "
-                         "output_schema)\n");
+                         "output_schema, check, check_timeout, expect_change)\n");
   RunOutput help = Batch({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(
@@ -380,7 +456,8 @@ TEST_F(BatchTest, AnUnknownOptionIsDescribedAsExecDescribesIt) {
                            "[--resume] [OPTIONS]\n"
                            "       agentexec batch report DIR... [--format markdown|junit|json] "
                            "[--manifest MANIFEST]\n"
-                           "       agentexec batch plan MANIFEST --shards N\n\n"
+                           "       agentexec batch plan MANIFEST --shards N\n"
+                           "       agentexec batch publish DIR [--work-dir DIR] [--force]\n\n"
                            "For more information, try 'agentexec batch --help'.\n")
         << sub;
   }
@@ -434,14 +511,16 @@ TEST_F(BatchTest, MaxTotalTokensStartsNoTaskOnceSpent) {
   const std::string manifest = ws_.WriteFile("m.jsonl", kThree);
   RunOutput out = Batch({"run", manifest, "--out", Out(), "--max-total-tokens", "100"});
   EXPECT_EQ(out.exit_code, 4) << out.err;
-  EXPECT_NE(out.err.find("batch: 1/3 done, 0 running, 0 failed, 2 skipped, 120 tokens\n"),
+  EXPECT_NE(out.err.find("batch: 1/3 done, 0 running, 1 succeeded, 0 failed, 0 no_change, "
+                         "0 interrupted, 2 skipped, 120 tokens\n"),
             std::string::npos)
       << out.err;
   const std::string results = Slurp(Out() + "/results.jsonl");
   EXPECT_NE(results.find(R"({"id":"alpha","status":"succeeded")"), std::string::npos);
   for (const char* id : {"beta", "gamma"}) {
     EXPECT_NE(RecordOf(results, id).find(R"("status":"skipped")"), std::string::npos) << results;
-    EXPECT_NE(RecordOf(results, id).find(R"("reason":"max-total-tokens"})"), std::string::npos);
+    EXPECT_NE(RecordOf(results, id).find(R"("reason":"max-total-tokens","check":null})"),
+              std::string::npos);
   }
 }
 
@@ -459,11 +538,11 @@ TEST_F(BatchTest, MaxTotalTimeStopsTheRunningTaskAndSkipsTheRest) {
   EXPECT_EQ(RecordOf(results, "alpha"),
             R"({"id":"alpha","status":"interrupted","exit_code":143,"error_code":"terminated",)"
             R"("error":"terminated by SIGTERM","tokens":0,"duration_ms":<ms>,"files_changed":0,)"
-            R"("branch":"agentexec/alpha","answer":"","reason":"max-total-time"})");
+            R"("branch":"agentexec/alpha","answer":"","reason":"max-total-time","check":null})");
   EXPECT_EQ(RecordOf(results, "beta"),
             R"({"id":"beta","status":"skipped","exit_code":null,"error_code":null,"error":null,)"
             R"("tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,"answer":"",)"
-            R"("reason":"max-total-time"})");
+            R"("reason":"max-total-time","check":null})");
 }
 
 TEST_F(BatchTest, TheShardComesFromKubernetesOrSlurmVariables) {
@@ -542,12 +621,12 @@ TEST_F(BatchTest, RefAndDirAreHonouredAndALinkOutOfTheCloneIsRefused) {
             R"("error":"ref 'nope' not found in )" +
                 repo +
                 R"(","tokens":0,"duration_ms":<ms>,"files_changed":0,"branch":null,)"
-                R"("answer":"","reason":null})");
+                R"("answer":"","reason":"setup_failed","check":null})");
   EXPECT_EQ(RecordOf(results, "escape"),
             R"({"id":"escape","status":"failed","exit_code":null,"error_code":null,)"
             R"("error":"dir 'escape' is not a directory inside the repository","tokens":0,)"
             R"("duration_ms":<ms>,"files_changed":0,"branch":"agentexec/escape","answer":"",)"
-            R"("reason":null})");
+            R"("reason":"setup_failed","check":null})");
   // A child that fails before its turn (exit 2) has no turn.failed: its stderr says why.
   EXPECT_EQ(RecordOf(results, "schema"),
             R"({"id":"schema","status":"failed","exit_code":2,"error_code":null,)"
@@ -555,7 +634,7 @@ TEST_F(BatchTest, RefAndDirAreHonouredAndALinkOutOfTheCloneIsRefused) {
                 ws_.root() +
                 R"j(/schema.json: not a JSON object (Missing a name for object member. at byte )j"
                 R"j(offset 1)","tokens":0,"duration_ms":<ms>,"files_changed":0,)j"
-                R"("branch":"agentexec/schema","answer":"","reason":null})");
+                R"("branch":"agentexec/schema","answer":"","reason":"error","check":null})");
 }
 
 // A command that can write .git (here: no sandbox) sets a clean filter; batch's own git add
@@ -623,7 +702,8 @@ TEST_F(BatchTest, BuildArtefactsACommandLeftAreNotTheTasksChanges) {
 TEST_F(BatchTest, ATasksCommandFindsNoCredentialInBatchsEnvironment) {
   MakeRepo("alpha");
   const std::string manifest = ws_.WriteFile(
-      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+      "m.jsonl",
+      R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access","expect_change":false})");
   const std::string peek = ws_.WriteFile("peek.sh", R"(p=$PPID
 while [ "$p" -gt 1 ]; do
   tr '\0' '\n' < /proc/$p/environ
@@ -945,8 +1025,8 @@ TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   MakeRepo("alpha");
   const std::string target = ws_.root() + "/target.txt";
   ws_.WriteFile("target.txt", "untouched");
-  const std::string manifest =
-      ws_.WriteFile("m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p"})");
+  const std::string manifest = ws_.WriteFile(
+      "m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","expect_change":false})");
   script_ = ws_.WriteFile(
       "plant.json",
       R"({"turns":[{"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"ln -s )" +
@@ -959,7 +1039,8 @@ TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
   EXPECT_NE(Slurp(Out() + "/tasks/alpha/events.jsonl").find("Read-only file system"),
             std::string::npos);
   const std::string unconfined = ws_.WriteFile(
-      "m2.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access"})");
+      "m2.jsonl",
+      R"({"id":"alpha","repo":"alpha","prompt":"p","sandbox":"danger-full-access","expect_change":false})");
   out = Batch({"run", unconfined, "--out", Out("shared")});
   EXPECT_EQ(out.exit_code, 1) << out.err;
   EXPECT_EQ(Slurp(target), "untouched");
@@ -968,6 +1049,121 @@ TEST_F(BatchTest, ALinkPlantedInTheTaskDirectoryIsNotFollowed) {
                          R"("error":"cannot create changes.patch: File exists")"),
             std::string::npos)
       << results;
+}
+
+// A task succeeds only when its turn completed and its check exited 0; a check that fails or
+// times out fails the task with reason check_failed and the tail of its output; a task that
+// changed nothing is no_change unless its manifest expects no change. The progress line names
+// the running task, again at each heartbeat while nothing else happens.
+TEST_F(BatchTest, ACheckDecidesSuccessAndNoChangeIsItsOwnStatus) {
+  MakeRepo("alpha");
+  MakeRepo("beta");
+  MakeRepo("slow");
+  for (const char* r : {"same", "quiet"}) {
+    MakeRepo(r);
+    // The task's new.txt is ignored by the repository: not a change.
+    const std::string dir = ws_.root() + "/" + r;
+    const std::string cmd = "cd '" + dir + "' && echo new.txt > .gitignore && git add . && " +
+                            "git -c user.name=t -c user.email=t@example.com commit -qm ignore";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p"}
+{"id":"beta","repo":"beta","prompt":"p","check":"echo it broke >&2; exit 3"}
+{"id":"same","repo":"same","prompt":"p"}
+{"id":"quiet","repo":"quiet","prompt":"p","expect_change":false}
+{"id":"slow","repo":"slow","prompt":"p","check":"echo waiting; sleep 30","check_timeout":"1s"}
+)");
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--check",
+                         "test -e new.txt && echo checked", "--heartbeat", "100ms"});
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  const std::string results = Slurp(Out() + "/results.jsonl");
+  auto check_ms = [](std::string record) {
+    return std::regex_replace(record, std::regex(R"("duration_ms":\d+,"timed_out")"),
+                              R"("duration_ms":<ms>,"timed_out")");
+  };
+  EXPECT_EQ(check_ms(RecordOf(results, "alpha")),
+            R"({"id":"alpha","status":"succeeded","exit_code":0,"error_code":null,"error":null,)"
+            R"("tokens":120,"duration_ms":<ms>,"files_changed":1,"branch":"agentexec/alpha",)"
+            R"("answer":"Added new.txt.","reason":null,"check":{"exit_code":0,)"
+            R"("duration_ms":<ms>,"timed_out":false,"output":"checked\n"}})");
+  EXPECT_EQ(
+      check_ms(RecordOf(results, "beta")),
+      R"({"id":"beta","status":"failed","exit_code":0,"error_code":null,)"
+      R"("error":"the check exited 3","tokens":120,"duration_ms":<ms>,"files_changed":1,)"
+      R"("branch":"agentexec/beta","answer":"Added new.txt.","reason":"check_failed",)"
+      R"("check":{"exit_code":3,"duration_ms":<ms>,"timed_out":false,"output":"it broke\n"}})");
+  EXPECT_EQ(RecordOf(results, "same"),
+            R"({"id":"same","status":"no_change","exit_code":0,"error_code":null,"error":null,)"
+            R"("tokens":120,"duration_ms":<ms>,"files_changed":0,"branch":"agentexec/same",)"
+            R"("answer":"Added new.txt.","reason":"no_change","check":null})");
+  EXPECT_NE(RecordOf(results, "quiet")
+                .find(R"({"id":"quiet","status":"succeeded","exit_code":0,"error_code":null,)"
+                      R"("error":null,"tokens":120,"duration_ms":<ms>,"files_changed":0,)"),
+            std::string::npos)
+      << results;
+  EXPECT_EQ(check_ms(RecordOf(results, "slow")),
+            R"({"id":"slow","status":"failed","exit_code":0,"error_code":null,)"
+            R"("error":"the check timed out after 1s","tokens":120,"duration_ms":<ms>,)"
+            R"("files_changed":1,"branch":"agentexec/slow","answer":"Added new.txt.",)"
+            R"("reason":"check_failed","check":{"exit_code":-1,"duration_ms":<ms>,)"
+            R"("timed_out":true,"output":"waiting\n"}})");
+  // The check's whole output is kept beside the record; only a task that succeeded with a
+  // change has a branch to deliver.
+  EXPECT_EQ(Slurp(Out() + "/tasks/beta/check.log"), "it broke\n");
+  EXPECT_TRUE(fs::exists(Out() + "/tasks/alpha/branch.json"));
+  for (const char* id : {"beta", "same", "quiet", "slow"}) {
+    EXPECT_FALSE(fs::exists(Out() + "/tasks/" + id + "/branch.json")) << id;
+  }
+  // The check ran after the change was committed: its output is not part of the patch.
+  EXPECT_EQ(Slurp(Out() + "/tasks/alpha/changes.patch").find("checked"), std::string::npos);
+  // While only slow's check ran, the heartbeat repeated the line naming it.
+  size_t naming_slow = 0;
+  for (const std::string& l : Lines(out.err)) {
+    if (l.starts_with("batch: 4/5 done, 1 running, ") &&
+        l.find("; running: slow ") != std::string::npos) {
+      ++naming_slow;
+    }
+  }
+  EXPECT_GE(naming_slow, 2u) << out.err;
+  EXPECT_NE(out.err.find("batch: 5/5 done, 0 running, 2 succeeded, 2 failed, 1 no_change, "
+                         "0 interrupted, 0 skipped, 600 tokens\n"),
+            std::string::npos)
+      << out.err;
+
+  RunOutput md = Batch({"report", Out()});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_TRUE(
+      md.out.starts_with("## agentexec batch\n\n5 tasks: 2 succeeded, 2 failed, 1 no "
+                         "change, 0 interrupted, 0 skipped; 600 tokens\n"))
+      << md.out;
+  EXPECT_NE(md.out.find("| beta | failed | check\\_failed | exit 3 in "), std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("| same | no\\_change | no\\_change |  | 0 | 120 | "), std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("| slow | failed | check\\_failed | timed out after "), std::string::npos)
+      << md.out;
+  RunOutput junit = Batch({"report", Out(), "--format", "junit"});
+  ASSERT_EQ(junit.exit_code, 0) << junit.err;
+  EXPECT_NE(junit.out.find("<failure message=\"failed (check_failed); check: exit 3 in "),
+            std::string::npos)
+      << junit.out;
+  EXPECT_NE(junit.out.find("type=\"check_failed\">the check exited 3\n\ncheck output (tail):\n"
+                           "it broke\n</failure>"),
+            std::string::npos)
+      << junit.out;
+  EXPECT_NE(junit.out.find("<property name=\"check.exit_code\" value=\"3\"/>"), std::string::npos);
+  RunOutput json = Batch({"report", Out(), "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find(R"("summary":{"total":5,"succeeded":2,"failed":2,"no_change":1,)"
+                          R"("interrupted":0,"skipped":0,"tokens":600})"),
+            std::string::npos)
+      << json.out;
+
+  // --resume runs none of them again: no_change is an end like failed.
+  RunOutput resumed = Batch({"run", manifest, "--out", Out(), "--resume"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(Lines(Slurp(Out() + "/results.jsonl")).size(), 5u);
 }
 
 TEST_F(BatchTest, ReportFormatsEscapeWhatTheTasksSaid) {
@@ -981,15 +1177,17 @@ TEST_F(BatchTest, ReportFormatsEscapeWhatTheTasksSaid) {
 )j");
   RunOutput md = Batch({"report", dir});
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_EQ(md.out,
-            "## agentexec batch\n\n"
-            "3 tasks: 1 succeeded, 1 failed, 0 interrupted, 1 skipped; 15 tokens\n\n"
-            "| Task | Status | Files changed | Tokens | Duration | Answer |\n"
-            "| --- | --- | ---: | ---: | ---: | --- |\n"
-            "| a | succeeded | 2 | 10 | 1m30s | Fixed \\| the \\*bug\\* in &lt;b&gt;x&lt;/b&gt; "
-            "\\[link\\](u) |\n"
-            "| b\\_1 | failed (exit 1), model\\_error | 0 | 5 | 1s500ms |  |\n"
-            "| c | skipped, max-failures |  |  |  |  |\n");
+  EXPECT_EQ(
+      md.out,
+      "## agentexec batch\n\n"
+      "3 tasks: 1 succeeded, 1 failed, 0 no change, 0 interrupted, 1 skipped; 15 tokens\n\n"
+      "| Task | Status | Reason | Check | Files changed | Tokens | Duration | Branch | Answer "
+      "|\n"
+      "| --- | --- | --- | --- | ---: | ---: | ---: | --- | --- |\n"
+      "| a | succeeded |  |  | 2 | 10 | 1m30s | agentexec/a (not pushed) | Fixed \\| the "
+      "\\*bug\\* in &lt;b&gt;x&lt;/b&gt; \\[link\\](u) |\n"
+      "| b\\_1 | failed (exit 1) | model\\_error |  | 0 | 5 | 1s500ms |  |  |\n"
+      "| c | skipped | max-failures |  |  |  |  |  |  |\n");
 
   RunOutput junit = Batch({"report", dir, "--format", "junit"});
   ASSERT_EQ(junit.exit_code, 0) << junit.err;
@@ -1013,7 +1211,7 @@ TEST_F(BatchTest, ReportFormatsEscapeWhatTheTasksSaid) {
   EXPECT_EQ(std::string(buf, n),
             "3 1 1\n"
             "a 90.000 ok\n"
-            "b_1 1.500 failed: exit 1 (model_error)|bad <xml> & \"quotes\"\xEF\xBF\xBD\n"
+            "b_1 1.500 failed (model_error): exit 1|bad <xml> & \"quotes\"\xEF\xBF\xBD\n"
             "c 0.000 max-failures\n");
 }
 
