@@ -7,11 +7,52 @@ for r in alpha beta gamma; do
   git init -q "$bwork/$r" && echo hi >"$bwork/$r/f.txt" && git -C "$bwork/$r" add . &&
     git -C "$bwork/$r" -c user.name=t -c user.email=t@example.com commit -qm init
 done
+# Each task's check proves its change (#39): it runs in the task's sandbox after the turn.
 cat >"$bwork/tasks.jsonl" <<JSONL
-{"id":"alpha","repo":"$bwork/alpha","prompt":"add a file"}
-{"id":"beta","repo":"$bwork/beta","prompt":"add a file"}
-{"id":"gamma","repo":"$bwork/gamma","prompt":"add a file"}
+{"id":"alpha","repo":"$bwork/alpha","prompt":"add a file","check":"grep -qx hello new.txt"}
+{"id":"beta","repo":"$bwork/beta","prompt":"add a file","check":"grep -qx hello new.txt"}
+{"id":"gamma","repo":"$bwork/gamma","prompt":"add a file","check":"grep -qx hello new.txt"}
 JSONL
+
+# batch_remotes NAME: bare copies of the three repositories for an engine whose batch pushes
+# (--push) its branches, and $bwork/tasks-NAME.jsonl naming them; each engine pushes to its
+# own, so one engine's branches never make another's diverge.
+batch_remotes() {
+  local name=$1 r
+  mkdir -p "$bwork/remotes/$name"
+  for r in alpha beta gamma; do
+    git clone -q --bare "$bwork/$r" "$bwork/remotes/$name/$r.git"
+  done
+  sed "s|\"repo\":\"$bwork/\\([a-z]*\\)\"|\"repo\":\"$bwork/remotes/$name/\\1.git\"|" \
+    "$bwork/tasks.jsonl" >"$bwork/tasks-$name.jsonl"
+}
+
+# batch_delivered NAME DIR...: the three branches are on NAME's remotes at the commits the
+# shards' branch.json name, each with a pull-request title and body; with `again`, a second
+# `batch publish` of each DIR pushes nothing. Prints why not, or nothing.
+batch_delivered() {
+  local name=$1 again=$2 r dir commit head
+  shift 2
+  for r in alpha beta gamma; do
+    commit=""
+    for dir in "$@"; do
+      [ -f "$dir/tasks/$r/branch.json" ] &&
+        commit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"])' "$dir/tasks/$r/branch.json") &&
+        { [ -s "$dir/tasks/$r/pr-title.txt" ] && grep -q '^### Check' "$dir/tasks/$r/pr-body.md" ||
+          { echo "$r: no pull-request title and body beside its branch"; return; }; }
+    done
+    [ -n "$commit" ] || { echo "$r: no branch.json in $*"; return; }
+    head=$(git -C "$bwork/remotes/$name/$r.git" rev-parse -q --verify "refs/heads/agentexec/$r")
+    [ "$head" = "$commit" ] || { echo "$r: the remote's agentexec/$r is '$head', not $commit"; return; }
+  done
+  [ "$again" = again ] || return 0
+  for dir in "$@"; do
+    "$bin" batch publish "$dir" >"$dir.publish.log" 2>&1 ||
+      { echo "second publish of $dir: $(cat "$dir.publish.log")"; return; }
+    grep -q '^publish: 0 pushed, [0-9]* up to date, 0 not pushed$' "$dir.publish.log" ||
+      { echo "second publish of $dir pushed something: $(cat "$dir.publish.log")"; return; }
+  done
+}
 cat >"$bwork/turns.json" <<'JSON'
 {"turns":[
   {"items":[{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch"}]},
@@ -22,8 +63,11 @@ batch_opts=(-s workspace-write -c model_provider=scripted
   -c "model_providers.scripted.script=\"$bwork/turns.json\"")
 export AGENTEXEC_HOME=$bwork/home
 
-# Markdown with the Duration column (the only run-dependent one) replaced.
-batch_normalise() { sed -E 's/ [0-9]+(h|m|s|ms)[0-9hms]* \|/ <d> |/g' "$1"; }
+# Markdown with the durations (the task's and its check's: the only run-dependent cells)
+# replaced, and whether a branch was pushed left out (only some engines push).
+batch_normalise() {
+  sed -E -e 's/ [0-9]+(h|m|s|ms)[0-9hms]* \|/ <d> |/g' -e 's/ \((pushed|not pushed)\) \|/ |/g' "$1"
+}
 
 # The reference: the same manifest, unsharded, in one process.
 batch_reference=""
@@ -43,9 +87,9 @@ batch_check() {
     why=$batch_reference_error
   elif [ ! -s "$md" ]; then
     why="no Markdown report"
-  elif ! grep -q '^3 tasks: 3 succeeded, 0 failed' "$md"; then
+  elif ! grep -q '^3 tasks: 3 succeeded, 0 failed, 0 no change' "$md"; then
     why="the report does not count three succeeded tasks: $(cat "$md")"
-  elif [ "$(grep -cE '^\| (alpha|beta|gamma) \| succeeded \| 1 \| 120 \|' "$md")" != 3 ]; then
+  elif [ "$(grep -cE '^\| (alpha|beta|gamma) \| succeeded \|  \| passed in [0-9hms]+ \| 1 \| 120 \|' "$md")" != 3 ]; then
     why="the report does not list alpha, beta and gamma: $(cat "$md")"
   elif [ "$(batch_normalise "$md")" != "$batch_reference" ]; then
     why="merged report differs from the unsharded one: $(diff <(echo "$batch_reference") <(batch_normalise "$md") | head -20)"
@@ -55,6 +99,8 @@ r = E.parse(sys.argv[1]).getroot()
 cases = r.findall(".//testcase")
 assert sorted(c.get("name") for c in cases) == ["alpha", "beta", "gamma"], [c.attrib for c in cases]
 assert not r.findall(".//failure") and not r.findall(".//error")
+assert all(p.get("value") == "0" for p in r.iter("property") if p.get("name") == "check.exit_code")
+assert len([p for p in r.iter("property") if p.get("name") == "check.exit_code"]) == 3
 PY
     why="JUnit report: $(tail -c 400 "$work/$name.junit.err")"
   fi

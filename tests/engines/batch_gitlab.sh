@@ -2,8 +2,10 @@
 # (npm, pinned: 4.70.1 is the last release for Node 20) with the shell executor. The shard
 # jobs of ci-examples/gitlab/batch-parallel.yml run `batch run` (the shard from
 # CI_NODE_INDEX/CI_NODE_TOTAL) and keep out-N as an artifact; the report job, which needs
-# them, merges the artifacts into Markdown and JUnit. gitlab-ci-local also validates the file
-# against GitLab's JSON schema first.
+# them, merges the artifacts into Markdown and JUnit. Each task has a check, and the shards
+# push their branches (--push) to remotes of this case's own; the merge-request job needs
+# GITLAB_TOKEN and is left out here. gitlab-ci-local also validates the file against GitLab's
+# JSON schema first.
 gcl=$build/engines/gitlab-ci-local
 gitlab_missing=""
 if [ ! -x "$gcl/node_modules/.bin/gitlab-ci-local" ]; then
@@ -35,7 +37,8 @@ else
   # is ignored), agentexec on PATH and the scripted model from AGENTEXEC_HOME's config; the
   # manifest at the path the example names holds the three local repositories.
   mkdir -p "$proj/ci-examples/batch" "$proj/bin" "$bwork/gcl-agent-home"
-  cp "$bwork/tasks.jsonl" "$proj/ci-examples/batch/manifest.jsonl"
+  batch_remotes gitlab
+  cp "$bwork/tasks-gitlab.jsonl" "$proj/ci-examples/batch/manifest.jsonl"
   cp "$root/ci-examples/gitlab/batch-parallel.yml" "$proj/.gitlab-ci.yml"
   ln -sf "$bin" "$proj/bin/agentexec"
   printf 'model_provider = "scripted"\n[model_providers.scripted]\nscript = "%s"\n' \
@@ -49,9 +52,14 @@ else
   code=$?
   if [ $code -ne 0 ]; then
     result FAIL batch_gitlab_parallel "gitlab-ci-local exit $code: $(tail -c 1500 "$work/gitlab.log")"
-  elif ! grep -q 'agent: \[1/2\] > batch: shard 0/2 (GitLab)' "$work/gitlab.log" ||
-    ! grep -q 'agent: \[2/2\] > batch: shard 1/2 (GitLab)' "$work/gitlab.log"; then
+  # gitlab-ci-local pads job names to the longest (merge-requests).
+  elif ! grep -q 'agent: \[1/2\] *> batch: shard 0/2 (GitLab)' "$work/gitlab.log" ||
+    ! grep -q 'agent: \[2/2\] *> batch: shard 1/2 (GitLab)' "$work/gitlab.log"; then
     result FAIL batch_gitlab_parallel "the parallel jobs did not run shards 0/2 and 1/2: $(grep -a 'batch: shard' "$work/gitlab.log")"
+  elif why=$(batch_delivered gitlab once "$proj"/out-1 "$proj"/out-2) && [ -n "$why" ]; then
+    result FAIL batch_gitlab_parallel "--push: $why"
+  elif ! grep -q '| alpha | succeeded |  | passed in [0-9hms]* | 1 | 120 | [0-9hms]* | agentexec/alpha (pushed) |' "$proj/report.md"; then
+    result FAIL batch_gitlab_parallel "the report does not show alpha's check and pushed branch: $(cat "$proj/report.md")"
   else
     batch_check batch_gitlab_parallel "$proj/report.md" "$proj/report.xml"
   fi

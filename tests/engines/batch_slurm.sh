@@ -30,6 +30,7 @@ slurm_stop() {
 slurm_run() {
   local d=$bwork/slurm host
   host=$(hostname)
+  batch_remotes slurm
   mkdir -p "$d/state" "$d/spool" "$d/munge"
   chmod 700 "$d/munge"
   dd if=/dev/urandom of="$d/munge/munge.key" bs=1 count=1024 status=none
@@ -83,8 +84,9 @@ CONF
   # sbatch exports the whole environment, but the paths are simplest written in.
   cat >"$d/shard.sh" <<SH
 #!/usr/bin/env bash
-exec "$bin" batch run "$bwork/tasks.jsonl" --out "$d/out-\$SLURM_ARRAY_TASK_ID" \\
-  -s workspace-write -c model_provider=scripted -c 'model_providers.scripted.script="$bwork/turns.json"'
+exec "$bin" batch run "$bwork/tasks-slurm.jsonl" --out "$d/out-\$SLURM_ARRAY_TASK_ID" --push \\
+  --check 'test -e new.txt' -s workspace-write -c model_provider=scripted \\
+  -c 'model_providers.scripted.script="$bwork/turns.json"'
 SH
   chmod +x "$d/shard.sh"
   (cd "$d" && timeout 600 sbatch --wait --array=0-1 -o "$d/array-%a.log" "$d/shard.sh" \
@@ -92,10 +94,12 @@ SH
   local code=$?
   [ $code -eq 0 ] || { slurm_why="sbatch --wait exit $code: $(cat "$d/sbatch.out"); $(tail -c 600 "$d"/array-*.log 2>&1)"; return 1; }
   for i in 0 1; do
+    grep -q "^publish: [0-9]* pushed, 0 up to date, 0 not pushed$" "$d/array-$i.log" ||
+      { slurm_why="array task $i did not push its branches: $(tail -c 600 "$d/array-$i.log")"; return 1; }
     grep -q "batch: shard $i/2 (Slurm" "$d/array-$i.log" ||
       { slurm_why="array task $i did not run shard $i/2: $(tail -c 600 "$d/array-$i.log")"; return 1; }
   done
-  "$bin" batch report "$d/out-0" "$d/out-1" --manifest "$bwork/tasks.jsonl" >"$d/report.md" 2>"$d/report.err" &&
+  "$bin" batch report "$d/out-0" "$d/out-1" --manifest "$bwork/tasks-slurm.jsonl" >"$d/report.md" 2>"$d/report.err" &&
     "$bin" batch report "$d/out-0" "$d/out-1" --format junit >"$d/report.xml" 2>>"$d/report.err" ||
     { slurm_why="batch report: $(cat "$d/report.err")"; return 1; }
 }
@@ -108,6 +112,9 @@ else
     trap slurm_stop EXIT
     trap 'exit 143' TERM INT
     slurm_run || { echo "$slurm_why" >"$bwork/slurm.why"; exit 1; }
+    # --push delivered each shard's branches, and publishing again pushes nothing.
+    why=$(batch_delivered slurm again "$bwork/slurm/out-0" "$bwork/slurm/out-1")
+    [ -z "$why" ] || { echo "$why" >"$bwork/slurm.why"; exit 1; }
   )
   if [ -s "$bwork/slurm.why" ]; then
     result FAIL batch_slurm_array "$(cat "$bwork/slurm.why")"
