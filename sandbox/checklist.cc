@@ -146,8 +146,8 @@ bool WriteWatch(Child& c, const char**, int*) noexcept {
   const int watch_fd = c.plan.spawner ? c.plan.watch_fd : -1;
   if (!c.confined() || watch_fd < 0) return true;
   int listener = -1, install_err = ENOSYS;
-  if (c.prepared().watch.program != nullptr) {
-    seccomp::InstallWatch(c.prepared().watch.program, &listener, &install_err);
+  if (c.plan.watch_program != nullptr) {
+    seccomp::InstallWatch(c.plan.watch_program, &listener, &install_err);
   }
   // The listener, or (none) the errno that kept it from being installed.
   SendDescriptor(watch_fd, listener, listener >= 0 ? 0 : install_err);

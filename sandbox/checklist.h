@@ -40,6 +40,7 @@ struct ChildPlan {
   int tty = -1;     // the pseudo-terminal's slave side, or -1
   pid_t parent = 0;
   int watch_fd = -1;  // WriteWatch's child end (sandbox/write_watch.h), or -1
+  const sock_fprog* watch_program = nullptr;  // the filter it asked for (null: none here)
   int proxy_fd = -1;  // the listener's channel to agentexec (sandbox/network.h), or -1
 };
 

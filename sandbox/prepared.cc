@@ -65,16 +65,22 @@ Result<PreparedPtr> Prepare(const Policy& policy, const PrepareOptions& options)
   prepared->watch.mount_namespace = prepared->mounts.enabled;
   prepared->watch.carveouts = prepared->mounts.carveouts;
   prepared->watch.dev_shm = prepared->mounts.dev_shm;
-  if (!options.write_watch) {
-    prepared->watch.unavailable = "the write watch is switched off";
-  } else if (Result<std::vector<sock_filter>> watch = seccomp::BuildWatchProgram(); watch.ok()) {
-    prepared->watch_filter = std::move(watch.value());
-    prepared->watch_program.len = static_cast<unsigned short>(prepared->watch_filter.size());
-    prepared->watch_program.filter = prepared->watch_filter.data();
-    prepared->watch.program = &prepared->watch_program;
-  } else {
-    prepared->watch.unavailable = watch.message();
+  const bool proxied = policy.proxy_port != 0;
+  const seccomp::WatchSet sets[2] = {{options.write_watch, proxied}, {false, proxied}};
+  const sock_fprog** programs[2] = {&prepared->watch.program, &prepared->watch.network_program};
+  for (int i = 0; i < 2; ++i) {
+    if (!sets[i].writes && !sets[i].network) continue;
+    Result<std::vector<sock_filter>> watch = seccomp::BuildWatchProgram(sets[i]);
+    if (!watch.ok()) {
+      prepared->watch.unavailable = watch.message();
+      break;
+    }
+    prepared->watch_filter[i] = std::move(watch.value());
+    prepared->watch_program[i].len = static_cast<unsigned short>(prepared->watch_filter[i].size());
+    prepared->watch_program[i].filter = prepared->watch_filter[i].data();
+    *programs[i] = &prepared->watch_program[i];
   }
+  if (!options.write_watch) prepared->watch.unavailable = "the write watch is switched off";
   if (prepared->mounts.writable_roots.size() > kMaxWritableRoots) {
     return MakeError(fmt::format("sandbox: {} writable mounts needed; at most {} are supported",
                                  prepared->mounts.writable_roots.size(), kMaxWritableRoots));

@@ -72,7 +72,11 @@ struct WatchPlan {
   bool mount_namespace = false;        // read-only tree, carve-outs, metadata refused
   std::vector<std::string> carveouts;  // mounted read-only when they exist at spawn
   std::string dev_shm;                 // the private /dev/shm, writable inside; "" when none
+  // The watch's programs: `program` notifies the write-intent calls, and with a network
+  // allow-list the network's calls too; `network_program` (proxied only) those alone. Null
+  // when this kernel cannot have them (`unavailable` says why).
   const sock_fprog* program = nullptr;
+  const sock_fprog* network_program = nullptr;
   std::string unavailable;
 };
 const WatchPlan& PreparedWatch(const PreparedSandbox& prepared);

@@ -23,8 +23,10 @@ struct PreparedSandbox {
   MountPlan mounts;
   HostSocketPlan host_sockets;  // with the network off: the host's Unix sockets, hidden
   NetworkPlan network;          // proxied: the command's own network namespace
-  std::vector<sock_filter> watch_filter;
-  sock_fprog watch_program = {};
+  // The watch's programs (seccomp.h): [0] the write-intent calls (with the network's calls
+  // too when proxied), [1] proxied: the network's calls alone.
+  std::vector<sock_filter> watch_filter[2];
+  sock_fprog watch_program[2] = {};
   WatchPlan watch;
 };
 

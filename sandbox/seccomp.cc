@@ -197,12 +197,38 @@ const WatchedCall* FindWatchedCall(int nr) {
 
 namespace {
 
-Result<std::vector<sock_filter>> CompileWatchProgram() {
+// The calls that reach for an address outside the proxy (seccomp.h, "network watch").
+Status AddNetworkRules(scmp_filter_ctx ctx) {
+  // Every connect: its address is a pointer the filter cannot read (most are to the proxy,
+  // answered without a look at the namespace).
+  if (int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0); rc != 0) {
+    return LibError("connect", rc);
+  }
+  // A datagram with an address of its own; a connected socket's sends pass null.
+  if (int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1, SCMP_A4(SCMP_CMP_NE, 0));
+      rc != 0) {
+    return LibError("sendto", rc);
+  }
+  for (scmp_datum_t family : {scmp_datum_t{AF_INET}, scmp_datum_t{AF_INET6}}) {
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 2,
+                                  SCMP_A0(SCMP_CMP_EQ, family),
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+        rc != 0) {
+      return LibError("socket", rc);
+    }
+  }
+  return {};
+}
+
+Result<std::vector<sock_filter>> CompileWatchProgram(WatchSet set) {
   std::string why;
   if (!KernelHasNotifyContinue(&why)) return MakeError(why);
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return MakeError("sandbox: seccomp_init failed");
-  for (size_t i = 0; i < kWatchedCount; ++i) {
+  if (set.network) {
+    if (Status added = AddNetworkRules(ctx.get()); !added.ok()) return added.error();
+  }
+  for (size_t i = 0; set.writes && i < kWatchedCount; ++i) {
     const WatchedCall& call = WatchedCalls()[i];
     if (call.nr < 0) continue;
     const std::string_view name = kWatched[i].name;
@@ -356,12 +382,24 @@ Result<std::vector<sock_filter>> BuildProgram(const Policy& policy) {
   return *slot;
 }
 
-Result<std::vector<sock_filter>> BuildWatchProgram() {
+Result<std::vector<sock_filter>> BuildWatchProgram(WatchSet set) {
   static std::mutex mutex;
-  static std::optional<Result<std::vector<sock_filter>>> compiled;
+  static std::optional<Result<std::vector<sock_filter>>> compiled[2][2];
   const std::lock_guard<std::mutex> lock(mutex);
-  if (!compiled) compiled = CompileWatchProgram();
-  return *compiled;
+  std::optional<Result<std::vector<sock_filter>>>& slot = compiled[set.writes][set.network];
+  if (!slot) slot = CompileWatchProgram(set);
+  return *slot;
+}
+
+NetworkCall FindNetworkCall(int nr) {
+  static const int kConnect = seccomp_syscall_resolve_name("connect");
+  static const int kSendto = seccomp_syscall_resolve_name("sendto");
+  static const int kSocket = seccomp_syscall_resolve_name("socket");
+  if (nr < 0) return NetworkCall::kNone;
+  if (nr == kConnect) return NetworkCall::kConnect;
+  if (nr == kSendto) return NetworkCall::kSendto;
+  if (nr == kSocket) return NetworkCall::kRawSocket;
+  return NetworkCall::kNone;
 }
 
 }  // namespace ae::sandbox::seccomp

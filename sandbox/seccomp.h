@@ -64,9 +64,27 @@ struct WatchedCall {
 // The call the watch notifies with system-call number `nr`, or null.
 const WatchedCall* FindWatchedCall(int nr);
 
+// The network watch (a network allow-list, sandbox/network.h): the same kind of filter
+// notifies agentexec of the calls that could reach an address on their own: every connect, a
+// sendto with an address, and socket(AF_INET or AF_INET6, SOCK_RAW). They too continue as if
+// unfiltered: the command's network namespace, which has only `lo`, refuses whatever does not
+// go to the proxy, and the watch records it (write_watch.h). A sendmsg/sendmmsg datagram with
+// an address of its own is refused the same way but not notified: its address sits in a
+// structure only a read of every send could reach, and a bulk transfer through the proxy
+// would pay for it.
+enum class NetworkCall : unsigned char { kNone, kConnect, kSendto, kRawSocket };
+NetworkCall FindNetworkCall(int nr);
+
+// Which calls a watch filter notifies. One filter carries both when both are wanted: a
+// process can have only one notification listener.
+struct WatchSet {
+  bool writes = false;
+  bool network = false;
+};
+
 // The watch's program, or an error saying why this kernel cannot have it (no user
 // notifications, or no SECCOMP_USER_NOTIF_FLAG_CONTINUE before Linux 5.5).
-Result<std::vector<sock_filter>> BuildWatchProgram();
+Result<std::vector<sock_filter>> BuildWatchProgram(WatchSet set);
 
 // In the child, after Install: installs the watch filter and returns its listener descriptor
 // (close-on-exec) in *listener. Async-signal-safe.

@@ -312,10 +312,12 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
 
   std::unique_ptr<WriteWatch> watch;
-  if (spec.watch_writes) watch = std::make_unique<WriteWatch>(spec.sandbox);
+  const bool proxied = spec.sandbox != nullptr && spec.sandbox->network.proxy_port != 0;
+  if (spec.watch_writes || proxied) {
+    watch = std::make_unique<WriteWatch>(spec.sandbox, spec.watch_writes);
+  }
   const int watch_fd = watch ? watch->child_fd() : -1;
   Fd proxy_parent, proxy_child;
-  const bool proxied = spec.sandbox != nullptr && spec.sandbox->network.proxy_port != 0;
   if (proxied) {
     if (Status made = MakeListenerChannel(&proxy_parent, &proxy_child); !made.ok()) {
       return made.error();
@@ -335,6 +337,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) 
   plan.tty = slave.get();
   plan.parent = ::getpid();
   plan.watch_fd = watch_fd;
+  plan.watch_program = watch_fd >= 0 ? watch->program() : nullptr;
   plan.proxy_fd = proxy_child.get();
 
   // Block signals across fork so no handler of ours runs in the child before it resets them.

@@ -131,17 +131,23 @@ std::string WhereItLands(const std::string& path, bool follows, bool in_base) {
 
 }  // namespace
 
-WriteWatch::WriteWatch(const PreparedSandbox* sandbox) {
+WriteWatch::WriteWatch(const PreparedSandbox* sandbox, bool writes) {
   if (sandbox == nullptr) return;
   const WatchPlan& plan = PreparedWatch(*sandbox);
   if (plan.policy.unrestricted()) return;
+  proxy_port_ = plan.policy.proxy_port;
+  if (!writes && proxy_port_ == 0) return;
   sandbox_ = sandbox;
+  // The write-intent calls' program carries the network's too when proxied; without it (this
+  // kernel, or the watch switched off) the network's alone, which leaves writes unwatched.
+  writes_ = writes && plan.program != nullptr;
+  program_ = writes_ ? plan.program : plan.network_program;
   // The mount plan makes those read-only that exist when the command starts; one created
   // later by the command itself is its own, and writable.
   for (const std::string& carveout : plan.carveouts) {
     if (::access(carveout.c_str(), F_OK) == 0) carveouts_.push_back(carveout);
   }
-  if (plan.program == nullptr) {
+  if (program_ == nullptr) {
     evidence_.unavailable = plan.unavailable;
     return;
   }
@@ -219,7 +225,7 @@ bool WriteWatch::ReceiveListener(Fd* listener) {
 void WriteWatch::Serve() {
   Fd listener;
   if (!ReceiveListener(&listener)) return;
-  evidence_.watched = true;
+  evidence_.watched = writes_;
   // Each notification is a round trip the command waits for: on Linux 6.6 and later, make it
   // a direct switch between the two rather than two wake-ups across CPUs. Older kernels say
   // EINVAL and keep the ordinary wake-ups.
@@ -245,6 +251,13 @@ void WriteWatch::HandleOne(int listener) {
   // ENOENT: the caller was killed before we got to it; nothing to answer.
   if (!RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req)) return;
   ++evidence_.notifications;
+  if (proxy_port_ != 0 && (kNativeArch == 0 || req->data.arch == kNativeArch)) {
+    if (const seccomp::NetworkCall net = seccomp::FindNetworkCall(req->data.nr);
+        net != seccomp::NetworkCall::kNone) {
+      HandleNetwork(listener, req, net);
+      return;
+    }
+  }
 
   // The command waits from here to NOTIF_SEND: only what must be read while it is stopped
   // (its memory, its directory) is read here, into buffers reused from call to call.
@@ -280,21 +293,46 @@ void WriteWatch::HandleOne(int listener) {
       follows = false;
     }
   }
+  bool valid = false;
+  Answer(listener, req->id, &valid);
+
+  // Checked after the answer: the command waits only for the read above.
+  if (!valid || call == nullptr) return;
+  for (int i = 0; i < 2; ++i) {
+    if (!paths_[i].empty()) Record(paths_[i], *call, follows, in_base[i]);
+  }
+}
+
+void WriteWatch::Answer(int listener, uint64_t id, bool* valid) {
   std::memset(response_.data(), 0, response_.size());
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(response_.data());
-  resp->id = req->id;
+  resp->id = id;
   resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   // The answer is accepted only while the call is still pending (ENOENT once the caller was
   // killed or interrupted): the caller then stayed blocked in it from NOTIF_RECV to here, so
   // what was read above is its memory and its directory, not those of a process that reused
   // the pid. The check SECCOMP_IOCTL_NOTIF_ID_VALID makes, without a system call of its own
   // in the round trip the command waits for.
-  const bool valid = RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
+  *valid = RetryIoctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
+}
 
-  // Checked after the answer: the command waits only for the read above.
-  if (!valid || call == nullptr) return;
-  for (int i = 0; i < 2; ++i) {
-    if (!paths_[i].empty()) Record(paths_[i], *call, follows, in_base[i]);
+void WriteWatch::HandleNetwork(int listener, const void* request, seccomp::NetworkCall call) {
+  const auto* req = static_cast<const seccomp_notif*>(request);
+  const pid_t pid = static_cast<pid_t>(req->pid);
+  DirectAttempt attempt;
+  uint64_t args[6];
+  std::copy(std::begin(req->data.args), std::end(req->data.args), args);
+  // Read while the caller waits; /proc/PID/net is its namespace's only while it is alive.
+  bool record = ReadDestination(pid, call, args, &attempt) &&
+                !(attempt.loopback && ServedInside(pid, attempt, proxy_port_, &table_));
+  bool valid = false;
+  Answer(listener, req->id, &valid);
+  if (!valid || !record) return;
+  ++evidence_.direct_total;
+  if (evidence_.direct.size() < kMaxDirect &&
+      std::find(evidence_.direct.begin(), evidence_.direct.end(), attempt) ==
+          evidence_.direct.end()) {
+    evidence_.direct.push_back(attempt);
   }
 }
 

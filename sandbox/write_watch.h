@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "sandbox/direct_attempt.h"
 #include "sandbox/seccomp.h"
 
 namespace ae::sandbox {
@@ -44,21 +45,30 @@ struct WriteEvidence {
   std::vector<std::string> refused;  // resolved paths of refused attempts, first kMaxRecorded
   uint64_t refused_total = 0;        // refused paths, recorded or not (beyond the first
                                      // kMaxRecorded, a path may be counted twice)
-  uint64_t notifications = 0;        // every write-intent call seen
+  uint64_t notifications = 0;        // every call seen (writes and network)
+  // With a network allow-list: what the command tried past the proxy (direct_attempt.h),
+  // each distinct one once, the first kMaxDirect, in the order tried.
+  std::vector<DirectAttempt> direct;
+  uint64_t direct_total = 0;  // every such attempt, repeats included
 };
 
 class WriteWatch {
  public:
   static constexpr size_t kMaxRecorded = 16;
+  static constexpr size_t kMaxDirect = 64;
 
-  // Inactive (child_fd() -1) when `sandbox` is null or enforces nothing.
-  explicit WriteWatch(const PreparedSandbox* sandbox);
+  // Inactive (child_fd() -1) when `sandbox` is null or enforces nothing, or when neither
+  // `writes` is asked for nor the sandbox has a network allow-list (whose attempts past the
+  // proxy are always watched: they are the record of its refusals).
+  WriteWatch(const PreparedSandbox* sandbox, bool writes);
   ~WriteWatch();
   WriteWatch(const WriteWatch&) = delete;
   WriteWatch& operator=(const WriteWatch&) = delete;
 
   // For ApplyInChild in the forked child; -1 when there is nothing to watch.
   int child_fd() const { return child_.get(); }
+  // The filter the child installs (seccomp.h WatchSet), valid while child_fd() is.
+  const sock_fprog* program() const { return program_; }
   // In the parent right after fork: drops the parent's copy of the child's end, so a child
   // that dies before sending is seen as gone.
   void Started() { child_.reset(); }
@@ -69,11 +79,17 @@ class WriteWatch {
   void Serve();
   bool ReceiveListener(Fd* listener);
   void HandleOne(int listener);
+  // A network call: read while the caller waits, answered, then recorded.
+  void HandleNetwork(int listener, const void* request, seccomp::NetworkCall call);
+  void Answer(int listener, uint64_t id, bool* valid);
   bool Refuses(const std::string& target, const seccomp::WatchedCall& call) const;
   void Record(const std::string& path, const seccomp::WatchedCall& call, bool follows,
               bool in_base);
 
   const PreparedSandbox* sandbox_ = nullptr;
+  const sock_fprog* program_ = nullptr;
+  bool writes_ = false;
+  uint16_t proxy_port_ = 0;  // non-zero: the network's calls are watched too
   std::vector<std::string> carveouts_;  // the read-only carve-outs in force for this command
   Fd parent_, child_;                   // the socket the child sends the listener over
   Fd stop_;                             // eventfd: Finish asks the thread to stop
@@ -81,7 +97,8 @@ class WriteWatch {
   bool finished_ = false;
   WriteEvidence evidence_;                // the thread's until joined
   std::vector<char> request_, response_;  // sized as the kernel says (SECCOMP_GET_NOTIF_SIZES)
-  std::string raw_, paths_[2];            // the thread's, reused from one notification to the next
+  std::string raw_, paths_[2];  // the thread's, reused from one notification to the next
+  std::string table_;           // the thread's: /proc/PID/net text
 };
 
 }  // namespace ae::sandbox

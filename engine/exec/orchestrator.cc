@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "engine/events/command_progress.h"
+#include "engine/exec/direct_record.h"
 #include "engine/exec/env_policy.h"
 #include "engine/exec/model_output.h"
 #include "sandbox/denial.h"
@@ -23,6 +24,24 @@ struct NetworkNotes {
   std::mutex mu;
   std::vector<std::string> lines;
 };
+
+// One connection attempt of the command `call_id`: its network_request item, its count in the
+// run's summary, and a refusal's line for the model (each distinct line once).
+void RecordConnection(net::ConnectionRecord r, Emitter& emitter, const std::string& call_id,
+                      NetworkNotes& notes, const TurnContext& turn) {
+  emitter.CompleteNew(NetworkRequestItem{call_id, r.protocol, r.host, r.port, r.method, r.address,
+                                         r.allowed, r.rule, r.reason, r.bytes_sent,
+                                         r.bytes_received});
+  if (turn.on_connection && !r.host.empty()) {
+    turn.on_connection(r.host, r.port, r.allowed && !r.address.empty() && r.reason.empty());
+  }
+  if (!r.hint.empty()) {
+    std::lock_guard<std::mutex> lock(notes.mu);
+    if (std::find(notes.lines.begin(), notes.lines.end(), r.hint) == notes.lines.end()) {
+      notes.lines.push_back(std::move(r.hint));
+    }
+  }
+}
 
 // The proxy's lease on one command's network namespace. When the command's tree has ended, each
 // connection becomes a network_request item and each refusal a line for the model.
@@ -44,18 +63,7 @@ class ProxyAttachment : public sandbox::NetworkAttachment {
   void End() override {
     if (!lease_) return;
     for (net::ConnectionRecord& r : lease_->Finish()) {
-      emitter_->CompleteNew(NetworkRequestItem{call_id_, r.protocol, r.host, r.port, r.method,
-                                               r.address, r.allowed, r.rule, r.reason, r.bytes_sent,
-                                               r.bytes_received});
-      if (turn_->on_connection) {
-        turn_->on_connection(r.host, r.port, r.allowed && !r.address.empty() && r.reason.empty());
-      }
-      if (!r.hint.empty()) {
-        std::lock_guard<std::mutex> lock(notes_->mu);
-        if (std::find(notes_->lines.begin(), notes_->lines.end(), r.hint) == notes_->lines.end()) {
-          notes_->lines.push_back(std::move(r.hint));
-        }
-      }
+      RecordConnection(std::move(r), *emitter_, call_id_, *notes_, *turn_);
     }
     lease_.reset();
   }
@@ -159,8 +167,15 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                                id, notes, turn);
     };
   }
-  // The refusals of a command that has ended (its lease ended when its tree was reaped).
-  auto take_notes = [&](CommandOutcome& o) {
+  // The refusals of a command that has ended (its lease ended when its tree was reaped),
+  // then its attempts past the proxy, which the watch saw (sandbox/direct_attempt.h).
+  auto take_notes = [&](CommandOutcome& o, const sandbox::RunResult& run) {
+    if (sandbox != nullptr && turn_.proxy != nullptr) {
+      for (const sandbox::DirectAttempt& attempt : run.writes.direct) {
+        RecordConnection(DirectRecord(attempt, turn_.sandbox.proxy_port), emitter, o.item_id,
+                         *notes, turn_);
+      }
+    }
     std::lock_guard<std::mutex> lock(notes->mu);
     o.network_notes = std::move(notes->lines);
   };
@@ -175,7 +190,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
       outcome.running = true;
       return outcome;
     }
-    take_notes(outcome);
+    take_notes(outcome, **ran);
     return Finish(std::move(**ran), sandbox, request.workdir, std::move(outcome));
   }
   sandbox::RunLimits limits;
@@ -195,7 +210,7 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
                                                            std::nullopt, ItemStatus::kFailed});
     return run.error();
   }
-  take_notes(outcome);
+  take_notes(outcome, run.value());
   return Finish(std::move(run).value(), sandbox, request.workdir, std::move(outcome));
 }
 

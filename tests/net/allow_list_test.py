@@ -11,8 +11,9 @@ AGENTEXEC_NET_FAKE_HOSTS, which also maps loop.test to 127.0.0.1 and meta.test t
 
 The attacker's side came first: every attack is run once with the whole network open
 (network_access = true), where it gets out, and once under the allow-list, where it is held and
-shows in the JSONL as a refused network_request (those that never reach the proxy, because
-nothing but the proxy is reachable, show as the command's own failure).
+shows in the JSONL as a refused network_request: those the proxy refused with its reason, and
+those that never reach it (nothing but the proxy is reachable) as the network watch saw them
+from the system call (--noproxy, raw TCP, UDP, DNS, ::1, a raw socket).
 
 Usage: allow_list_test.py AGENTEXEC   (re-executes itself inside the namespaces)
 """
@@ -28,6 +29,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns import ALLOWED, EVIL, Net, make_ca, sh  # noqa: E402
 
 AGENTEXEC = ""
+# An ICMP echo to evil.test through a raw socket: the bytes sent, or the errno.
+RAW_PING = ("python3 -c \"import socket,sys\ntry: print(socket.socket(socket.AF_INET,"
+            "socket.SOCK_RAW,1).sendto(bytes([8,0,247,255,0,0,0,0]),('198.51.100.3',0)))\n"
+            "except OSError as e: print(e.errno)\"")
+DIRECT = "a direct connection past the proxy: the sandbox's network has nothing else"
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE_HOSTS = f"allowed.test={ALLOWED};evil.test={EVIL};loop.test=127.0.0.1;meta.test=169.254.169.254"
 
@@ -111,20 +117,24 @@ class AllowListTest(unittest.TestCase):
          "not in network.allow",
          f"curl -sS http://{EVIL}/", f"hello from {EVIL} via Host {EVIL}\n"),
         ("--noproxy", f"curl -sS --noproxy '*' --max-time 5 http://{EVIL}/ 2>&1 | head -c 60; echo",
-         "curl: (7) Failed to connect to 198.51.100.3 port 80 after", None,
+         "curl: (7) Failed to connect to 198.51.100.3 port 80 after",
+         ("direct", EVIL, 80, DIRECT),
          f"curl -sS --noproxy '*' http://{EVIL}/", f"hello from {EVIL} via Host {EVIL}\n"),
         ("raw TCP to an IP",
          f"python3 -c \"import socket;socket.create_connection(('{EVIL}',22),timeout=5)\" 2>&1 | tail -1",
-         "OSError: [Errno 101] Network is unreachable\n", None,
+         "OSError: [Errno 101] Network is unreachable\n", ("direct", EVIL, 22, DIRECT),
          f"python3 -c \"import socket;print(socket.create_connection(('{EVIL}',22)).recv(100).decode().strip())\"",
          "SSH-2.0-test-banner\n"),
         ("UDP",
-         f"python3 -c \"import socket;socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',53))\" 2>&1 | tail -1",
-         "OSError: [Errno 101] Network is unreachable\n", None,
-         f"python3 -c \"import socket;print(socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',53)))\"",
+         f"python3 -c \"import socket;socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',9))\" 2>&1 | tail -1",
+         "OSError: [Errno 101] Network is unreachable\n",
+         ("datagram", EVIL, 9, "a datagram past the proxy: UDP and raw sockets get nothing"),
+         f"python3 -c \"import socket;print(socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('{EVIL}',9)))\"",
          "1\n"),
         ("this host's ::1", "curl -sS --max-time 5 'http://[::1]:8080/' 2>&1 | head -c 44; echo",
-         "curl: (7) Failed to connect to ::1 port 8080", None,
+         "curl: (7) Failed to connect to ::1 port 8080",
+         ("direct", "::1", 8080, "nothing listens on [::1]:8080 in the sandbox's own network (the "
+          "host's loopback is not reachable from it)"),
          "curl -sS 'http://[::1]:8080/'", "hello from ::1 via Host [::1]:8080\n"),
         ("this host's ::1 through the proxy",
          "curl -sS --noproxy '' 'http://[::1]:8080/' -o /dev/null -w '%{http_code}'",
@@ -155,17 +165,32 @@ class AllowListTest(unittest.TestCase):
         ("an allowed name resolving to the metadata address",
          "curl -sS http://meta.test/ -o /dev/null -w '%{http_code}'", "403",
          "meta.test resolves to 169.254.169.254, a metadata address", None, None),
-        ("DNS to an outside server", "getent hosts example.com; echo $?", "2\n", None, None, None),
+        ("DNS to an outside server", "getent hosts example.com; echo $?", "2\n",
+         ("dns", None, 53, "a DNS query past the proxy: the sandbox resolves no names, the proxy "
+          "does"), None, None),
+        # Made where the command keeps CAP_NET_RAW (root in the test's user namespace), refused
+        # elsewhere; either way its ICMP echo reaches nothing.
+        ("a raw socket", RAW_PING, ("1\n", "101\n"),
+         ("raw", "", 0, "a raw socket: the sandbox's network has nothing but the proxy"),
+         RAW_PING, "8\n"),
     ]
 
     def test_every_attack_is_held_and_on_the_record(self):
         outputs, requests = self.run_agent([a[1] for a in self.ATTACKS], self.ALLOW)
         self.assertEqual(len(outputs), len(self.ATTACKS))
         reasons = [r["reason"] for r in requests if r["decision"] == "denied"]
+        # Attempts past the proxy, seen by the network watch: (protocol, host, port, reason).
+        direct = [(r["protocol"], r["host"], r["port"], r["reason"]) for r in requests
+                  if r["decision"] == "denied" and r["address"] is None]
         for (name, _, held, reason, _, _), out in zip(self.ATTACKS, outputs):
             with self.subTest(name):
                 self.assertTrue(out.startswith(held), f"{name}: {out!r}")
-                if reason is not None:
+                if isinstance(reason, tuple):
+                    protocol, host, port, why = reason
+                    self.assertTrue(any(d[0] == protocol and host in (None, d[1]) and
+                                        d[2] == port and d[3] == why for d in direct),
+                                    f"{name}: {direct}")
+                else:
                     self.assertIn(reason, reasons, f"{name}: {reasons}")
         self.assertNotIn("allowed", [r["decision"] for r in requests if r["host"] == "evil.test"])
 
