@@ -10,6 +10,7 @@
 #include "engine/events/command_progress.h"
 #include "engine/events/emitter.h"
 #include "engine/events/result_record.h"
+#include "engine/exec/credential_broker.h"
 #include "engine/exec/orchestrator.h"
 #include "engine/history.h"
 #include "engine/instructions.h"
@@ -114,6 +115,10 @@ struct SettledSandbox {
   sandbox::PreparedPtr prepared;
   // With a network allow-list: the proxy the commands' leases attach to (net/proxy.h).
   std::unique_ptr<net::Proxy> proxy;
+  // With brokered credentials: the broker, and the run's directory of its trust bundle when
+  // the run has no /tmp of its own (otherwise the bundle is in `tmp`).
+  BrokerSetup broker;
+  sandbox::PrivateTmp broker_dir;
   std::vector<std::string> warnings;
   std::string enforcement;
 };
@@ -160,8 +165,29 @@ std::optional<SessionResult> SettleSandbox(SessionRun& run, SettledSandbox& sett
           run, ErrorCode::kSandboxUnavailable,
           "network allow-list: cannot list this host's addresses: " + local_error);
     }
-    settled.proxy =
-        std::make_unique<net::Proxy>(config.network, net::SystemResolver(), std::move(local));
+    if (!config.credentials.empty()) {
+      std::string host_dir = settled.tmp.path();
+      std::string command_dir =
+          settled.prepared ? sandbox::CommandTmpdir(*settled.prepared) : host_dir;
+      if (host_dir.empty()) {
+        Result<sandbox::PrivateTmp> dir = sandbox::PrivateTmp::Create();
+        if (!dir.ok()) return FailBeforeTurn(run, ErrorCode::kSandboxUnavailable, dir.message());
+        settled.broker_dir = std::move(*dir);
+        host_dir = command_dir = settled.broker_dir.path();
+      }
+      Result<BrokerSetup> broker = SetUpBroker(config.credentials, host_dir, command_dir);
+      if (!broker.ok()) return FailBeforeTurn(run, ErrorCode::kConfigError, broker.message());
+      settled.broker = std::move(*broker);
+    }
+    settled.proxy = std::make_unique<net::Proxy>(config.network, net::SystemResolver(),
+                                                 std::move(local), settled.broker.broker);
+  } else if (!config.credentials.empty()) {
+    // Without the proxy nothing could put the real value in: commands would fail with a
+    // dummy, or (network_access = true, danger-full-access) be given the secret itself.
+    return FailBeforeTurn(
+        run, ErrorCode::kConfigError,
+        "network.credentials needs the network allow-list under workspace-write (a non-empty "
+        "network.allow or credential hosts, and sandbox_workspace_write.network_access unset)");
   }
   return std::nullopt;
 }
@@ -407,6 +433,8 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
   turn.command_timeout_ms = config.command_timeout_ms;
   turn.progress_interval_ms = config.progress ? kProgressIntervalMs : 0;
   turn.proxy = settled.proxy.get();
+  turn.broker = settled.broker.broker.get();
+  turn.broker_env = settled.broker.env;
   if (turn.proxy != nullptr) {
     run.record.EnableNetwork();
     turn.on_connection = [&record = run.record](const std::string& host, int port, bool reached) {

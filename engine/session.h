@@ -21,6 +21,7 @@
 #include "engine/model/client.h"
 #include "engine/rollout.h"
 #include "engine/turn.h"
+#include "net/credentials.h"
 #include "net/policy.h"
 #include "sandbox/policy.h"
 #include "sandbox/preflight.h"
@@ -36,6 +37,9 @@ struct SessionConfig {
   sandbox::Settings sandbox;
   // The egress allow-list; proxied when sandbox.proxy_port is set (workspace-write).
   net::Policy network;
+  // [network.credentials.*]: brokered by the proxy (net/credentials.h); their hosts are in
+  // `network`'s allow list too.
+  std::vector<net::CredentialSpec> credentials;
   ApprovalPolicy approval = ApprovalPolicy::kNever;
   ShellEnvPolicy shell_env;
   int64_t command_timeout_ms = 10000;

@@ -80,9 +80,16 @@ std::string ParseAuthority(std::string_view authority, bool port_required, HttpR
   return "";
 }
 
-// The target into *head: absolute-form http:// for a request, authority-form for CONNECT.
-std::string ParseTarget(HttpRequestHead* head) {
+// The target into *head: absolute-form http:// for a request, authority-form for CONNECT; or,
+// in a tunnel the proxy terminated, origin-form.
+std::string ParseTarget(HttpRequestHead* head, HttpRequestReader::Target form) {
   const std::string& target = head->target;
+  if (form == HttpRequestReader::Target::kOrigin) {
+    if (head->method == "CONNECT") return "a CONNECT inside a tunnel";
+    if (!target.starts_with('/') && target != "*") return "the target is not a path";
+    head->origin_form = target.substr(0, target.find('#'));
+    return "";
+  }
   if (head->method == "CONNECT") return ParseAuthority(target, /*port_required=*/true, head);
   if (target.starts_with('/') || target == "*") return "the request is for a server, not a proxy";
   const std::string start = AsciiLower(std::string_view(target).substr(0, 8));
@@ -109,7 +116,7 @@ std::string ParseTarget(HttpRequestHead* head) {
 }
 
 // What llhttp's head leaves open that a proxy must not forward.
-std::string CheckHead(HttpRequestHead* head) {
+std::string CheckHead(HttpRequestHead* head, HttpRequestReader::Target form) {
   if (head->http_major != 1) return "the HTTP version is not 1.x";
   bool host_seen = false;
   for (const auto& [name, value] : head->headers) {
@@ -123,7 +130,7 @@ std::string CheckHead(HttpRequestHead* head) {
       host_seen = true;
     }
   }
-  return ParseTarget(head);
+  return ParseTarget(head, form);
 }
 
 }  // namespace
@@ -140,7 +147,7 @@ struct HttpRequestReader::Impl {
   static Impl* Of(llhttp_t* p) { return static_cast<Impl*>(p->data); }
 };
 
-HttpRequestReader::HttpRequestReader() : impl_(std::make_unique<Impl>()) {
+HttpRequestReader::HttpRequestReader(Target form) : impl_(std::make_unique<Impl>()), form_(form) {
   Impl& impl = *impl_;
   impl.head = &head_;
   llhttp_settings_init(&impl.settings);
@@ -228,7 +235,7 @@ size_t HttpRequestReader::Feed(const char* data, size_t n) {
     if (err == HPE_PAUSED && !impl.message_done) {
       // The pause at the head's end (on_headers_complete): no byte after it is read before
       // the head is found fit to forward.
-      if (std::string why = CheckHead(&head_); !why.empty()) {
+      if (std::string why = CheckHead(&head_, form_); !why.empty()) {
         state_ = State::kMalformed;
         error_ = std::move(why);
         return used;

@@ -40,7 +40,11 @@ class HttpRequestReader {
   };
   static constexpr size_t kMaxHeadBytes = 64 * 1024;
 
-  HttpRequestReader();
+  // kProxy: a request to the proxy (absolute-form, or CONNECT's authority-form); kOrigin: a
+  // request to a server, inside a tunnel the proxy terminated (origin-form "/p?q" or "*";
+  // host and port stay unset: the tunnel's are the request's).
+  enum class Target { kProxy, kOrigin };
+  explicit HttpRequestReader(Target form = Target::kProxy);
   ~HttpRequestReader();
   HttpRequestReader(const HttpRequestReader&) = delete;
   HttpRequestReader& operator=(const HttpRequestReader&) = delete;
@@ -62,6 +66,7 @@ class HttpRequestReader {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  Target form_;
   State state_ = State::kHead;
   HttpRequestHead head_;
   std::string error_;

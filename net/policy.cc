@@ -85,6 +85,10 @@ bool MatchesPort(const HostRule& rule, uint16_t port, bool deny) {
 
 }  // namespace
 
+bool AllowRuleMatches(const HostRule& rule, std::string_view host, uint16_t port) {
+  return MatchesHost(rule, host, ParseIpLiteral(host)) && MatchesPort(rule, port, false);
+}
+
 Result<std::vector<HostRule>> ParseRules(const std::vector<std::string>& entries, bool deny) {
   std::vector<HostRule> rules;
   for (const std::string& entry : entries) {

@@ -53,6 +53,9 @@ struct Policy {
 // entry is an error naming it).
 Result<std::vector<HostRule>> ParseRules(const std::vector<std::string>& entries, bool deny);
 
+// Whether `rule`, as an allow entry, covers `host` on `port`.
+bool AllowRuleMatches(const HostRule& rule, std::string_view host, uint16_t port);
+
 // The documented presets: each "@name" and its entries, in one place (net/presets.cc).
 struct Preset {
   std::string_view name;  // "@npm"

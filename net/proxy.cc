@@ -20,9 +20,12 @@
 #include <mutex>
 
 #include "net/client_hello.h"
+#include "net/credentials.h"
 #include "net/host_name.h"
 #include "net/http_request.h"
+#include "net/socket_io.h"
 #include "net/socks5.h"
+#include "net/tls_stream.h"
 
 namespace ae::net {
 namespace {
@@ -88,40 +91,6 @@ class GetaddrinfoResolver : public Resolver {
   }
 };
 
-// Waits until `fd` is readable (or writable); false on timeout or error.
-bool WaitFor(int fd, short events, int timeout_ms) {
-  pollfd p{fd, events, 0};
-  for (;;) {
-    int rc = ::poll(&p, 1, timeout_ms);
-    if (rc < 0 && errno == EINTR) continue;
-    return rc > 0;
-  }
-}
-
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!WaitFor(fd, POLLOUT, -1)) return false;
-      continue;
-    }
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// Reads what is there (waiting up to `timeout_ms`): bytes, 0 at EOF, -1 on error or timeout.
-ssize_t ReadSome(int fd, char* buf, size_t size, int timeout_ms) {
-  if (!WaitFor(fd, POLLIN, timeout_ms)) return -1;
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, size, 0);
-    if (n < 0 && errno == EINTR) continue;
-    return n;
-  }
-}
-
 // Dials `address`:`port` within kConnectTimeoutMs; the socket (blocking) or -1 with *error.
 int Dial(const IpAddress& address, uint16_t port, std::string* error) {
   sockaddr_storage ss{};
@@ -168,6 +137,7 @@ struct Proxy::Shared {
   Policy policy;
   std::unique_ptr<Resolver> resolver;
   std::unique_ptr<LocalAddresses> local;
+  std::shared_ptr<Broker> broker;
 };
 
 namespace {
@@ -275,6 +245,17 @@ class Connection {
   // naming the host (`tls_required`: nothing else may start the stream).
   void Relay(std::string first_up, bool inspect_tls, bool tls_required);
   bool CheckHello(std::string* pending, bool tls_required, bool* decided);
+  // A tunnel to a brokered credential's host: its TLS ended here with the run CA's
+  // certificate, one request read, rewritten (net/credentials.h) and sent over TLS of the
+  // proxy's own to the host, whose answer comes back filtered.
+  void Terminate(std::string first_up);
+  // The request `reader` has read the head of, from `in` to `out` (ForwardHeaders), its body
+  // to its end; false (record_ saying why) when it must not or could not go.
+  template <typename Source, typename Sink>
+  bool ForwardRequest(HttpRequestReader& reader, std::string pending, Source& in, Sink& out);
+  // The response from `in` to `out` until `in` ends, through `filter`.
+  template <typename Source, typename Sink>
+  void ForwardResponse(Source& in, Sink& out, StreamFilter& filter);
 
   void ServeRequest();
 
@@ -350,28 +331,136 @@ void Connection::ServeRequest() {
   }
 }
 
+namespace {
+
+// A plain socket as the request and response loops read and write it (TlsStream is the other).
+struct SocketSide {
+  int fd;
+  long Read(char* buf, size_t size, int timeout_ms) { return ReadSome(fd, buf, size, timeout_ms); }
+  bool Write(std::string_view data) { return SendAll(fd, data); }
+};
+
+template <typename Side>
+void Forbid(Side& client, const std::string& text) {
+  const std::string body = text + "\n";
+  client.Write(
+      fmt::format("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+                  "Connection: close\r\nContent-Length: {}\r\n\r\n{}",
+                  body.size(), body));
+}
+
+// The Host header must name the host the request goes to: a server behind a shared address (a
+// CDN) routes by it, so a mismatch would reach a host the policy never saw. "" when it does
+// (or is absent), else the refusal's reason.
+std::string HostMismatch(const HttpRequestHead& head, const std::string& host, uint16_t port) {
+  const std::string* host_header = FindHeader(head, "host");
+  if (host_header == nullptr) return "";
+  const std::string want = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  std::string got = AsciiLower(*host_header);
+  if (got.ends_with(".")) got.pop_back();
+  const uint16_t web = head.scheme == "http" ? 80 : 443;
+  if (got == want || got == fmt::format("{}:{}", want, port) ||
+      (port == web && got == fmt::format("{}.:{}", want, web))) {
+    return "";
+  }
+  return fmt::format("the Host header '{}' does not name the request's host {}", *host_header,
+                     host);
+}
+
+// Reads until `reader` has a whole head (or fails), `pending` holding what came first; on
+// return *used says how much of `pending` the head took.
+template <typename Side>
+bool ReadHead(HttpRequestReader& reader, Side& client, std::string* pending, size_t* used) {
+  *used = 0;
+  char buf[16384];
+  for (;;) {
+    *used += reader.Feed(pending->data() + *used, pending->size() - *used);
+    if (reader.state() != HttpRequestReader::State::kHead) return true;
+    const long n = client.Read(buf, sizeof buf, kRequestTimeoutMs);
+    if (n <= 0) return false;
+    pending->assign(buf, static_cast<size_t>(n));
+    *used = 0;
+  }
+}
+
+}  // namespace
+
+template <typename Source, typename Sink>
+bool Connection::ForwardRequest(HttpRequestReader& reader, std::string pending, Source& in,
+                                Sink& out) {
+  const HttpRequestHead& head = reader.head();
+  std::string text = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.origin_form);
+  if (Status fwd = ForwardHeaders(shared_->broker.get(), head, record_.host, record_.port, &text,
+                                  &record_.credentials);
+      !fwd.ok()) {
+    Refuse(fwd.message());
+    record_.credentials.clear();
+    Forbid(in, "agentexec: network: " + record_.reason);
+    return false;
+  }
+  const bool covered = shared_->broker && shared_->broker->Covers(record_.host, record_.port);
+  // Where the headers were rewritten, the encoding is the server's plain one (so the response
+  // filter sees what the server sends), and an Expect is answered here rather than by the
+  // server, whose 100 would otherwise wait behind the body this loop is still reading.
+  if (covered) text += "Accept-Encoding: identity\r\n";
+  text += "Connection: close\r\n\r\n";
+  if (covered && FindHeader(head, "expect") != nullptr &&
+      !in.Write("HTTP/1.1 100 Continue\r\n\r\n")) {
+    return false;
+  }
+  record_.bytes_sent += text.size();
+  if (!out.Write(text)) return false;
+  char buf[16384];
+  while (reader.state() == HttpRequestReader::State::kBody) {
+    if (pending.empty()) {
+      const long n = in.Read(buf, sizeof buf, kRequestTimeoutMs);
+      if (n <= 0) return false;
+      pending.assign(buf, static_cast<size_t>(n));
+    }
+    const size_t body = reader.Feed(pending.data(), pending.size());
+    if (reader.state() == HttpRequestReader::State::kMalformed) {
+      record_.reason = "malformed request body: " + reader.error();
+      return false;
+    }
+    record_.bytes_sent += body;
+    if (!out.Write(std::string_view(pending.data(), body))) return false;
+    // After the request's end: a pipelined request (maybe for another host) is never sent.
+    pending.clear();
+  }
+  // No half-close upstream: a server may take it for the client going away and drop the reply
+  // (Node's does); Connection: close ends the exchange once the response is sent.
+  return true;
+}
+
+template <typename Source, typename Sink>
+void Connection::ForwardResponse(Source& in, Sink& out, StreamFilter& filter) {
+  char buf[16384];
+  for (;;) {
+    const long n = in.Read(buf, sizeof buf, -1);
+    if (n <= 0) break;
+    record_.bytes_received += static_cast<uint64_t>(n);
+    const std::string ready = filter.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    if (!ready.empty() && !out.Write(ready)) return;
+  }
+  const std::string rest = filter.Finish();
+  if (!rest.empty()) out.Write(rest);
+}
+
 void Connection::ServeHttp(std::string first) {
   record_.protocol = "http";
   HttpRequestReader reader;
+  SocketSide client{client_.get()};
   std::string pending = std::move(first);
   size_t used = 0;
-  char buf[16384];
-  for (;;) {
-    used += reader.Feed(pending.data() + used, pending.size() - used);
-    HttpRequestReader::State s = reader.state();
-    if (s == HttpRequestReader::State::kMalformed || s == HttpRequestReader::State::kTooLarge) {
-      Refuse(s == HttpRequestReader::State::kTooLarge ? "the request head is too large"
-                                                      : "malformed request: " + reader.error());
-      SendAll(client_.get(),
-              "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
-              "Content-Length: 0\r\n\r\n");
-      return;
-    }
-    if (s != HttpRequestReader::State::kHead) break;
-    ssize_t n = ReadSome(client_.get(), buf, sizeof buf, kRequestTimeoutMs);
-    if (n <= 0) return;
-    pending.assign(buf, static_cast<size_t>(n));
-    used = 0;
+  if (!ReadHead(reader, client, &pending, &used)) return;
+  HttpRequestReader::State s = reader.state();
+  if (s == HttpRequestReader::State::kMalformed || s == HttpRequestReader::State::kTooLarge) {
+    Refuse(s == HttpRequestReader::State::kTooLarge ? "the request head is too large"
+                                                    : "malformed request: " + reader.error());
+    SendAll(client_.get(),
+            "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
+            "Content-Length: 0\r\n\r\n");
+    return;
   }
   const HttpRequestHead& head = reader.head();
   const bool connect = head.method == "CONNECT";
@@ -380,15 +469,13 @@ void Connection::ServeHttp(std::string first) {
   record_.port = head.port;
   if (!connect) record_.method = head.method;
   auto forbid = [&](const std::string& why) {
-    const std::string body =
-        fmt::format("{}\n", record_.hint.empty() ? "agentexec: network: " + why : record_.hint);
-    SendAll(client_.get(), fmt::format("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
-                                       "Connection: close\r\nContent-Length: {}\r\n\r\n{}",
-                                       body.size(), body));
+    Forbid(client, record_.hint.empty() ? "agentexec: network: " + why : record_.hint);
   };
+  const bool covered = shared_->broker && shared_->broker->Covers(head.host, head.port);
   if (shared_->policy.methods == Methods::kReadOnly) {
     const bool safe = head.method == "GET" || head.method == "HEAD" || head.method == "OPTIONS";
-    if (!safe) {
+    // A terminated tunnel's requests are checked one by one inside it.
+    if (!safe && !(connect && covered)) {
       Refuse(connect ? "network.methods is read-only: no CONNECT tunnel"
                      : fmt::format("network.methods is read-only: {} is not allowed", head.method));
       forbid(record_.reason);
@@ -396,22 +483,10 @@ void Connection::ServeHttp(std::string first) {
     }
   }
   if (!connect) {
-    // The Host header must name the host the request goes to: a server behind a shared address
-    // (a CDN) routes by it, so a mismatch would reach a host the policy never saw.
-    const std::string* host_header = FindHeader(head, "host");
-    if (host_header != nullptr) {
-      std::string want =
-          head.host.find(':') != std::string::npos ? "[" + head.host + "]" : head.host;
-      std::string got = AsciiLower(*host_header);
-      if (got.ends_with(".")) got.pop_back();
-      const bool same = got == want || got == fmt::format("{}:{}", want, head.port) ||
-                        (head.port == 80 && got == want + ".:80");
-      if (!same) {
-        Refuse(fmt::format("the Host header '{}' does not name the request's host {}", *host_header,
-                           head.host));
-        forbid(record_.reason);
-        return;
-      }
+    if (std::string why = HostMismatch(head, head.host, head.port); !why.empty()) {
+      Refuse(why);
+      forbid(record_.reason);
+      return;
     }
   }
   if (!Open(head.host, head.port)) {
@@ -428,42 +503,22 @@ void Connection::ServeHttp(std::string first) {
   std::string rest = pending.substr(used);
   if (connect) {
     if (!SendAll(client_.get(), "HTTP/1.1 200 Connection established\r\n\r\n")) return;
-    Relay(std::move(rest), /*inspect_tls=*/true, /*tls_required=*/true);
+    if (covered) {
+      Terminate(std::move(rest));
+    } else {
+      Relay(std::move(rest), /*inspect_tls=*/true, /*tls_required=*/true);
+    }
     return;
   }
   // One request per connection: the head is sent on with Connection: close, the body up to its
   // end, and nothing after it (a pipelined request could name another host).
-  std::string out = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.origin_form);
-  for (const auto& [name, value] : head.headers) {
-    const std::string lower = AsciiLower(name);
-    if (lower == "proxy-connection" || lower == "proxy-authorization" || lower == "connection" ||
-        lower == "keep-alive") {
-      continue;
-    }
-    out.append(name).append(": ").append(value).append("\r\n");
+  SocketSide up{upstream_fd_.get()};
+  if (!ForwardRequest(reader, std::move(rest), client, up)) return;
+  if (covered) {
+    StreamFilter filter(shared_->broker->ResponseForms(head.host, head.port, head));
+    ForwardResponse(up, client, filter);
+    return;
   }
-  out += "Connection: close\r\n\r\n";
-  record_.bytes_sent += out.size();
-  if (!SendAll(upstream_fd_.get(), out)) return;
-  // The body: what followed the head, then more until the request is complete.
-  pending = rest;
-  while (reader.state() == HttpRequestReader::State::kBody) {
-    if (pending.empty()) {
-      ssize_t n = ReadSome(client_.get(), buf, sizeof buf, kRequestTimeoutMs);
-      if (n <= 0) return;
-      pending.assign(buf, static_cast<size_t>(n));
-    }
-    size_t body = reader.Feed(pending.data(), pending.size());
-    if (reader.state() == HttpRequestReader::State::kMalformed) {
-      record_.reason = "malformed request body: " + reader.error();
-      return;
-    }
-    record_.bytes_sent += body;
-    if (!SendAll(upstream_fd_.get(), std::string_view(pending.data(), body))) return;
-    pending.clear();
-  }
-  // No half-close upstream: a server may take it for the client going away and drop the reply
-  // (Node's does); Connection: close ends the exchange once the response is sent.
   // The response, to its end.
   Pumps pumps;
   for (;;) {
@@ -473,6 +528,67 @@ void Connection::ServeHttp(std::string first) {
     if (n <= 0) break;
     record_.bytes_received += static_cast<uint64_t>(n);
   }
+}
+
+void Connection::Terminate(std::string first_up) {
+  bool decided = false;
+  if (!CheckHello(&first_up, /*tls_required=*/true, &decided)) return;
+  Broker& broker = *shared_->broker;
+  Result<SSL_CTX*> server = broker.authority().ServerContext(record_.host);
+  Result<SSL_CTX*> upstream = UpstreamContext();
+  if (!server.ok() || !upstream.ok()) {
+    record_.reason = server.ok() ? upstream.message() : server.message();
+    return;
+  }
+  TlsStream client;
+  if (Status accepted = client.Accept(*server, client_.get(), first_up, kRequestTimeoutMs);
+      !accepted.ok()) {
+    record_.reason = accepted.message();
+    return;
+  }
+  TlsStream up;
+  if (Status connected = up.Connect(*upstream, upstream_fd_.get(), record_.host, kConnectTimeoutMs);
+      !connected.ok()) {
+    record_.reason = connected.message();
+    const std::string body = fmt::format("agentexec: network: {}\n", record_.reason);
+    client.Write(
+        fmt::format("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
+                    "Connection: close\r\nContent-Length: {}\r\n\r\n{}",
+                    body.size(), body));
+    client.Shutdown();
+    return;
+  }
+  HttpRequestReader reader(HttpRequestReader::Target::kOrigin);
+  std::string pending;
+  size_t used = 0;
+  if (!ReadHead(reader, client, &pending, &used)) return;
+  if (reader.state() == HttpRequestReader::State::kMalformed ||
+      reader.state() == HttpRequestReader::State::kTooLarge) {
+    Refuse("malformed request: " + reader.error());
+    client.Write("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    client.Shutdown();
+    return;
+  }
+  const HttpRequestHead& head = reader.head();
+  record_.method = head.method;
+  std::string refused;
+  if (shared_->policy.methods == Methods::kReadOnly && head.method != "GET" &&
+      head.method != "HEAD" && head.method != "OPTIONS") {
+    refused = fmt::format("network.methods is read-only: {} is not allowed", head.method);
+  } else {
+    refused = HostMismatch(head, record_.host, record_.port);
+  }
+  if (!refused.empty()) {
+    Refuse(refused);
+    Forbid(client, "agentexec: network: " + refused);
+    client.Shutdown();
+    return;
+  }
+  if (ForwardRequest(reader, pending.substr(used), client, up)) {
+    StreamFilter filter(broker.ResponseForms(record_.host, record_.port, head));
+    ForwardResponse(up, client, filter);
+  }
+  client.Shutdown();
 }
 
 void Connection::ServeSocks(std::string first) {
@@ -713,11 +829,12 @@ class LeaseImpl : public Proxy::Lease {
 }  // namespace
 
 Proxy::Proxy(Policy policy, std::unique_ptr<Resolver> resolver,
-             std::unique_ptr<LocalAddresses> local)
+             std::unique_ptr<LocalAddresses> local, std::shared_ptr<Broker> broker)
     : shared_(std::make_shared<Shared>()) {
   shared_->policy = std::move(policy);
   shared_->resolver = std::move(resolver);
   shared_->local = std::move(local);
+  shared_->broker = std::move(broker);
 }
 
 Proxy::~Proxy() = default;

@@ -3,7 +3,9 @@
 // listening socket to agentexec (sandbox/network.h); the session attaches it here, so every
 // connection a command opens arrives on that socket and is served on the host's network:
 // - HTTP_PROXY requests (plain HTTP, one request per connection, the Host header checked);
-// - CONNECT tunnels, which must start with a TLS ClientHello naming the CONNECT host;
+// - CONNECT tunnels, which must start with a TLS ClientHello naming the CONNECT host; to a
+//   brokered credential's host (net/credentials.h) the tunnel's TLS is terminated with the
+//   run's CA and each request's headers rewritten; every other tunnel stays opaque;
 // - SOCKS5 CONNECT (ALL_PROXY=socks5h://), names resolved here; BIND and UDP refused.
 // The protocol is told by the first byte (SOCKS5 starts with 5). Each name is resolved once,
 // every address checked (net/policy.h CheckAddress), and a checked address dialled: no second
@@ -23,6 +25,8 @@
 
 namespace ae::net {
 
+class Broker;
+
 // One connection attempt, for the JSONL (item type "network_request") and the model.
 struct ConnectionRecord {
   std::string protocol;  // "http" (plain, through HTTP_PROXY), "https" (CONNECT), "socks5"
@@ -31,10 +35,12 @@ struct ConnectionRecord {
   std::string method;   // plain HTTP's method, else ""
   std::string address;  // the address dialled, "" when none was
   bool allowed = false;
-  std::string rule;         // the allow rule that let it through, or the deny rule that refused it
-  std::string reason;       // why it was refused or failed, "" when it went through
-  std::string hint;         // for a refusal: the line the model reads (DenialHint)
-  uint64_t bytes_sent = 0;  // from the command to the host
+  std::string rule;    // the allow rule that let it through, or the deny rule that refused it
+  std::string reason;  // why it was refused or failed, "" when it went through
+  std::string hint;    // for a refusal: the line the model reads (DenialHint)
+  // Brokered credentials (net/credentials.h) whose real value went into the request, by name.
+  std::vector<std::string> credentials;
+  uint64_t bytes_sent = 0;      // from the command to the host
   uint64_t bytes_received = 0;  // from the host to the command
 };
 
@@ -52,7 +58,9 @@ std::unique_ptr<Resolver> SystemResolver();
 
 class Proxy {
  public:
-  Proxy(Policy policy, std::unique_ptr<Resolver> resolver, std::unique_ptr<LocalAddresses> local);
+  // `broker`: the credentials whose hosts' TLS is terminated (null: none; every tunnel opaque).
+  Proxy(Policy policy, std::unique_ptr<Resolver> resolver, std::unique_ptr<LocalAddresses> local,
+        std::shared_ptr<Broker> broker = nullptr);
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;

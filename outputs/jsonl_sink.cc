@@ -139,6 +139,13 @@ void WriteDetails(Writer& w, const NetworkRequestItem& n) {
   w.Key("reason"), string_or_null(n.reason);
   w.Key("bytes_sent"), w.Uint64(n.bytes_sent);
   w.Key("bytes_received"), w.Uint64(n.bytes_received);
+  // Only where a credential was brokered, so every other record keeps its shape.
+  if (!n.credentials.empty()) {
+    w.Key("credentials");
+    w.StartArray();
+    for (const std::string& name : n.credentials) w.String(name);
+    w.EndArray();
+  }
 }
 
 void WriteItemEvent(Writer& w, const char* type, const Item& item) {

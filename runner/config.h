@@ -54,6 +54,14 @@ struct McpServerConfig {
   std::vector<std::string> disabled_tools;
 };
 
+// One [network.credentials.NAME] table: a secret the egress proxy adds to requests to its hosts
+// while commands only ever see a dummy (net/credentials.h).
+struct CredentialConfig {
+  std::vector<std::string> hosts;
+  std::string env;
+  std::string header;
+};
+
 struct Config {
   std::string model = "gpt-5.5";
   std::string model_provider = "openai";
@@ -87,6 +95,7 @@ struct Config {
   std::vector<std::string> network_denied_domains;
   net::Methods network_mode = net::Methods::kAll;
   bool network_allow_local_binding = false;
+  std::map<std::string, CredentialConfig> network_credentials;
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

@@ -40,6 +40,17 @@ void SetMcp(Config& c, const std::string& id, ConfigValue v) {
   s.*Member = std::get<T>(std::move(v));
 }
 
+template <auto Member>
+ConfigValue GetCredential(const Config& c, const std::string& id) {
+  return c.network_credentials.at(id).*Member;
+}
+template <auto Member>
+void SetCredential(Config& c, const std::string& id, ConfigValue v) {
+  CredentialConfig& s = c.network_credentials[id];
+  using T = std::remove_cvref_t<decltype(s.*Member)>;
+  s.*Member = std::get<T>(std::move(v));
+}
+
 // enabled_tools: "not set" (every tool) differs from [] (no tool).
 void SetMcpEnabledTools(Config& c, const std::string& id, ConfigValue v) {
   McpServerConfig& s = c.mcp_servers[id];
@@ -95,6 +106,8 @@ constexpr std::string_view kRedirectsKeys =
     "a project file could send your API key to another host";
 constexpr std::string_view kStartsProcesses =
     "a project file could start programs outside the sandbox";
+constexpr std::string_view kSendsSecrets =
+    "a project file could send your secrets to a host of its choosing";
 
 using K = KeyType;
 
@@ -395,6 +408,44 @@ const KeySpec kKeys[] = {
      Get<&Config::network_allow_local_binding>,
      Set<&Config::network_allow_local_binding>,
      TrueIsLooser},
+    // The credential broker (docs/SANDBOX.md, "Credentials"): never from a project config.
+    {"network.credentials.*.hosts",
+     K::kStringList,
+     "[]",
+     "The hosts the credential goes to, as network.allow patterns (each is allowed too). "
+     "Requests to them are seen in the clear: their TLS is terminated with the run's own CA.",
+     {},
+     kNotInProject,
+     GetCredential<&CredentialConfig::hosts>,
+     SetCredential<&CredentialConfig::hosts>,
+     nullptr,
+     {},
+     kSendsSecrets},
+    {"network.credentials.*.env",
+     K::kString,
+     "\"\"",
+     "The variable of agentexec's environment that holds the secret. Commands see a dummy of "
+     "the same form in it; the proxy swaps in the real value in request headers to the hosts "
+     "only, and back in their responses.",
+     {},
+     kNotInProject,
+     GetCredential<&CredentialConfig::env>,
+     SetCredential<&CredentialConfig::env>,
+     nullptr,
+     {},
+     kSendsSecrets},
+    {"network.credentials.*.header",
+     K::kString,
+     "\"\"",
+     "A header the proxy sets on every request to the hosts, \"Name: text with {value}\" "
+     "(e.g. \"Authorization: Bearer {value}\"), so commands need not send one.",
+     {},
+     kNotInProject,
+     GetCredential<&CredentialConfig::header>,
+     SetCredential<&CredentialConfig::header>,
+     nullptr,
+     {},
+     kSendsSecrets},
     {"network.enabled", K::kIgnored, "",
      "Accepted from codex; unused (a non-empty network.allow is what turns the proxy on)."},
     {"network.proxy_url", K::kIgnored, "", "Accepted from codex; unused (one port per run)."},

@@ -126,6 +126,8 @@ std::string FormatConfig(const Config& config) {
       for (const auto& [id, provider] : config.model_providers) add(spec, id);
     } else if (spec.name.starts_with("mcp_servers.*")) {
       for (const auto& [id, server] : config.mcp_servers) add(spec, id);
+    } else if (spec.name.starts_with("network.credentials.*")) {
+      for (const auto& [id, credential] : config.network_credentials) add(spec, id);
     } else {
       add(spec, "");
     }

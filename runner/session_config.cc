@@ -325,6 +325,10 @@ Result<net::Policy> NetworkPolicyFrom(const Config& config,
   std::vector<std::string> allow = config.network_allow;
   allow.insert(allow.end(), config.network_allowed_domains.begin(),
                config.network_allowed_domains.end());
+  // A credential's hosts are reachable: it is useless otherwise.
+  for (const auto& [name, credential] : config.network_credentials) {
+    allow.insert(allow.end(), credential.hosts.begin(), credential.hosts.end());
+  }
   allow.insert(allow.end(), allow_hosts.begin(), allow_hosts.end());
   std::vector<std::string> deny = config.network_deny;
   deny.insert(deny.end(), config.network_denied_domains.begin(),
@@ -393,6 +397,12 @@ Result<SessionConfig> BuildSessionConfig(const Config& config, const SessionInpu
   if (!session.provider.env_key.empty()) env.credential_vars.push_back(session.provider.env_key);
   for (const auto& [header, var] : session.provider.env_http_headers) {
     env.credential_vars.push_back(var);
+  }
+  // A brokered credential's variable: commands get its dummy (engine/exec/credential_broker.h),
+  // and agentexec forgets the real value once the broker has read it.
+  for (const auto& [name, credential] : config.network_credentials) {
+    session.credentials.push_back({name, credential.hosts, credential.env, credential.header});
+    if (!credential.env.empty()) env.credential_vars.push_back(credential.env);
   }
 
   session.command_timeout_ms = ClampDurationMs(config.command_timeout_ms);

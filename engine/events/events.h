@@ -107,6 +107,9 @@ struct NetworkRequestItem {
   std::string reason;  // why refused or failed, "" when it went through
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  // Brokered credentials whose real value the proxy put into the request, by name (never the
+  // value).
+  std::vector<std::string> credentials;
 };
 
 using ItemDetails = std::variant<AgentMessageItem, ReasoningItem, CommandExecutionItem,

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "engine/events/command_progress.h"
+#include "engine/exec/credential_broker.h"
 #include "engine/exec/direct_record.h"
 #include "engine/exec/env_policy.h"
 #include "engine/exec/model_output.h"
@@ -31,7 +32,7 @@ void RecordConnection(net::ConnectionRecord r, Emitter& emitter, const std::stri
                       NetworkNotes& notes, const TurnContext& turn) {
   emitter.CompleteNew(NetworkRequestItem{call_id, r.protocol, r.host, r.port, r.method, r.address,
                                          r.allowed, r.rule, r.reason, r.bytes_sent,
-                                         r.bytes_received});
+                                         r.bytes_received, std::move(r.credentials)});
   if (turn.on_connection && !r.host.empty()) {
     turn.on_connection(r.host, r.port, r.allowed && !r.address.empty() && r.reason.empty());
   }
@@ -81,7 +82,9 @@ std::vector<std::string> CommandEnv(const TurnContext& turn) {
       BuildCommandEnv(turn.shell_env, ProcessEnvironment(),
                       !turn.sandbox.unrestricted() && !turn.sandbox.network_access);
   if (turn.proxy != nullptr) {
-    for (std::string& kv : net::ProxyEnvironment(turn.sandbox.proxy_port)) {
+    std::vector<std::string> added = net::ProxyEnvironment(turn.sandbox.proxy_port);
+    added.insert(added.end(), turn.broker_env.begin(), turn.broker_env.end());
+    for (std::string& kv : added) {
       const size_t eq = kv.find('=');
       std::erase_if(env, [&](const std::string& have) {
         return have.compare(0, eq + 1, kv, 0, eq + 1) == 0;
@@ -90,6 +93,7 @@ std::vector<std::string> CommandEnv(const TurnContext& turn) {
     }
     std::sort(env.begin(), env.end());
   }
+  if (turn.broker != nullptr) ReplaceRealValues(*turn.broker, &env);
   return env;
 }
 

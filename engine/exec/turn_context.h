@@ -37,6 +37,11 @@ struct TurnContext {
   int64_t progress_interval_ms = 0;       // --progress: item.updated for running commands; 0 = off
   // The egress proxy of a run with a network allow-list (sandbox.proxy_port set); else null.
   net::Proxy* proxy = nullptr;
+  // With brokered credentials (net/credentials.h): what every command's environment gets on
+  // top ("NAME=value": the dummies and the trust bundle's variables), and the broker whose real
+  // values no variable may carry.
+  std::vector<std::string> broker_env;
+  const net::Broker* broker = nullptr;
   // Each connection a command attempted through it: host, port, and whether it got through
   // (for the result record's network summary). Called from the thread that reaps the command.
   std::function<void(const std::string& host, int port, bool reached)> on_connection;

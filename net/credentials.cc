@@ -1,0 +1,358 @@
+#include "net/credentials.h"
+
+#include <fmt/format.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "net/host_name.h"
+
+namespace ae::net {
+namespace {
+
+constexpr size_t kMinValue = 8;
+
+bool Printable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+uint32_t RandomBelow(uint32_t n) {
+  uint32_t r = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) {
+    // No randomness: a dummy must still differ from the value; the fill below does.
+    return 0;
+  }
+  return r % n;
+}
+
+char SameClass(char c) {
+  static constexpr std::string_view kDigits = "0123456789";
+  static constexpr std::string_view kHexLower = "abcdef", kHexUpper = "ABCDEF";
+  static constexpr std::string_view kLower = "abcdefghijklmnopqrstuvwxyz";
+  static constexpr std::string_view kUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string_view set;
+  if (c >= '0' && c <= '9') {
+    set = kDigits;
+  } else if (c >= 'a' && c <= 'f') {
+    set = kHexLower;
+  } else if (c >= 'A' && c <= 'F') {
+    set = kHexUpper;
+  } else if (c >= 'a' && c <= 'z') {
+    set = kLower;
+  } else if (c >= 'A' && c <= 'Z') {
+    set = kUpper;
+  } else {
+    return c;  // punctuation keeps its place: separators stay separators
+  }
+  return set[RandomBelow(static_cast<uint32_t>(set.size()))];
+}
+
+bool Contains(std::string_view hay, std::string_view needle) {
+  return !needle.empty() && hay.find(needle) != std::string_view::npos;
+}
+
+void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
+    s->replace(at, from.size(), to);
+  }
+}
+
+bool IsBasic(std::string_view value, std::string_view* encoded) {
+  if (value.size() < 6 || AsciiLower(value.substr(0, 6)) != "basic ") return false;
+  *encoded = value.substr(6);
+  while (!encoded->empty() && encoded->front() == ' ') encoded->remove_prefix(1);
+  return true;
+}
+
+bool HopByHop(const std::string& lower, bool covered) {
+  if (lower == "proxy-connection" || lower == "proxy-authorization" || lower == "connection" ||
+      lower == "keep-alive") {
+    return true;
+  }
+  return covered && (lower == "expect" || lower == "accept-encoding" || lower == "te");
+}
+
+}  // namespace
+
+std::string MakeDummy(std::string_view real) {
+  size_t keep = 0;
+  for (size_t i = 0; i < real.size() && i < 12; ++i) {
+    if (real[i] == '_' || real[i] == '-') {
+      keep = i + 1;
+      break;
+    }
+  }
+  std::string dummy(real.substr(0, keep));
+  for (size_t i = keep; i < real.size(); ++i) dummy += SameClass(real[i]);
+  if (dummy == real) {
+    // Every position drew its own character again (or randomness failed): flip one digit or
+    // letter deterministically, within its class.
+    for (size_t i = keep; i < dummy.size(); ++i) {
+      char& c = dummy[i];
+      if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+        c = c == '0' ? '1' : c == 'a' ? 'b' : c == 'A' ? 'B' : static_cast<char>(c - 1);
+        break;
+      }
+    }
+  }
+  return dummy;
+}
+
+Result<std::unique_ptr<Broker>> Broker::Create(
+    const std::vector<CredentialSpec>& specs, const std::function<const char*(const char*)>& lookup,
+    std::unique_ptr<TlsAuthority> authority) {
+  std::unique_ptr<Broker> broker(new Broker());
+  broker->authority_ = std::move(authority);
+  for (const CredentialSpec& spec : specs) {
+    const std::string where = fmt::format("network.credentials.{}", spec.name);
+    Credential c;
+    c.name = spec.name;
+    c.env = spec.env;
+    if (spec.env.empty()) return MakeError(where + ": env names no variable");
+    if (spec.hosts.empty()) return MakeError(where + ": hosts is empty");
+    Result<std::vector<HostRule>> hosts = ParseRules(spec.hosts, /*deny=*/false);
+    if (!hosts.ok()) return MakeError(fmt::format("{}.hosts: {}", where, hosts.message()));
+    c.hosts = std::move(*hosts);
+    const char* value = lookup(spec.env.c_str());
+    if (value == nullptr || *value == '\0') {
+      return MakeError(fmt::format("{}: the variable {} is not set", where, spec.env));
+    }
+    c.real = value;
+    if (c.real.size() < kMinValue) {
+      return MakeError(
+          fmt::format("{}: the value of {} is shorter than {} characters; a dummy "
+                      "that short could be guessed",
+                      where, spec.env, kMinValue));
+    }
+    if (!Printable(c.real)) {
+      return MakeError(
+          fmt::format("{}: the value of {} holds a space or a control character; "
+                      "it cannot go into a header",
+                      where, spec.env));
+    }
+    if (!spec.header.empty()) {
+      const size_t colon = spec.header.find(':');
+      const std::string name = colon == std::string::npos ? "" : spec.header.substr(0, colon);
+      std::string text = colon == std::string::npos ? "" : spec.header.substr(colon + 1);
+      while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+      const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-';
+      });
+      if (!name_ok || !Contains(text, "{value}") ||
+          std::any_of(text.begin(), text.end(), [](char ch) { return ch < 0x20 || ch == 0x7f; })) {
+        return MakeError(fmt::format(
+            "{}.header: expected \"Name: text with {{value}}\", got \"{}\"", where, spec.header));
+      }
+      c.header_name = name;
+      c.header_template = text;
+    }
+    c.dummy = MakeDummy(c.real);
+    for (const Credential& other : broker->credentials_) {
+      if (Contains(other.real, c.real) || Contains(c.real, other.real)) {
+        return MakeError(fmt::format("{}: its value overlaps that of network.credentials.{}", where,
+                                     other.name));
+      }
+    }
+    broker->credentials_.push_back(std::move(c));
+  }
+  return broker;
+}
+
+namespace {
+
+bool CoversHost(const Credential& c, std::string_view host, uint16_t port) {
+  return std::any_of(c.hosts.begin(), c.hosts.end(),
+                     [&](const HostRule& r) { return AllowRuleMatches(r, host, port); });
+}
+
+}  // namespace
+
+bool Broker::Covers(std::string_view host, uint16_t port) const {
+  return std::any_of(credentials_.begin(), credentials_.end(),
+                     [&](const Credential& c) { return CoversHost(c, host, port); });
+}
+
+Status Broker::RewriteHeaders(const HttpRequestHead& head, std::string_view host, uint16_t port,
+                              std::string* out, std::vector<std::string>* used) const {
+  auto refuse = [&](const Credential& c, std::string_view where) {
+    return MakeError(
+        fmt::format("{} carries the dummy of credential '{}', which goes only to its own hosts",
+                    where, c.name));
+  };
+  for (const Credential& c : credentials_) {
+    if (!CoversHost(c, host, port) && Contains(head.target, c.dummy)) {
+      return refuse(c, "the request's target");
+    }
+  }
+  auto note = [&](const Credential& c) {
+    if (std::find(used->begin(), used->end(), c.name) == used->end()) used->push_back(c.name);
+  };
+  const bool covered = Covers(host, port);
+  for (const auto& [name, raw] : head.headers) {
+    const std::string lower = AsciiLower(name);
+    if (HopByHop(lower, covered)) continue;
+    bool templated = false;
+    for (const Credential& c : credentials_) {
+      templated = templated || (!c.header_name.empty() && AsciiLower(c.header_name) == lower &&
+                                CoversHost(c, host, port));
+    }
+    if (templated) continue;
+    std::string value = raw;
+    std::string_view encoded;
+    std::string decoded;
+    const bool basic =
+        lower == "authorization" && IsBasic(value, &encoded) && Base64Decode(encoded, &decoded);
+    bool changed_basic = false;
+    for (const Credential& c : credentials_) {
+      const bool covers = CoversHost(c, host, port);
+      const bool in_value = Contains(value, c.dummy);
+      const bool in_basic = basic && Contains(decoded, c.dummy);
+      if (!in_value && !in_basic) continue;
+      if (!covers) return refuse(c, fmt::format("the header {}", name));
+      if (in_value) ReplaceAll(&value, c.dummy, c.real);
+      if (in_basic) {
+        ReplaceAll(&decoded, c.dummy, c.real);
+        changed_basic = true;
+      }
+      note(c);
+    }
+    if (changed_basic) value = "Basic " + Base64Encode(decoded);
+    out->append(name).append(": ").append(value).append("\r\n");
+  }
+  for (const Credential& c : credentials_) {
+    if (c.header_name.empty() || !CoversHost(c, host, port)) continue;
+    std::string value = c.header_template;
+    ReplaceAll(&value, "{value}", c.real);
+    out->append(c.header_name).append(": ").append(value).append("\r\n");
+    note(c);
+  }
+  return {};
+}
+
+Status ForwardHeaders(const Broker* broker, const HttpRequestHead& head, std::string_view host,
+                      uint16_t port, std::string* out, std::vector<std::string>* used) {
+  if (broker != nullptr) return broker->RewriteHeaders(head, host, port, out, used);
+  for (const auto& [name, value] : head.headers) {
+    if (HopByHop(AsciiLower(name), false)) continue;
+    out->append(name).append(": ").append(value).append("\r\n");
+  }
+  return {};
+}
+
+std::vector<std::pair<std::string, std::string>> Broker::ResponseForms(
+    std::string_view host, uint16_t port, const HttpRequestHead& head) const {
+  std::vector<std::pair<std::string, std::string>> forms;
+  // A server may answer with what it was sent, in the form it was sent: the value, and Basic
+  // auth's base64 of "user:value".
+  std::vector<std::string> users;
+  for (const auto& [name, raw] : head.headers) {
+    std::string_view encoded;
+    std::string decoded;
+    if (AsciiLower(name) == "authorization" && IsBasic(raw, &encoded) &&
+        Base64Decode(encoded, &decoded)) {
+      users.push_back(decoded.substr(0, decoded.find(':')));
+    }
+  }
+  for (const Credential& c : credentials_) {
+    if (!CoversHost(c, host, port)) continue;
+    forms.emplace_back(c.real, c.dummy);
+    for (const std::string& user : users) {
+      forms.emplace_back(Base64Encode(user + ":" + c.real), Base64Encode(user + ":" + c.dummy));
+    }
+  }
+  return forms;
+}
+
+std::vector<std::string> Broker::Environment() const {
+  std::vector<std::string> env;
+  for (const Credential& c : credentials_) env.push_back(c.env + "=" + c.dummy);
+  return env;
+}
+
+StreamFilter::StreamFilter(std::vector<std::pair<std::string, std::string>> forms)
+    : forms_(std::move(forms)) {
+  for (const auto& [from, to] : forms_) hold_ = std::max(hold_, from.size());
+  if (hold_ > 0) --hold_;
+}
+
+std::string StreamFilter::Feed(std::string_view data) {
+  pending_.append(data);
+  for (const auto& [from, to] : forms_) {
+    for (size_t at = pending_.find(from); at != std::string::npos;
+         at = pending_.find(from, at + to.size())) {
+      pending_.replace(at, from.size(), to);
+      ++replaced_;
+    }
+  }
+  if (pending_.size() <= hold_) return "";
+  std::string out = pending_.substr(0, pending_.size() - hold_);
+  pending_.erase(0, pending_.size() - hold_);
+  return out;
+}
+
+std::string StreamFilter::Finish() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+std::string Base64Encode(std::string_view data) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const uint32_t v = static_cast<uint8_t>(data[i]) << 16 |
+                       static_cast<uint8_t>(data[i + 1]) << 8 | static_cast<uint8_t>(data[i + 2]);
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += kAlphabet[v >> 6 & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < data.size()) {
+    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
+    if (i + 1 < data.size()) v |= static_cast<uint8_t>(data[i + 1]) << 8;
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += i + 1 < data.size() ? kAlphabet[v >> 6 & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool Base64Decode(std::string_view text, std::string* out) {
+  out->clear();
+  if (text.size() % 4 != 0) return false;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + static_cast<size_t>(k)];
+      if (c == '=' && last && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0 || (v[k] = value(c)) < 0) return false;
+    }
+    const uint32_t n = static_cast<uint32_t>(v[0]) << 18 | static_cast<uint32_t>(v[1]) << 12 |
+                       static_cast<uint32_t>(v[2]) << 6 | static_cast<uint32_t>(v[3]);
+    out->push_back(static_cast<char>(n >> 16 & 0xff));
+    if (pad < 2) out->push_back(static_cast<char>(n >> 8 & 0xff));
+    if (pad < 1) out->push_back(static_cast<char>(n & 0xff));
+  }
+  return true;
+}
+
+}  // namespace ae::net
