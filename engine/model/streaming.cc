@@ -135,6 +135,8 @@ bool IsQuotaCode(std::string_view code) {
 }
 
 std::string QuotaExceededMessage(std::string_view code, std::string_view detail) {
+  // codex's own words for the common case, so scripts that match codex's message match ours.
+  if (code == "insufficient_quota") return "Quota exceeded. Check your plan and billing details.";
   return fmt::format(
       "Quota exceeded ({}): {} Check your plan and billing details, or use another key; "
       "retrying cannot help.",

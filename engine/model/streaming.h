@@ -55,7 +55,9 @@ ErrorCode ServiceErrorCode(std::string_view code);
 bool IsQuotaCode(std::string_view code);
 
 // The one message for an exhausted quota, whether a 429 body or a response.failed event
-// reported it: "Quota exceeded (CODE): DETAIL Check your plan ... retrying cannot help."
+// reported it: codex's "Quota exceeded. Check your plan and billing details." for
+// insufficient_quota; "Quota exceeded (CODE): DETAIL Check your plan ... retrying cannot help."
+// for the other account codes.
 std::string QuotaExceededMessage(std::string_view code, std::string_view detail);
 
 // The error a request fails with, classified (Error::code) when `code` is not kNone.

@@ -505,7 +505,7 @@ TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(
       NormalizeThreadId(out.lines().back()),
-      R"({"type":"turn.failed","error":{"message":"Quota exceeded (insufficient_quota): You exceeded your current quota. Check your plan and billing details, or use another key; retrying cannot help.","code":"rate_limited"},)"
+      R"({"type":"turn.failed","error":{"message":"Quota exceeded. Check your plan and billing details.","code":"rate_limited"},)"
       R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
       R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
       R"("requests":1,"duration_ms":<ms>})");

@@ -622,9 +622,7 @@ TEST_F(ModelHttpTest, InsufficientQuotaFailsAtOnceAndSaysWhatToDo) {
   Serve(kOneTurn, {"status=429:code=insufficient_quota:message=You exceeded your current quota."});
   auto r = Run(Provider("responses"));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.message(),
-            "Quota exceeded (insufficient_quota): You exceeded your current quota. Check your "
-            "plan and billing details, or use another key; retrying cannot help.");
+  EXPECT_EQ(r.message(), "Quota exceeded. Check your plan and billing details.");
   EXPECT_TRUE(observer_.retries.empty());
   EXPECT_EQ(server_.RequestCount(), 1);
 }
@@ -635,9 +633,7 @@ TEST_F(ModelHttpTest, InsufficientQuotaInTheStreamReadsAsTheQuotaMessage) {
   Serve(kOneTurn, {"failed=You exceeded your current quota.:code=insufficient_quota"});
   auto r = Run(Provider("responses"));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.message(),
-            "Quota exceeded (insufficient_quota): You exceeded your current quota. Check your "
-            "plan and billing details, or use another key; retrying cannot help.");
+  EXPECT_EQ(r.message(), "Quota exceeded. Check your plan and billing details.");
   EXPECT_EQ(r.error().code, "rate_limited");
   EXPECT_TRUE(observer_.retries.empty());
   EXPECT_EQ(server_.RequestCount(), 1);
