@@ -273,7 +273,10 @@ class TurnLoop {
   TurnResult Finish() {
     // Both wires get the same guarantee: an answer that does not validate fails the turn
     // (runner/ then writes no -o content), whatever the provider enforced.
-    if (deps_.output_schema_json) {
+    // A final-answer check (a review) validates the answer itself, in words that name its
+    // format rather than an --output-schema the user never gave; breaking it is the model's
+    // failure (exit 1), not the user's schema's (exit 6).
+    if (deps_.output_schema_json && !deps_.final_answer_check) {
       Result<std::unique_ptr<OutputSchemaValidator>> validator =
           OutputSchemaValidator::Make(*deps_.output_schema_json);
       Status valid = validator.ok() ? (*validator)->Validate(result_.final_message)
@@ -283,7 +286,7 @@ class TurnLoop {
 
     if (deps_.final_answer_check) {
       Result<std::optional<ItemDetails>> checked = deps_.final_answer_check(result_.final_message);
-      if (!checked.ok()) return Fail(ErrorCode::kOutputSchema, checked.message());
+      if (!checked.ok()) return Fail(ErrorCode::kModelError, checked.message());
       if (*checked) deps_.emitter.CompleteNew(std::move(**checked));
     }
     deps_.router.StopBackground(deps_.emitter);

@@ -17,8 +17,10 @@
 
 namespace ae {
 
-// Checks the final answer once the model is done: an error fails the turn; an item is reported
-// right before turn.completed (`agentexec review` turns its JSON into a `review` item).
+// Checks the final answer once the model is done, in place of the output schema's check: an
+// error fails the turn (model_error: the model broke the format agentexec asked for); an item
+// is reported right before turn.completed (`agentexec review` turns its JSON into a `review`
+// item).
 using FinalAnswerCheck =
     std::function<Result<std::optional<ItemDetails>>(const std::string& final_message)>;
 

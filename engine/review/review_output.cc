@@ -116,7 +116,7 @@ Result<ReviewItem> ParseReviewOutput(std::string_view answer, const std::string&
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
     validator.GetInvalidSchemaPointer().StringifyUriFragment(rule);
     return MakeError(fmt::format(
-        "the model's review does not match the review schema: {}: \"{}\" failed (schema {})",
+        "the model's answer does not follow the review format: {}: \"{}\" failed (schema {})",
         where.GetString(), validator.GetInvalidSchemaKeyword(), rule.GetString()));
   }
 
@@ -135,7 +135,7 @@ Result<ReviewItem> ParseReviewOutput(std::string_view answer, const std::string&
     finding.line_end = location["line_range"]["end"].GetInt64();
     if (finding.line_end < finding.line_start) {
       return MakeError(fmt::format(
-          "the model's review does not match the review schema: #/findings/{}/code_location/"
+          "the model's answer does not follow the review format: #/findings/{}/code_location/"
           "line_range: end {} is before start {}",
           review.findings.size(), finding.line_end, finding.line_start));
     }

@@ -112,18 +112,18 @@ TEST(ReviewOutput, InvalidAnswersAreExactErrors) {
       {"Looks good to me!",
        "the model's final answer is not the review JSON: Invalid value. at byte 0"},
       {R"({"findings":[],"overall_correctness":"fine","overall_explanation":"","overall_confidence_score":1})",
-       "the model's review does not match the review schema: #/overall_correctness: \"enum\" "
+       "the model's answer does not follow the review format: #/overall_correctness: \"enum\" "
        "failed (schema #/properties/overall_correctness)"},
       {R"({"findings":[],"overall_correctness":"patch is correct","overall_explanation":""})",
-       "the model's review does not match the review schema: #: \"required\" failed (schema #)"},
+       "the model's answer does not follow the review format: #: \"required\" failed (schema #)"},
       {R"({"findings":[{"title":"t","body":"b","confidence_score":0.5,"priority":7,"code_location":{"absolute_file_path":"a","line_range":{"start":1,"end":1}}}],"overall_correctness":"patch is correct","overall_explanation":"","overall_confidence_score":1})",
-       "the model's review does not match the review schema: #/findings/0/priority: \"maximum\" "
+       "the model's answer does not follow the review format: #/findings/0/priority: \"maximum\" "
        "failed (schema #/properties/findings/items/properties/priority)"},
       {R"({"findings":[{"title":"t","body":"b","confidence_score":0.5,"priority":1,"code_location":{"absolute_file_path":"a","line_range":{"start":5,"end":2}}}],"overall_correctness":"patch is correct","overall_explanation":"","overall_confidence_score":1})",
-       "the model's review does not match the review schema: "
+       "the model's answer does not follow the review format: "
        "#/findings/0/code_location/line_range: end 2 is before start 5"},
       {R"({"findings":[],"overall_correctness":"patch is correct","overall_explanation":"","overall_confidence_score":1,"extra":1})",
-       "the model's review does not match the review schema: #/extra: \"additionalProperties\" "
+       "the model's answer does not follow the review format: #/extra: \"additionalProperties\" "
        "failed (schema #)"},
   };
   for (const Case& c : cases) {

@@ -419,20 +419,21 @@ TEST_F(ReviewE2e, AnAnswerThatIsNotAReviewFailsTheTurn) {
   RunOutput out =
       Run({"review", "--json", "--base", "main", "-o", ws_.root() + "/r.json", "--ephemeral"});
   SKIP_WITHOUT_SANDBOX(out);
-  // Validated like --output-schema (the review's schema is its output schema): exit 6.
-  EXPECT_EQ(out.exit_code, 6) << out.err;
+  // The review's own format, named as such (the user gave no --output-schema): exit 1, as
+  // documented, code model_error.
+  EXPECT_EQ(out.exit_code, 1) << out.err;
   std::vector<std::string> lines = out.lines();
   ASSERT_GE(lines.size(), 2u);
   const std::string why =
-      "the final answer does not match --output-schema: #/overall_correctness: \"enum\" "
+      "the model's answer does not follow the review format: #/overall_correctness: \"enum\" "
       "failed (schema #/properties/overall_correctness)";
   const std::string escaped =
-      "the final answer does not match --output-schema: #/overall_correctness: \\\"enum\\\" "
-      "failed (schema #/properties/overall_correctness)";
+      "the model's answer does not follow the review format: #/overall_correctness: "
+      "\\\"enum\\\" failed (schema #/properties/overall_correctness)";
   EXPECT_EQ(lines[lines.size() - 2], R"({"type":"error","message":")" + escaped + "\"}");
   EXPECT_EQ(NormalizeThreadId(lines.back()),
             R"({"type":"turn.failed","error":{"message":")" + escaped +
-                R"(","code":"output_schema"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
+                R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
                 R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
                 R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
                 R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
