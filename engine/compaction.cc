@@ -66,7 +66,8 @@ bool IsInitialContext(const Parsed& p) {
   if (p.role != "user") return false;
   std::string_view text = p.text;
   return text.starts_with("<environment_context>") ||
-         text.starts_with("# AGENTS.md instructions for ");
+         text.starts_with("# AGENTS.md instructions for ") ||
+         text.starts_with("# AGENTS.md instructions\n");
 }
 
 bool IsCall(const std::string& type) {

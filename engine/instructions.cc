@@ -114,10 +114,58 @@ std::string EnvironmentContext(const TurnContext& turn, const std::string& date,
   return text;
 }
 
-std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
-                        std::vector<std::string>* warnings) {
-  if (max_bytes == 0) return {};
-  // Directories from the git root (or cwd when not in a repository) down to cwd.
+namespace {
+
+// In `dir_fd` (beneath it), the first of AGENTS.override.md and AGENTS.md that exists, as
+// codex reads each directory: an override, even an empty one, shadows the AGENTS.md beside
+// it. kFileNotFound when neither is there; `name` is the one read (or refused).
+Result<std::string> ReadAgentsFile(int dir_fd, const std::filesystem::path& rel_dir,
+                                   const std::filesystem::path& dir, size_t max_bytes,
+                                   std::filesystem::path* name) {
+  Result<std::string> part = MakeError("", kFileNotFound);
+  for (const char* candidate : {"AGENTS.override.md", "AGENTS.md"}) {
+    *name = dir / candidate;
+    part = ReadRegularFileBeneath(dir_fd, (rel_dir / candidate).string(), max_bytes);
+    if (part.ok() || part.error().code != kFileNotFound) break;
+  }
+  return part;
+}
+
+std::string Trimmed(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return {};
+  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+}  // namespace
+
+std::string GlobalInstructions(const std::vector<std::string>& homes, size_t max_bytes,
+                               std::vector<std::string>* warnings) {
+  for (const std::string& home : homes) {
+    if (home.empty()) continue;
+    Fd home_fd(::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!home_fd) continue;
+    std::filesystem::path name;
+    Result<std::string> part = ReadAgentsFile(home_fd.get(), ".", home, max_bytes, &name);
+    if (!part.ok()) {
+      if (part.error().code == kFileNotFound) continue;
+      if (warnings != nullptr) {
+        warnings->push_back(
+            fmt::format("{} is not sent to the model: {}", name.string(), part.message()));
+      }
+      return {};
+    }
+    return Trimmed(*part);
+  }
+  return {};
+}
+
+namespace {
+
+// The project's AGENTS.md files from the git root (or cwd outside a repository) down to cwd,
+// joined, within max_bytes.
+std::string ProjectDocText(const std::string& cwd, size_t max_bytes,
+                           std::vector<std::string>* warnings) {
   namespace fs = std::filesystem;
   std::vector<fs::path> dirs;
   fs::path dir(cwd);
@@ -134,20 +182,12 @@ std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
   // Every doc is read beneath the top directory: a symlink may point within it, never out.
   const fs::path& top = dirs.back();
   Fd top_fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!top_fd) return {};
   std::string docs;
-  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+  for (auto it = dirs.rbegin(); top_fd && it != dirs.rend(); ++it) {
     if (docs.size() >= max_bytes) break;
-    // As codex: in each directory the first of these that exists is the one read, so an
-    // AGENTS.override.md (even an empty one) shadows the AGENTS.md beside it.
-    Result<std::string> part = MakeError("", kFileNotFound);
     fs::path name;
-    for (const char* candidate : {"AGENTS.override.md", "AGENTS.md"}) {
-      name = *it / candidate;
-      const fs::path rel = it->lexically_relative(top) / candidate;
-      part = ReadRegularFileBeneath(top_fd.get(), rel.string(), max_bytes - docs.size());
-      if (part.ok() || part.error().code != kFileNotFound) break;
-    }
+    Result<std::string> part = ReadAgentsFile(top_fd.get(), it->lexically_relative(top), *it,
+                                              max_bytes - docs.size(), &name);
     if (!part.ok()) {
       if (part.error().code != kFileNotFound && warnings != nullptr) {
         warnings->push_back(
@@ -159,7 +199,19 @@ std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
     if (!docs.empty()) docs += "\n\n";
     docs += *part;
   }
-  if (docs.empty()) return {};
+  return docs;
+}
+
+}  // namespace
+
+std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
+                        std::vector<std::string>* warnings, const std::string& global) {
+  std::string docs = max_bytes == 0 ? std::string() : ProjectDocText(cwd, max_bytes, warnings);
+  if (docs.empty() && global.empty()) return {};
+  if (docs.empty()) {
+    return fmt::format("# AGENTS.md instructions\n\n<INSTRUCTIONS>\n{}\n</INSTRUCTIONS>", global);
+  }
+  if (!global.empty()) docs = global + "\n\n--- project-doc ---\n\n" + docs;
   return fmt::format("# AGENTS.md instructions for {}\n\n<INSTRUCTIONS>\n{}\n</INSTRUCTIONS>", cwd,
                      docs);
 }

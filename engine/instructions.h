@@ -21,7 +21,17 @@ std::string EnvironmentContext(const TurnContext& turn, const std::string& date,
 // symlink to /proc/self/environ, which agentexec, unconfined, would read as its own
 // environment. A file that is there but refused is skipped, and `warnings` gets a line naming
 // it and why.
+// `global`: the user's own instructions (GlobalInstructions), sent before the project's as
+// codex sends them: "# AGENTS.md instructions" with the global text alone, otherwise
+// "... for CWD" with the two joined by a "--- project-doc ---" line.
 std::string ProjectDocs(const std::string& cwd, size_t max_bytes,
-                        std::vector<std::string>* warnings);
+                        std::vector<std::string>* warnings, const std::string& global = {});
+
+// The user's global instructions: in the first of `homes` (empty ones skipped) that holds one,
+// AGENTS.override.md, else AGENTS.md, trimmed of surrounding blank space; empty when none has
+// any. Read as the project's are (a regular file, at most max_bytes); a refused file is
+// named in `warnings`.
+std::string GlobalInstructions(const std::vector<std::string>& homes, size_t max_bytes,
+                               std::vector<std::string>* warnings);
 
 }  // namespace ae

@@ -40,6 +40,7 @@ std::string MetaLine(const SessionMeta& m) {
   w.Key("model"), w.String(m.model);
   w.Key("provider"), w.String(m.provider);
   w.Key("sandbox"), w.String(m.sandbox);
+  if (!m.forked_from_id.empty()) w.Key("forked_from_id"), w.String(m.forked_from_id);
   w.EndObject();
   w.EndObject();
   return std::string(w.view());
@@ -225,9 +226,10 @@ Result<LoadedRollout> LoadRollout(const std::string& path, const std::string& se
     if (payload == d.MemberEnd()) continue;
     const rapidjson::Value& p = payload->value;
     if (type == "session_meta" && p.IsObject()) {
-      out.meta = SessionMeta{StringMember(p, "thread_id"),  StringMember(p, "cwd"),
-                             StringMember(p, "created_at"), StringMember(p, "model"),
-                             StringMember(p, "provider"),   StringMember(p, "sandbox")};
+      out.meta = SessionMeta{StringMember(p, "thread_id"),     StringMember(p, "cwd"),
+                             StringMember(p, "created_at"),    StringMember(p, "model"),
+                             StringMember(p, "provider"),      StringMember(p, "sandbox"),
+                             StringMember(p, "forked_from_id")};
     } else if (type == "response_item") {
       out.items.push_back(ToJson(p));
     } else if (type == "compacted" && p.IsObject()) {

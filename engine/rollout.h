@@ -4,7 +4,8 @@
 //
 //   {"timestamp":…,"type":"session_meta","payload":{"id":…,"timestamp":…,"thread_id":…,
 //                      "cwd":…,"created_at":…,"model":…,"provider":…,"sandbox":…}}
-//     (`id` = `thread_id` and `timestamp` = `created_at`, under codex's names)
+//     (`id` = `thread_id` and `timestamp` = `created_at`, under codex's names; a forked
+//     thread's also carries `forked_from_id`)
 //   {"type":"response_item","payload":<Responses-API input item>}
 //   {"type":"usage","payload":{"input_tokens":…,…}}          (after each model request)
 //   {"type":"compacted","payload":{"tokens_before":…,"tokens_after":…,
@@ -31,6 +32,8 @@ struct SessionMeta {
   std::string model;
   std::string provider;
   std::string sandbox;  // the mode and how it was enforced in this run
+  // The thread this one was forked from (exec fork), codex's `forked_from_id`; empty: none.
+  std::string forked_from_id;
 };
 
 class RolloutWriter {

@@ -81,18 +81,23 @@ struct SessionRun {
 // A sandbox that cannot be enforced ends the run before any work, framed like every other
 // failure: thread.started, turn.started, error, turn.failed (README "Exit codes"). A client
 // that cannot be made (no key) is found before the header instead: only the `error`.
+// The header's facts; `sandbox` is the mode's name until the sandbox is settled.
+SessionInfo HeaderInfo(const SessionConfig& config) {
+  SessionInfo info;
+  info.cwd = config.cwd;
+  info.model = config.model.model;
+  info.provider = config.provider.id;
+  info.approval = ApprovalPolicyName(config.approval);
+  info.sandbox = sandbox::ModeName(config.sandbox.mode);
+  info.reasoning_effort = config.model.reasoning_effort;
+  return info;
+}
+
 SessionResult FailBeforeTurn(SessionRun& run, ErrorCode code, std::string message,
                              bool framed = true) {
   const SessionConfig& config = run.config;
   if (framed) {
-    SessionInfo info;
-    info.cwd = config.cwd;
-    info.model = config.model.model;
-    info.provider = config.provider.id;
-    info.approval = ApprovalPolicyName(config.approval);
-    info.sandbox = sandbox::ModeName(config.sandbox.mode);
-    info.reasoning_effort = config.model.reasoning_effort;
-    run.emitter.Emit(ThreadStarted{run.result.thread_id, info});
+    run.emitter.Emit(ThreadStarted{run.result.thread_id, HeaderInfo(config)});
     run.emitter.Emit(TurnStarted{});
   }
   run.emitter.Emit(StreamError{message});
@@ -210,6 +215,20 @@ std::optional<SessionResult> CheckPromptFits(SessionRun& run) {
                       tokens, prompt.size(), config.model.model, window));
     }
   }
+  // Under the window but at the auto-compact limit: the first request would compact the prompt
+  // itself, and the model would work from a fraction of the task. Refused the same way.
+  if (const int64_t limit = config.model.auto_compact_token_limit; limit > 0) {
+    const int64_t tokens = EstimateTokens(prompt);
+    if (tokens >= limit) {
+      return FailBeforeTurn(
+          run, ErrorCode::kContextLength,
+          fmt::format("the prompt is too large to keep whole: it is about {} tokens ({} bytes at "
+                      "4 bytes a token) and the history of `{}` is compacted at {} "
+                      "(model_auto_compact_token_limit), which would cut the task itself; "
+                      "shorten it, or put the material in files the agent can read",
+                      tokens, prompt.size(), config.model.model, limit));
+    }
+  }
   return std::nullopt;
 }
 
@@ -258,13 +277,8 @@ Result<std::unique_ptr<ModelClient>> MakeClientAndForgetSecrets(SessionRun& run,
 // the sandbox as the header describes it.
 std::string StartThread(SessionRun& run, const SettledSandbox& settled) {
   const SessionConfig& config = run.config;
-  SessionInfo info;
-  info.cwd = config.cwd;
-  info.model = config.model.model;
-  info.provider = config.provider.id;
-  info.approval = ApprovalPolicyName(config.approval);
+  SessionInfo info = HeaderInfo(config);
   info.sandbox = DescribeSandbox(*settled.policy, config.cwd, settled.enforcement);
-  info.reasoning_effort = config.model.reasoning_effort;
   run.emitter.Emit(ThreadStarted{run.result.thread_id, info});
   for (const std::string& w : settled.warnings) run.emitter.CompleteNew(ErrorItem{w});
   run.emitter.Emit(TurnStarted{});
@@ -282,7 +296,10 @@ std::vector<std::string> InitialItems(SessionRun& run, const TurnContext& turn) 
     initial.push_back(
         MessageInputItem("developer", DeveloperInstructions(turn, config.developer_instructions)));
     std::vector<std::string> refused;
-    std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes, &refused);
+    // The user's own instructions first, as codex sends them (engine/instructions.h).
+    const std::string global = GlobalInstructions({config.home, config.codex_home},
+                                                  config.project_doc_max_bytes, &refused);
+    std::string docs = ProjectDocs(config.cwd, config.project_doc_max_bytes, &refused, global);
     for (const std::string& w : refused) run.emitter.CompleteNew(ErrorItem{w});
     if (!docs.empty()) initial.push_back(MessageInputItem("user", docs));
     initial.push_back(MessageInputItem("user", EnvironmentContext(turn, date, timezone)));
@@ -297,17 +314,25 @@ std::unique_ptr<RolloutWriter> OpenRollout(SessionRun& run, const std::string& s
   const SessionConfig& config = run.config;
   std::unique_ptr<RolloutWriter> rollout;
   if (!config.ephemeral) {
+    const bool append = config.resume && !config.fork;
     Result<std::unique_ptr<RolloutWriter>> opened =
-        config.resume ? RolloutWriter::Append(config.resume->path)
-                      : RolloutWriter::Create(
-                            config.home, SessionMeta{run.result.thread_id, config.cwd,
-                                                     Rfc3339(run.outside.now()), config.model.model,
-                                                     config.provider.id, sandbox_text});
+        append ? RolloutWriter::Append(config.resume->path)
+               : RolloutWriter::Create(
+                     config.home,
+                     SessionMeta{run.result.thread_id, config.cwd, Rfc3339(run.outside.now()),
+                                 config.model.model, config.provider.id, sandbox_text,
+                                 config.fork ? config.resume->meta.thread_id : std::string()});
     if (opened.ok()) {
       rollout = std::move(opened.value());
       // A write that fails later (a full disk) is reported once, as the open failure is.
       Emitter& emitter = run.emitter;
       rollout->OnError([&emitter](const std::string& why) { emitter.CompleteNew(ErrorItem{why}); });
+      if (config.fork) {
+        // The fork's file stands alone: the source's usage so far (first, so no later resume
+        // takes it for the size of the history after it), then the history it starts from.
+        rollout->AddUsage(config.resume->usage);
+        for (const std::string& item : config.resume->items) rollout->AddItem(item);
+      }
     } else {
       // Losing the session file must not lose the run; say so and go on.
       run.emitter.CompleteNew(ErrorItem{opened.message() + "; this run cannot be resumed"});
@@ -369,6 +394,7 @@ void RunTheTurn(SessionRun& run, SettledSandbox& settled, TurnContext& turn, Mod
                 .resumed_last_usage = config.resume ? config.resume->last_usage : Usage{},
                 .resumed_counted_items = config.resume ? config.resume->last_usage_items : 0,
                 .prompt_cache_key = run.result.thread_id,
+                .new_input_items = 1,  // the prompt (InitialItems' last)
                 .final_answer_check = config.final_answer_check,
                 .record = &run.record,
                 .before_tools = complete_sandbox,
@@ -414,7 +440,17 @@ SessionResult RunSession(const SessionConfig& config, const std::string& prompt,
                  .result = {},
                  .record = ResultRecorder(),
                  .emitter = Emitter(sinks)};
-  run.result.thread_id = config.resume ? config.resume->meta.thread_id : outside.new_thread_id();
+  run.result.thread_id =
+      config.resume && !config.fork ? config.resume->meta.thread_id : outside.new_thread_id();
+  if (config.fork && prompt.empty()) {
+    // `exec fork ID` without a prompt, as codex: the new thread is recorded, no turn runs.
+    run.emitter.Emit(ThreadStarted{run.result.thread_id, HeaderInfo(config)});
+    std::unique_ptr<RolloutWriter> rollout =
+        OpenRollout(run, sandbox::ModeName(config.sandbox.mode));
+    if (rollout && rollout->failed()) run.result.session_error = rollout->error();
+    run.result.usage = config.resume->usage;
+    return run.result;
+  }
 
   SettledSandbox settled;
   if (std::optional<SessionResult> failed = SettleSandbox(run, settled)) return *failed;

@@ -51,11 +51,17 @@ struct SessionConfig {
   std::vector<std::string> images;                // -i: data: URLs sent with the prompt
   std::vector<std::string> warnings;              // emitted as error items before turn.started
   std::string home;                               // $AGENTEXEC_HOME (sessions/ lives here)
-  bool ephemeral = false;                         // write no session file
-  bool progress = false;                          // --progress: item.updated for running commands
-  std::optional<LoadedRollout> resume;            // continue this thread (resume ID / --last)
-  std::vector<McpServerSpec> mcp_servers;         // stdio MCP servers whose tools are offered
-  FinalAnswerCheck final_answer_check;            // empty: any final answer completes the turn
+  // $CODEX_HOME when set: its AGENTS.md is the global instructions when ours has none.
+  std::string codex_home;
+  bool ephemeral = false;               // write no session file
+  bool progress = false;                // --progress: item.updated for running commands
+  std::optional<LoadedRollout> resume;  // continue this thread (resume ID / --last)
+  // With `resume`: start a new thread from its history instead (exec fork), with a new id and
+  // session file (session_meta's forked_from_id names the source). An empty prompt then runs
+  // no turn: thread.started, and the new session file, only.
+  bool fork = false;
+  std::vector<McpServerSpec> mcp_servers;  // stdio MCP servers whose tools are offered
+  FinalAnswerCheck final_answer_check;     // empty: any final answer completes the turn
 };
 
 struct SessionResult {

@@ -155,14 +155,37 @@ class TurnLoop {
     if (deps_.rollout != nullptr) deps_.rollout->AddUsage(usage);
   }
 
+  // The new input a compaction leaves out and puts back after it: only until the model has
+  // answered it, and only when there is something before it to compact.
+  size_t HeldBackItems() const {
+    const size_t held = deps_.new_input_items;
+    if (responded_ || held == 0 || held >= history_.size()) return 0;
+    for (size_t i = 0; i < history_.size() - held; ++i) {
+      if (!IsInitialContextItem(history_[i])) return held;
+    }
+    return 0;
+  }
+
   // Replaces the history with its compacted form; an error is the failed turn's message.
   Status Compact() {
     const int64_t before = context_.Tokens(history_);
+    const size_t held = HeldBackItems();
+    if (held == 0 && !responded_ && deps_.new_input_items > 0) {
+      // Nothing but the initial context and the new prompt: there is nothing to compact
+      // without cutting the task itself (a prompt at the limit was refused before the turn).
+      compacted_since_response_ = true;
+      return {};
+    }
+    const std::vector<std::string> earlier(history_.begin(),
+                                           history_.end() - static_cast<ptrdiff_t>(held));
     record_.OnRequest();
     Result<CompactionResult> compacted =
-        CompactHistory(deps_.client, history_, before, compaction_, observer_, deps_.cancel);
+        CompactHistory(deps_.client, earlier, before, compaction_, observer_, deps_.cancel);
     if (!compacted.ok()) return compacted.error();
     Count(compacted->usage);
+    compacted->history.insert(compacted->history.end(),
+                              history_.end() - static_cast<ptrdiff_t>(held), history_.end());
+    compacted->tokens_after = EstimateTokens(compacted->history);
     history_ = std::move(compacted->history);
     context_.Reset();
     compacted_since_response_ = true;
@@ -244,6 +267,7 @@ class TurnLoop {
     }
     context_.OnResponse(response.usage, history_.size());
     compacted_since_response_ = false;
+    responded_ = true;
     return calls;
   }
 
@@ -307,6 +331,7 @@ class TurnLoop {
   ContextTracker context_;
   const CompactionSettings compaction_;
   bool compacted_since_response_ = false;
+  bool responded_ = false;  // the model has answered in this run
 };
 
 }  // namespace

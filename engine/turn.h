@@ -43,6 +43,11 @@ struct TurnDeps {
   Usage resumed_last_usage;
   size_t resumed_counted_items = 0;
   std::string prompt_cache_key;  // the thread id
+  // The trailing history items that are this run's new input (the prompt). A compaction before
+  // the model has answered them compacts what came before and puts them back after the
+  // summary, so the request still ends with the user's newest prompt (as codex compacts a
+  // resumed thread before its new turn). 0: none held back.
+  size_t new_input_items = 0;
   // Empty: none.
   FinalAnswerCheck final_answer_check;
   ResultRecorder* record = nullptr;  // the run's result record; null: RunTurn times itself

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <type_traits>
 
@@ -41,6 +42,25 @@ std::string FirstLines(const std::string& text, int max_lines) {
     out += fmt::format("… +{} lines\n", rest);
   }
   return out;
+}
+
+// A prompt of megabytes would fill the CI log: the echo shows its first 20 lines, at most
+// 4 KiB of them, and a marker says how much was left out.
+std::string ShortenedForLog(const std::string& text) {
+  constexpr size_t kMaxBytes = 4096;
+  constexpr int kMaxLines = 20;
+  size_t cut = 0;
+  for (int line = 0; line < kMaxLines && cut < text.size(); ++line) {
+    const size_t nl = text.find('\n', cut);
+    cut = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  cut = Utf8PrefixLength(text, std::min(cut, kMaxBytes));
+  if (cut >= text.size()) return text;
+  std::string out = text.substr(0, cut);
+  if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  return out + fmt::format("… [shortened for the log: the first {} of {} bytes]\n",
+                           WithThousands(static_cast<int64_t>(cut)),
+                           WithThousands(static_cast<int64_t>(text.size())));
 }
 
 // Short name: every piece of text from the model, a command or a tool goes through it.
@@ -115,7 +135,7 @@ void HumanSink::Emit(const Event& event) {
           h += fmt::format("session id: {}\n--------\n", N(e.thread_id));
           Write(h);
           if (!opt_.prompt.empty()) {
-            std::string p = N(opt_.prompt);
+            std::string p = N(ShortenedForLog(opt_.prompt));
             if (p.back() != '\n') p.push_back('\n');
             Write(Style(kBold, "user") + "\n" + p);
           }

@@ -19,6 +19,7 @@ namespace {
 constexpr const char* kUsage =
     "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] fork SESSION_ID [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
     "[PROMPT]\n";
 
@@ -602,8 +603,14 @@ Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
   if (next < keyword_end && positionals[next] == "resume") {
     args.resume = true;
     ++next;
+  } else if (!prompt_before_resume && next < keyword_end && positionals[next] == "fork") {
+    // codex's `exec fork SESSION_ID [PROMPT]`: a new thread that starts from that history.
+    args.fork = true;
+    ++next;
+    if (next == positionals.size()) return UsageError("'fork' needs a SESSION_ID");
+    args.session_id = positionals[next++];
   }
-  if (!args.resume && next < keyword_end && positionals[next] == "review") {
+  if (!args.resume && !args.fork && next < keyword_end && positionals[next] == "review") {
     args.review = given.review;
     ++next;
   }

@@ -3,6 +3,7 @@
 //
 //   agentexec [exec] [OPTIONS] [PROMPT]
 //   agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]
+//   agentexec [exec] fork SESSION_ID [OPTIONS] [PROMPT]
 //   agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [--title T]
 //                           [--format json|markdown|sarif|codequality] [OPTIONS] [PROMPT]
 //   agentexec [exec] help | schema
@@ -48,10 +49,13 @@ struct CliArgs {
   // set alongside it.
   std::optional<std::vector<std::string>> sandbox_command;
 
-  bool resume = false;                    // `resume` keyword given
-  bool resume_last = false;               // --last
-  std::optional<std::string> session_id;  // resume SESSION_ID
-  std::optional<std::string> prompt;      // absent or "-": read stdin (review: "-" only)
+  bool resume = false;       // `resume` keyword given
+  bool resume_last = false;  // --last
+  // `fork` keyword given: a new thread from session_id's history (resume stays false). Without
+  // PROMPT it only forks, as codex does: no turn, and stdin is read only for "-".
+  bool fork = false;
+  std::optional<std::string> session_id;  // resume / fork SESSION_ID
+  std::optional<std::string> prompt;      // absent or "-": read stdin (review, fork: "-" only)
   std::optional<ReviewArgs> review;       // `review` keyword given
 
   bool json = false;                               // --json / --experimental-json

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
 
 #include "base/fd.h"
@@ -33,10 +34,11 @@ namespace {
 // (a typo must not silently lose the thread). `--last` with no earlier session in this
 // directory starts a new thread, as codex does (a CI job's first run has nothing to resume):
 // nullopt, and the caller says so.
-Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run) {
-  Result<std::string> path = run.resume->last ? FindLatestRollout(run.home, run.session.cwd)
-                                              : FindRolloutById(run.home, run.resume->session_id);
-  if (!path.ok() && run.resume->last) return std::optional<LoadedRollout>();
+// `fork ID` finds its session the way `resume ID` does.
+Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run, const ResumeTarget& target) {
+  Result<std::string> path = target.last ? FindLatestRollout(run.home, run.session.cwd)
+                                         : FindRolloutById(run.home, target.session_id);
+  if (!path.ok() && target.last) return std::optional<LoadedRollout>();
   if (!path.ok()) return path.error();
   Result<LoadedRollout> loaded = LoadRollout(*path, SessionsDir(run.home));
   if (!loaded.ok()) return loaded.error();
@@ -80,6 +82,19 @@ Result<Fd> OpenEventsFile(const std::string& path) {
   return fd;
 }
 
+// Whether -o and --events-file name one file (the same path, through links or `..`, or two
+// hard links): the final message would replace the events at the end of the run.
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code ec_a, ec_b;
+  const std::filesystem::path pa = std::filesystem::weakly_canonical(a, ec_a);
+  const std::filesystem::path pb = std::filesystem::weakly_canonical(b, ec_b);
+  if (!ec_a && !ec_b && pa == pb) return true;
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
 SessionResult RunSessionGuarded(const SessionConfig& session, const std::string& prompt,
@@ -117,9 +132,15 @@ int RunExec(const CliArgs& args) {
 
   SessionConfig session = run.session;
   session.home = run.home;
+  if (const char* codex_home = std::getenv("CODEX_HOME"); codex_home != nullptr && *codex_home) {
+    std::error_code ec;
+    session.codex_home = std::filesystem::absolute(codex_home, ec).string();
+  }
   session.ephemeral = run.ephemeral;
-  if (run.resume) {
-    Result<std::optional<LoadedRollout>> resume = FindResume(run);
+  std::optional<ResumeTarget> target = run.resume;
+  if (args.fork) target = ResumeTarget{false, args.session_id.value_or("")};
+  if (target) {
+    Result<std::optional<LoadedRollout>> resume = FindResume(run, *target);
     if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
     if (!resume->has_value()) {
       std::string note = fmt::format(
@@ -133,9 +154,19 @@ int RunExec(const CliArgs& args) {
       if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
       std::fprintf(stderr, "%s\n", kept->c_str());
       session.resume = std::move(found);
+      session.fork = args.fork;
     }
   }
 
+  // Checked before either is opened: opening the events file truncates it.
+  if (run.output_last_message && args.events_file &&
+      SameFile(*run.output_last_message, *args.events_file)) {
+    return FailWith(ExitCode::kUsage,
+                    fmt::format("--events-file '{}' and --output-last-message '{}' name the same "
+                                "file: the final message would replace the events; give each its "
+                                "own file",
+                                *args.events_file, *args.output_last_message));
+  }
   // -o's directory is opened now, before any command runs, and the answer is written beneath
   // that descriptor at the end (outputs/last_message.h).
   std::optional<OutputFile> output_file;
@@ -151,8 +182,9 @@ int RunExec(const CliArgs& args) {
     events_fd = std::move(*opened);
   }
 
-  // A review reads stdin only for `-`; a plain run whenever PROMPT is absent.
-  const bool from_stdin = args.review ? args.prompt == "-" : !args.prompt || *args.prompt == "-";
+  // A review and a fork read stdin only for `-`; a plain run whenever PROMPT is absent.
+  const bool from_stdin =
+      args.review || args.fork ? args.prompt == "-" : !args.prompt || *args.prompt == "-";
   if (from_stdin && !::isatty(STDIN_FILENO)) std::fputs("Reading prompt from stdin...\n", stderr);
   std::optional<ReviewRun> review;
   Result<std::string> prompt = MakeError("");
@@ -162,6 +194,8 @@ int RunExec(const CliArgs& args) {
     if (!prepared.ok()) return FailWith(ExitCode::kUsage, prepared.message());
     review = std::move(*prepared);
     prompt = review->prompt;
+  } else if (args.fork && !args.prompt) {
+    prompt = std::string();  // fork only: the new thread is recorded, no turn runs
   } else {
     PromptOptions options;
     options.append_piped_stdin = true;

@@ -215,28 +215,32 @@ TEST(PromptSizeTest, APromptLargerThanTheContextWindowFailsBeforeTheFirstRequest
   EXPECT_EQ(out.err, "Reading prompt from stdin...\nerror: " + message + "\n");
 }
 
-// A prompt that fits the window but not the compacted history's budget for user messages is
-// cut by compaction; the stream says so instead of the model silently losing the task.
-TEST(PromptSizeTest, ACompactionThatCutsThePromptSaysSo) {
+// A 1 MB prompt fits the window of gpt-5.5 (272000 tokens) but not under its auto-compact
+// limit (90%): the first request would compact the task itself and the model would see a
+// fraction of it. Refused before any request, with the sizes, as the 20 MB one.
+TEST(PromptSizeTest, APromptAtTheAutoCompactLimitIsRefusedWithItsSizes) {
   Workspace ws;
   std::string script =
       ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
   RunOptions options;
   options.cwd = ws.repo();
   options.env = ws.Env();
-  options.stdin_data = std::string(200000, 'a');
+  options.stdin_data = std::string(1u << 20, 'a');
   RunOutput out = RunAgentexec(
-      {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-c",
-       "model_context_window=100000", "-c", "model_auto_compact_token_limit=1000", "-"},
-      options);
-  EXPECT_EQ(out.exit_code, 0) << out.err;
-  // 250 tokens of the prompt kept (a quarter of the limit) plus the truncation marker.
-  EXPECT_NE(out.out.find(R"({"type":"item.completed","item":{"id":"item_1","type":"error",)"
-                         R"("message":"context compaction kept about 258 of the 50000 tokens of )"
-                         R"(the user's messages (the prompt included); the model continues )"
-                         R"(from its summary of the rest"}})"),
+      {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-"}, options);
+  EXPECT_EQ(out.exit_code, 1) << out.err;
+  const std::string message =
+      "the prompt is too large to keep whole: it is about 262144 tokens (1048576 bytes at 4 "
+      "bytes a token) and the history of `gpt-5.5` is compacted at 244800 "
+      "(model_auto_compact_token_limit), which would cut the task itself; shorten it, or put the "
+      "material in files the agent can read";
+  std::vector<std::string> lines = out.lines();
+  ASSERT_EQ(lines.size(), 4u) << out.out;
+  EXPECT_EQ(lines[2], R"({"type":"error","message":")" + message + "\"}");
+  EXPECT_NE(lines[3].find(R"({"type":"turn.failed","error":{"message":")" + message +
+                          R"(","code":"context_length"})"),
             std::string::npos)
-      << out.out;
+      << lines[3];
 }
 
 }  // namespace

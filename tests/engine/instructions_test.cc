@@ -63,6 +63,47 @@ TEST(InstructionsTest, AgentsMdFromRootToCwdWithinBudget) {
   EXPECT_TRUE(warnings.empty());
 }
 
+// The global file, $AGENTEXEC_HOME/AGENTS.md (or $CODEX_HOME's), goes before the project's
+// in the same message, worded as codex 0.171 sends it (observed against the loopback server):
+// trimmed, a "--- project-doc ---" line between, no "for CWD" when it is alone.
+TEST(InstructionsTest, GlobalInstructionsComeFirstAsCodexSendsThem) {
+  test::ScratchDir scratch("ae-agents-global");
+  fs::path root = scratch.path();
+  fs::path ours = root / "agentexec-home", codex = root / "codex-home", repo = root / "repo";
+  fs::create_directories(ours);
+  fs::create_directories(codex);
+  fs::create_directories(repo / ".git");
+  std::ofstream(codex / "AGENTS.md") << "  codex global\n\n";
+  std::vector<std::string> warnings;
+  const std::vector<std::string> homes = {ours.string(), codex.string()};
+  // Ours has none: codex's home is read.
+  const std::string global = GlobalInstructions(homes, 1000, &warnings);
+  EXPECT_EQ(global, "codex global");
+  EXPECT_EQ(ProjectDocs(repo.string(), 1000, &warnings, global),
+            "# AGENTS.md instructions\n\n<INSTRUCTIONS>\ncodex global\n</INSTRUCTIONS>");
+  std::ofstream(repo / "AGENTS.md") << "PROJECT DOC\n";
+  EXPECT_EQ(ProjectDocs(repo.string(), 1000, &warnings, global),
+            "# AGENTS.md instructions for " + repo.string() +
+                "\n\n<INSTRUCTIONS>\ncodex global\n\n--- project-doc ---\n\nPROJECT "
+                "DOC\n\n</INSTRUCTIONS>");
+  // Ours wins over codex's; an override over the AGENTS.md beside it; blank means none.
+  std::ofstream(ours / "AGENTS.md") << "our global";
+  EXPECT_EQ(GlobalInstructions(homes, 1000, &warnings), "our global");
+  std::ofstream(ours / "AGENTS.override.md") << "our override";
+  EXPECT_EQ(GlobalInstructions(homes, 1000, &warnings), "our override");
+  std::ofstream(ours / "AGENTS.override.md") << " \n";
+  EXPECT_EQ(GlobalInstructions(homes, 1000, &warnings), "");
+  EXPECT_TRUE(warnings.empty());
+  // Read under the project's rules: a link to /proc is refused and said.
+  fs::remove(ours / "AGENTS.override.md");
+  fs::remove(ours / "AGENTS.md");
+  fs::create_symlink("/proc/self/environ", ours / "AGENTS.md");
+  EXPECT_EQ(GlobalInstructions(homes, 1000, &warnings), "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind((ours / "AGENTS.md").string() + " is not sent to the model: ", 0), 0u)
+      << warnings[0];
+}
+
 // As codex: AGENTS.override.md shadows the AGENTS.md of its own directory only; an empty
 // override silences that directory.
 TEST(InstructionsTest, AgentsOverrideShadowsAgentsMdInItsDirectory) {

@@ -365,6 +365,46 @@ TEST_F(TurnTest, AResumedThreadPastTheLimitIsCompactedFirst) {
       << sink_.lines[0];
 }
 
+// The resumed thread's new prompt is not compacted with the rest: the summary stands for what
+// came before it, and the next request ends with the prompt, as codex's does.
+TEST_F(TurnTest, AResumedThreadIsCompactedWithoutItsNewPromptWhichComesLast) {
+  history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
+              MessageInputItem("user", "the new prompt")};
+  client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
+  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) {
+    d.auto_compact_token_limit = 100;
+    d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
+    d.resumed_counted_items = 2;
+    d.new_input_items = 1;
+  });
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 2u);
+  const std::vector<std::string> summarised = {MessageInputItem("user", "earlier"),
+                                               MessageInputItem("assistant", "ok"),
+                                               MessageInputItem("user", kCompactionPrompt)};
+  EXPECT_EQ(client_.prompts[0].input, summarised);
+  const std::vector<std::string> next = {
+      MessageInputItem("user", "earlier"),
+      MessageInputItem("user", std::string(kSummaryPrefix) + "\nSUMMARY"),
+      MessageInputItem("user", "the new prompt")};
+  EXPECT_EQ(client_.prompts[1].input, next);
+}
+
+// A new thread holds only the initial context before its prompt: nothing to compact without
+// cutting the task, so the request goes out whole.
+TEST_F(TurnTest, ANewThreadsPromptIsNeverCompactedBeforeTheModelSawIt) {
+  history_ = {MessageInputItem("developer", "instructions"), MessageInputItem("user", "big task")};
+  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) {
+    d.auto_compact_token_limit = 5;
+    d.new_input_items = 1;
+  });
+  ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
+  ASSERT_EQ(client_.prompts.size(), 1u);
+  EXPECT_EQ(client_.prompts[0].input.back(), MessageInputItem("user", "big task"));
+}
+
 // The control: without the carried-over count the same history is far under the limit.
 TEST_F(TurnTest, AResumedThreadWithoutItsCountIsNotCompacted) {
   history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),

@@ -464,6 +464,7 @@ TEST_F(ReviewE2e, UsageErrors) {
        "error: the argument '--base <BRANCH>' cannot be used with '--commit <SHA>'\n\n"
        "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+       "       agentexec [exec] fork SESSION_ID [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
        "[PROMPT]\n\nFor more information, try '--help'.\n"},
       {{"review", "--json", "--format", "SARIF"},
@@ -471,6 +472,7 @@ TEST_F(ReviewE2e, UsageErrors) {
        "  [possible values: json, markdown, sarif, codequality]\n\n"
        "Usage: agentexec [exec] [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+       "       agentexec [exec] fork SESSION_ID [OPTIONS] [PROMPT]\n"
        "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
        "[PROMPT]\n\nFor more information, try '--help'.\n"},
   };

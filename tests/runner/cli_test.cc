@@ -20,6 +20,7 @@ Result<CliArgs> Parse(std::vector<std::string> words) {
 const std::string kUsageTail =
     "\n\nUsage: agentexec [exec] [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] resume [SESSION_ID | --last] [OPTIONS] [PROMPT]\n"
+    "       agentexec [exec] fork SESSION_ID [OPTIONS] [PROMPT]\n"
     "       agentexec [exec] review [--uncommitted | --base BRANCH | --commit SHA] [OPTIONS] "
     "[PROMPT]\n"
     "\nFor more information, try '--help'.";
@@ -103,6 +104,32 @@ TEST(Cli, PromptBeforeResumeAsCodexTakesIt) {
   // After `--` nothing is a keyword.
   Result<CliArgs> literal = Parse({"--", "first", "resume"});
   EXPECT_EQ(literal.message(), "error: unexpected argument 'resume' found" + kUsageTail);
+}
+
+// codex's `exec fork SESSION_ID [PROMPT]`, options anywhere; the id is required, --last is
+// resume's only, and after `--` "fork" is the prompt.
+TEST(Cli, ForkTakesASessionIdAndAnOptionalPrompt) {
+  const std::string id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+  Result<CliArgs> with = Parse({"exec", "fork", "--json", id, "go on", "-m", "m1"});
+  ASSERT_TRUE(with.ok()) << with.message();
+  EXPECT_TRUE(with->fork);
+  EXPECT_FALSE(with->resume);
+  EXPECT_EQ(with->session_id, id);
+  EXPECT_EQ(with->prompt, "go on");
+  EXPECT_EQ(with->model, "m1");
+  Result<CliArgs> without = Parse({"fork", id});
+  ASSERT_TRUE(without.ok()) << without.message();
+  EXPECT_TRUE(without->fork);
+  EXPECT_EQ(without->prompt, std::nullopt);
+  EXPECT_EQ(Parse({"fork"}).message(), "error: 'fork' needs a SESSION_ID" + kUsageTail);
+  EXPECT_EQ(Parse({"fork", "--last", "x"}).message(),
+            "error: '--last' is only valid after 'resume'" + kUsageTail);
+  EXPECT_EQ(Parse({"fork", id, "a", "b"}).message(),
+            "error: unexpected argument 'b' found" + kUsageTail);
+  Result<CliArgs> literal = Parse({"--", "fork"});
+  ASSERT_TRUE(literal.ok()) << literal.message();
+  EXPECT_FALSE(literal->fork);
+  EXPECT_EQ(literal->prompt, "fork");
 }
 
 TEST(Cli, AMistypedCommandIsNotSentAsThePrompt) {
