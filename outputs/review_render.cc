@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <string_view>
+#include <utility>
 
 #include "base/utf8.h"
 
@@ -20,11 +22,95 @@ std::string RelativePath(const std::string& path, const std::string& root) {
   return path;
 }
 
-// An inline code span that cannot be broken by backticks in the text.
+// The length of the run of `c` at text[at].
+size_t RunAt(std::string_view text, size_t at, char c) {
+  size_t n = 0;
+  while (at + n < text.size() && text[at + n] == c) ++n;
+  return n;
+}
+
+// An inline code span that backticks in the text cannot close: its fence is one backtick
+// longer than the text's longest run.
 std::string Code(const std::string& text) {
-  const char* fence = text.find('`') == std::string::npos ? "`" : "`` ";
-  const char* close = text.find('`') == std::string::npos ? "`" : " ``";
-  return fence + text + close;
+  size_t longest = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '`') {
+      const size_t run = RunAt(text, i, '`');
+      longest = std::max(longest, run);
+      i += run - 1;
+    }
+  }
+  if (longest == 0) return "`" + text + "`";
+  const std::string fence(longest + 1, '`');
+  return fence + " " + text + " " + fence;
+}
+
+// Outside code, what each of these characters of model text becomes.
+constexpr std::pair<char, const char*> kInertChars[] = {
+    {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'[', "\\["}, {']', "\\]"}, {'\\', "\\\\"}};
+
+// One line of model text, inert: its code spans as they are (Markdown shows them as text);
+// elsewhere no raw HTML or <URL> autolink (<, >, & as entities) and no link or image (\[, \]
+// escaped, and \ so that no escape of the model's undoes ours).
+std::string InertLine(std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] == '`') {
+      const size_t run = RunAt(line, i, '`');
+      size_t close = i + run;
+      while (close < line.size()) {
+        const size_t other = line[close] == '`' ? RunAt(line, close, '`') : 0;
+        if (other == run) break;
+        close += other > 0 ? other : 1;
+      }
+      const size_t end = close < line.size() ? close + run : i + run;  // unmatched: literal
+      out.append(line.substr(i, end - i));
+      i = end;
+      continue;
+    }
+    const auto* inert = std::find_if(std::begin(kInertChars), std::end(kInertChars),
+                                     [&](const auto& e) { return e.first == line[i]; });
+    if (inert != std::end(kInertChars)) {
+      out += inert->second;
+    } else {
+      out += line[i];
+    }
+    ++i;
+  }
+  return out;
+}
+
+// Model text for a pull request comment, inert (InertLine), fenced code blocks kept as they
+// are; one the model leaves open is closed where its text ends, so it cannot swallow what
+// follows.
+std::string Inert(std::string_view text) {
+  std::string out;
+  std::string fence;  // the open fence's run (``` or ~~~ or longer); empty: none open
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(pos, nl - pos);
+    const size_t indent = std::min(line.find_first_not_of(' '), line.size());
+    const std::string_view lead = line.substr(indent);
+    if (!fence.empty()) {
+      out.append(line);
+      const size_t run = RunAt(lead, 0, fence[0]);
+      if (indent <= 3 && run >= fence.size() &&
+          lead.find_first_not_of(" \t", run) == std::string_view::npos) {
+        fence.clear();
+      }
+    } else if (indent <= 3 && (lead.starts_with("```") || lead.starts_with("~~~"))) {
+      fence.assign(RunAt(lead, 0, lead[0]), lead[0]);
+      out.append(line);
+    } else {
+      out += InertLine(line);
+    }
+    if (nl == text.size()) break;
+    out += '\n';
+    pos = nl + 1;
+  }
+  if (!fence.empty()) out += "\n" + fence;
+  return out;
 }
 
 // Text on one line (titles, explanations never break the list they sit in).
@@ -186,11 +272,14 @@ std::string ReviewJson(const ReviewItem& review) {
 
 std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_root,
                            const std::optional<std::string>& title) {
-  std::string md = title ? fmt::format("## Code review: {}\n\n", OneLine(*title))
+  // Everything the model wrote goes through Inert: a comment that renders its HTML or loads
+  // its images would let a reviewed change speak for the reviewer.
+  std::string md = title ? fmt::format("## Code review: {}\n\n", InertLine(OneLine(*title)))
                          : std::string("## Code review\n\n");
-  md += fmt::format("**Verdict: {}** (confidence {:.2f})\n\n", OneLine(review.overall_correctness),
-                    review.overall_confidence_score);
-  if (!review.overall_explanation.empty()) md += review.overall_explanation + "\n\n";
+  md +=
+      fmt::format("**Verdict: {}** (confidence {:.2f})\n\n",
+                  InertLine(OneLine(review.overall_correctness)), review.overall_confidence_score);
+  if (!review.overall_explanation.empty()) md += Inert(review.overall_explanation) + "\n\n";
   if (review.findings.empty()) {
     md += "No findings.\n";
     return SanitizeUtf8(md);
@@ -208,10 +297,10 @@ std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_roo
         RelativePath(f->absolute_file_path, repo_root) + ":" + std::to_string(f->line_start);
     if (f->line_end != f->line_start) anchor += "-" + std::to_string(f->line_end);
     md += fmt::format("\n{}. **[P{}] {}** — {} (confidence {:.2f})\n", ++n, f->priority,
-                      OneLine(f->title), Code(OneLine(anchor)), f->confidence_score);
+                      InertLine(OneLine(f->title)), Code(OneLine(anchor)), f->confidence_score);
     // The body stays inside the list item: every line indented under it.
     size_t pos = 0;
-    std::string body = f->body;
+    std::string body = Inert(f->body);
     while (!body.empty() && body.back() == '\n') body.pop_back();
     if (!body.empty()) md += "\n";
     while (pos < body.size()) {

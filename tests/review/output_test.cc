@@ -98,6 +98,48 @@ TEST(ReviewOutput, MarkdownWithoutFindings) {
             "No findings.\n");
 }
 
+// Model text in the pull request comment is inert: no raw HTML, no image a browser would load,
+// no link; code spans and fenced blocks (shown as text by Markdown) are kept as they are, and
+// a fence left open is closed where the model's text ends.
+TEST(ReviewOutput, MarkdownRendersModelTextInert) {
+  ReviewItem review;
+  review.overall_correctness = "patch is <b>correct</b>";
+  review.overall_explanation =
+      "Fine.<img src=\"https://evil.example/p.png\"> See [docs](javascript:alert(1)) & "
+      "![x](https://evil.example/pixel.png) \\[x](y)";
+  review.overall_confidence_score = 0.5;
+  ReviewFinding f;
+  f.title = "<script>alert(1)</script> `a<b`";
+  f.body = "Use `x < y` here.\n```html\n<div>kept</div>\n```\n<details>open</details>\n~~~\n<i>";
+  f.priority = 1;
+  f.confidence_score = 0.5;
+  f.absolute_file_path = "/r/we``ird.py";
+  f.line_start = f.line_end = 2;
+  review.findings.push_back(f);
+  EXPECT_EQ(
+      ReviewMarkdown(review, "/r", std::string("<a href=x>t</a>")),
+      "## Code review: &lt;a href=x&gt;t&lt;/a&gt;\n"
+      "\n"
+      "**Verdict: patch is &lt;b&gt;correct&lt;/b&gt;** (confidence 0.50)\n"
+      "\n"
+      "Fine.&lt;img src=\"https://evil.example/p.png\"&gt; See \\[docs\\](javascript:alert(1)) "
+      "&amp; !\\[x\\](https://evil.example/pixel.png) \\\\\\[x\\](y)\n"
+      "\n"
+      "### Findings (1)\n"
+      "\n"
+      "1. **[P1] &lt;script&gt;alert(1)&lt;/script&gt; `a<b`** — ``` we``ird.py:2 ``` "
+      "(confidence 0.50)\n"
+      "\n"
+      "   Use `x < y` here.\n"
+      "   ```html\n"
+      "   <div>kept</div>\n"
+      "   ```\n"
+      "   &lt;details&gt;open&lt;/details&gt;\n"
+      "   ~~~\n"
+      "   <i>\n"
+      "   ~~~\n");
+}
+
 TEST(ReviewOutput, FencedJsonIsAccepted) {
   std::string fenced = std::string("```json\n") + kAnswer + "\n```\n";
   EXPECT_TRUE(ParseReviewOutput(fenced, "/work/repo").ok());
