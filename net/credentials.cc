@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "net/host_name.h"
 
@@ -63,6 +64,25 @@ bool IsBasic(std::string_view value, std::string_view* encoded) {
   *encoded = value.substr(6);
   while (!encoded->empty() && encoded->front() == ' ') encoded->remove_prefix(1);
   return true;
+}
+
+// The user of a "{basic:USER}" in a header template, or nullopt when it has none.
+std::optional<std::string> BasicUser(std::string_view text) {
+  const size_t at = text.find("{basic:");
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t end = text.find('}', at);
+  if (end == std::string_view::npos) return std::nullopt;
+  return std::string(text.substr(at + 7, end - at - 7));
+}
+
+// `text` with {value} as `value` and {basic:USER} as base64 of "USER:value".
+std::string Expand(const std::string& text, const std::string& value) {
+  std::string out = text;
+  ReplaceAll(&out, "{value}", value);
+  if (std::optional<std::string> user = BasicUser(out)) {
+    ReplaceAll(&out, "{basic:" + *user + "}", Base64Encode(*user + ":" + value));
+  }
+  return out;
 }
 
 bool HopByHop(const std::string& lower, bool covered) {
@@ -139,17 +159,23 @@ Result<std::unique_ptr<Broker>> Broker::Create(
       const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-';
       });
-      if (!name_ok || !Contains(text, "{value}") ||
+      const std::optional<std::string> user = BasicUser(text);
+      const bool user_ok =
+          user && !user->empty() && user->find(':') == std::string::npos && Printable(*user);
+      if (!name_ok || !(Contains(text, "{value}") || user_ok) ||
           std::any_of(text.begin(), text.end(), [](char ch) { return ch < 0x20 || ch == 0x7f; })) {
         return MakeError(fmt::format(
-            "{}.header: expected \"Name: text with {{value}}\", got \"{}\"", where, spec.header));
+            "{}.header: expected \"Name: text with {{value}} or {{basic:USER}}\", got \"{}\"",
+            where, spec.header));
       }
       c.header_name = name;
       c.header_template = text;
     }
     c.dummy = MakeDummy(c.real);
     for (const Credential& other : broker->credentials_) {
-      if (Contains(other.real, c.real) || Contains(c.real, other.real)) {
+      // One secret may serve two credentials (a token for git and for the API); one that
+      // holds another would be filtered out of responses ambiguously.
+      if (other.real != c.real && (Contains(other.real, c.real) || Contains(c.real, other.real))) {
         return MakeError(fmt::format("{}: its value overlaps that of network.credentials.{}", where,
                                      other.name));
       }
@@ -222,9 +248,7 @@ Status Broker::RewriteHeaders(const HttpRequestHead& head, std::string_view host
   }
   for (const Credential& c : credentials_) {
     if (c.header_name.empty() || !CoversHost(c, host, port)) continue;
-    std::string value = c.header_template;
-    ReplaceAll(&value, "{value}", c.real);
-    out->append(c.header_name).append(": ").append(value).append("\r\n");
+    out->append(c.header_name).append(": ").append(Expand(c.header_template, c.real)).append("\r\n");
     note(c);
   }
   return {};
@@ -257,6 +281,7 @@ std::vector<std::pair<std::string, std::string>> Broker::ResponseForms(
   for (const Credential& c : credentials_) {
     if (!CoversHost(c, host, port)) continue;
     forms.emplace_back(c.real, c.dummy);
+    if (std::optional<std::string> user = BasicUser(c.header_template)) users.push_back(*user);
     for (const std::string& user : users) {
       forms.emplace_back(Base64Encode(user + ":" + c.real), Base64Encode(user + ":" + c.dummy));
     }

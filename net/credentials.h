@@ -25,7 +25,9 @@ struct CredentialSpec {
   std::string name;
   std::vector<std::string> hosts;  // the same patterns as network.allow
   std::string env;                 // the variable of agentexec's environment holding the value
-  std::string header;              // "" or "Name: text with {value}", set on every request
+  // "" or "Name: text" set on every request, the text holding {value} (the value) or
+  // {basic:USER} (Basic auth's base64 of "USER:value").
+  std::string header;
 };
 
 struct Credential {

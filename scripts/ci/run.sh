@@ -105,6 +105,36 @@ if [ -n "${INPUT_ARGS:-}" ]; then
     die "args: cannot split (unbalanced quotes?): $INPUT_ARGS"
   mapfile -t extra <<<"$split"
 fi
+# The job's token, brokered (docs/CI.md, "Secrets a task needs"): commands can push their
+# branch and call the forge's API with it, but only ever see a dummy; agentexec's proxy puts
+# the real token into the requests to the forge's hosts. Under workspace-write only: the broker
+# needs the network allow-list's proxy (broker-token: false turns it off, e.g. for
+# network_access = true).
+broker=()
+if [ "${INPUT_BROKER_TOKEN:-true}" = true ] && [ "${INPUT_SANDBOX:-}" = workspace-write ]; then
+  host_of() { local h=${1#*://}; printf '%s' "${h%%/*}"; }
+  if [ -n "${INPUT_GITHUB_TOKEN:-}" ]; then
+    web=$(host_of "${GITHUB_SERVER_URL:-https://github.com}")
+    api=$(host_of "${GITHUB_API_URL:-https://api.github.com}")
+    export GITHUB_TOKEN="$INPUT_GITHUB_TOKEN" GH_TOKEN="$INPUT_GITHUB_TOKEN"
+    unset INPUT_GITHUB_TOKEN
+    # git over https answers Basic auth; the API, Bearer (on one host, as GitHub Enterprise
+    # Server's /api/v3, Basic serves both).
+    broker+=(-c "network.credentials.forge-git.hosts=[\"$web\"]"
+      -c 'network.credentials.forge-git.env="GITHUB_TOKEN"'
+      -c 'network.credentials.forge-git.header="Authorization: Basic {basic:x-access-token}"')
+    if [ "$api" != "$web" ]; then
+      broker+=(-c "network.credentials.forge-api.hosts=[\"$api\"]"
+        -c 'network.credentials.forge-api.env="GH_TOKEN"'
+        -c 'network.credentials.forge-api.header="Authorization: Bearer {value}"')
+    fi
+  elif [ -n "${CI_JOB_TOKEN:-}" ] && [ -n "${CI_SERVER_HOST:-}" ]; then
+    broker+=(-c "network.credentials.forge-git.hosts=[\"$CI_SERVER_HOST\"]"
+      -c 'network.credentials.forge-git.env="CI_JOB_TOKEN"'
+      -c 'network.credentials.forge-git.header="Authorization: Basic {basic:gitlab-ci-token}"')
+  fi
+fi
+cfg+=("${broker[@]}")
 roots_text=$("$bin" --print-writable-roots "${cfg[@]}" "${extra[@]}" </dev/null) ||
   die "agentexec cannot say which paths this run may write (its error above); not running"
 roots=()  # none under read-only

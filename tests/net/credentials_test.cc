@@ -74,8 +74,8 @@ TEST(Credentials, ValuesThatCannotBeBrokeredAreRefusedByName) {
             "network.credentials.forge.hosts: ");
   EXPECT_EQ(CreateError({{"forge", {"git.example.com"}, "FORGE_TOKEN", "Authorization Bearer"}},
                         {{"FORGE_TOKEN", kReal}}),
-            "network.credentials.forge.header: expected \"Name: text with {value}\", got "
-            "\"Authorization Bearer\"");
+            "network.credentials.forge.header: expected \"Name: text with {value} or "
+            "{basic:USER}\", got \"Authorization Bearer\"");
 }
 
 TEST(Credentials, TheRealValueGoesOnlyIntoHeadersToItsHosts) {
@@ -152,6 +152,28 @@ TEST(Credentials, AHeaderTemplateIsSetByTheProxy) {
   EXPECT_EQ(out, std::string("Accept: */*\r\nAuthorization: Bearer ") + kReal + "\r\n");
   EXPECT_EQ(broker->Environment(),
             std::vector<std::string>{"API_TOKEN=" + broker->credentials()[0].dummy});
+}
+
+TEST(Credentials, OneTokenServesGitByBasicAuthAndTheApiByBearer) {
+  auto broker = MakeBroker(
+      {{"git", {"github.com"}, "GH_TOKEN", "Authorization: Basic {basic:x-access-token}"},
+       {"api", {"api.github.com"}, "GITHUB_TOKEN", "Authorization: Bearer {value}"}},
+      {{"GH_TOKEN", kReal}, {"GITHUB_TOKEN", kReal}});
+  ASSERT_TRUE(broker);
+  std::string out;
+  std::vector<std::string> used;
+  ASSERT_TRUE(broker->RewriteHeaders(Head({}), "github.com", 443, &out, &used).ok());
+  EXPECT_EQ(out, "Authorization: Basic " + Base64Encode(std::string("x-access-token:") + kReal) +
+                     "\r\n");
+  // What the server reflects of the header the proxy set goes back as the dummy's.
+  StreamFilter filter(broker->ResponseForms("github.com", 443, Head({})));
+  const std::string dummy = broker->credentials()[0].dummy;
+  EXPECT_EQ(filter.Feed(Base64Encode(std::string("x-access-token:") + kReal)) + filter.Finish(),
+            Base64Encode("x-access-token:" + dummy));
+  out.clear();
+  ASSERT_TRUE(broker->RewriteHeaders(Head({}), "api.github.com", 443, &out, &used).ok());
+  EXPECT_EQ(out, std::string("Authorization: Bearer ") + kReal + "\r\n");
+  EXPECT_EQ(used, (std::vector<std::string>{"git", "api"}));
 }
 
 TEST(Credentials, Base64RoundTripsAndRefusesGarbage) {

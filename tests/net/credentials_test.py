@@ -35,7 +35,7 @@ from netns import ALLOWED, EVIL, Net, make_ca, sh  # noqa: E402
 AGENTEXEC = ""
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-FAKE_HOSTS = f"allowed.test={ALLOWED};evil.test={EVIL}"
+FAKE_HOSTS = f"allowed.test={ALLOWED};api.allowed.test={ALLOWED};evil.test={EVIL}"
 TOKEN = "ghs_" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(36))
 
 # Everything a command can do to find the token: its environment and every process's it can
@@ -103,7 +103,7 @@ class CredentialsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="ae-cred-")
-        make_ca(cls.dir)
+        make_ca(cls.dir, ("allowed.test", "api.allowed.test", "evil.test"))
         cls.net = Net(cls.dir, servers=False)
         cls.git_root = os.path.join(cls.dir, "git")
         os.makedirs(cls.git_root)
@@ -248,6 +248,72 @@ class CredentialsTest(unittest.TestCase):
                 self.assertEqual(out.returncode, 2, out.stderr)
                 self.assertEqual(json.loads(out.stdout.splitlines()[-1])["error"]["message"],
                                  message)
+
+    # The CI step's default (scripts/ci/run.sh, as action.yml runs it: INPUT_GITHUB_TOKEN is
+    # `inputs.github-token || github.token`, broker-token true): with GITHUB_SERVER_URL and
+    # GITHUB_API_URL naming the test's forge, a command pushes its branch and comments through
+    # the API with no credential of its own, and the attack finds the token nowhere.
+    def test_the_steps_default_pushes_and_comments_with_the_job_token(self):
+        t = self
+        open(t.log, "w").close()
+        ws = os.path.join(t.dir, "action-ws")
+        os.makedirs(ws)
+        sh(f"git init -q {ws}")
+        home = os.path.join(t.dir, "action-home")
+        runner_temp = os.path.join(t.dir, "runner-temp")
+        os.makedirs(home)
+        os.makedirs(runner_temp)
+        script = os.path.join(t.dir, "action.json")
+        with open(script, "w") as f:
+            f.write(turns([
+                "mkdir repo && cd repo && git init -q && git config user.email a@b && "
+                "git config user.name a && echo hi > f && git add f && git commit -qm one && "
+                "git push -q https://allowed.test/repo.git HEAD:refs/heads/from-action 2>&1; "
+                "echo push=$?",
+                "curl -sS -X POST https://api.allowed.test/api/comments -d body=done",
+                'test -n "$GH_TOKEN" && test "$GH_TOKEN" != "$(printf %s "$T_REV" | rev)" && '
+                "echo dummy",
+                ATTACK.replace("FORGE_TOKEN", "GH_TOKEN")]))
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home,
+               "AGENTEXEC_HOME": os.path.join(home, ".agentexec"),
+               "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS, "SSL_CERT_FILE": t.ca,
+               "T_REV": TOKEN[::-1], "RUNNER_TEMP": runner_temp, "AGENTEXEC_BIN": AGENTEXEC,
+               "GITHUB_SERVER_URL": "https://allowed.test",
+               "GITHUB_API_URL": "https://api.allowed.test",
+               "INPUT_PROMPT": "push and comment", "INPUT_SANDBOX": "workspace-write",
+               "INPUT_APPROVAL": "never", "INPUT_BROKER_TOKEN": "true",
+               "INPUT_GITHUB_TOKEN": TOKEN,
+               "INPUT_ARGS": "-c model_provider=scripted -c "
+                             f"model_providers.scripted.script=\"{script}\""}
+        out = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "ci", "run.sh")], cwd=ws,
+                             env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        events_file = glob.glob(f"{runner_temp}/agentexec-*/events.jsonl")[0]
+        with open(events_file) as f:
+            events = [json.loads(l) for l in f]
+        done = [e["item"] for e in events if e["type"] == "item.completed"]
+        push, comment, dummy, attack = [i["aggregated_output"] for i in done
+                                        if i["type"] == "command_execution"]
+        self.assertTrue(push.endswith("push=0\n"), push)
+        self.assertTrue(comment.startswith("ok\n"), comment)
+        self.assertEqual(dummy, "dummy\n")
+        self.assertNotIn("FOUND", attack)
+        self.assertEqual(sh(f"git -C {t.git_root}/repo.git rev-parse --verify -q from-action",
+                            capture_output=True).returncode, 0)
+        with open(t.log) as f:
+            log = f.read()
+        self.assertIn(f"{ALLOWED} POST /repo.git/git-receive-pack real\n", log)
+        self.assertIn(f"{ALLOWED} POST /api/comments real\n", log)
+        requests = {(r["host"], tuple(r.get("credentials", []))) for r in done
+                    if r["type"] == "network_request" and r["decision"] == "allowed"}
+        self.assertIn(("allowed.test", ("forge-git",)), requests)
+        self.assertIn(("api.allowed.test", ("forge-api",)), requests)
+        for path in glob.glob(f"{runner_temp}/**", recursive=True) + \
+                glob.glob(f"{home}/**", recursive=True) + glob.glob(f"{ws}/**", recursive=True):
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    self.assertNotIn(TOKEN.encode(), f.read(), path)
+        self.assertNotIn(TOKEN, out.stdout + out.stderr)
 
 
 def main():

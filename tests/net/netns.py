@@ -70,11 +70,11 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, shell=True, check=True, **kw)
 
 
-def make_ca(d):
+def make_ca(d, names=("allowed.test", "evil.test")):
     sh(f"openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout {d}/ca.key "
        f"-out {d}/ca.pem 2>/dev/null")
     with open(f"{d}/ext.cnf", "w") as f:
-        f.write("subjectAltName=DNS:allowed.test,DNS:evil.test\n")
+        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n")
     sh(f"openssl req -newkey rsa:2048 -nodes -subj /CN=allowed.test -keyout {d}/srv.key "
        f"-out {d}/srv.csr 2>/dev/null")
     sh(f"openssl x509 -req -in {d}/srv.csr -CA {d}/ca.pem -CAkey {d}/ca.key -CAcreateserial "
