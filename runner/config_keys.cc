@@ -787,6 +787,11 @@ const KeySpec kKeys[] = {
     {"include_view_image_tool", K::kIgnored, "", "Accepted from codex; unused."},
     {"tools_web_search_request", K::kIgnored, "", "Accepted from codex; unused."},
     {"skills", K::kIgnored, "", "Accepted from codex; unused."},
+    // Added by codex 0.170/0.171: rollout tracing, how Responses streams are processed, and
+    // its code mode; none changes what a headless run sends or does.
+    {"rollout_trace", K::kIgnored, "", "Accepted from codex (0.171); unused."},
+    {"responses", K::kIgnored, "", "Accepted from codex (0.171); unused."},
+    {"code_mode", K::kIgnored, "", "Accepted from codex (0.171); unused."},
 };
 
 std::vector<std::string_view> Split(std::string_view name) {

@@ -360,6 +360,18 @@ TEST_F(ConfigTest, CodexMcpApprovalModeIsAcceptedWithoutAWarning) {
   EXPECT_EQ(config->mcp_servers.at("docs").command, "docs-mcp");
 }
 
+// The settings codex 0.170/0.171 added load from a codex config.toml, --strict-config too.
+TEST_F(ConfigTest, CodexNewSettingsAreAcceptedWithoutAWarning) {
+  WriteFile(user_file(),
+            "rollout_trace = { enabled = true }\n[responses]\nprocess_mode = \"streaming\"\n"
+            "[code_mode]\nheartbeat_interval_s = 5\n");
+  LoadOptions o = Options();
+  o.strict = true;
+  Result<Config> config = LoadConfig(o);
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_TRUE(config->warnings.empty()) << config->warnings[0];
+}
+
 TEST_F(ConfigTest, StrictConfigMakesUnknownKeysErrors) {
   WriteFile(user_file(), "model = \"x\"\n\n\nmodle = \"y\"\n");
   LoadOptions o = Options();
