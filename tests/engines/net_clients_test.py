@@ -14,6 +14,11 @@ never sees a request.
                              a wheel made at test time, and from evil.test's index
   net_clients_npm_verdaccio  npm install of a package (and its dependency) published to a real
                              verdaccio on allowed.test:4873, over plain HTTP, and from evil.test
+  net_clients_npm_brokered_token
+                             npm install of a scoped package that verdaccio serves only with
+                             a token: passed to commands, they can print it; brokered
+                             ([network.credentials]), npm works with the dummy and no
+                             command's environment or event holds the token
   net_clients_ssh_socks5     ssh through the SOCKS5 proxy with OpenBSD `nc -X 5`, and git clone
                              over ssh with agentexec's own GIT_SSH_COMMAND, to allowed.test:22
                              only when it is listed (allowed.test alone means 80 and 443)
@@ -47,6 +52,7 @@ import tempfile
 import time
 import types
 import unittest
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,6 +72,7 @@ CASES = {
     "test_pip_install_from_an_index": "net_clients_pip",
     "test_npm_install_from_verdaccio": "net_clients_npm_verdaccio",
     "test_ssh_through_socks5": "net_clients_ssh_socks5",
+    "test_npm_scoped_package_with_a_brokered_token": "net_clients_npm_brokered_token",
 }
 VERDACCIO_INSTALL = (
     "mkdir -p DIR && cd DIR && echo '{\"dependencies\":{\"verdaccio\":\"6.8.0\"},"
@@ -169,6 +176,12 @@ class NetClientsTest(unittest.TestCase):
         cls.procs.append(p)
         return p
 
+    @staticmethod
+    def stop(process):
+        """Ends a server a case started (the next case's may take its port)."""
+        process.kill()
+        process.wait()
+
     def agent_env(self):
         return {"PATH": self.path, "HOME": self.dir, "LANG": "C.UTF-8",
                 "AGENTEXEC_HOME": os.path.join(self.dir, "home"),
@@ -180,22 +193,22 @@ class NetClientsTest(unittest.TestCase):
         return subprocess.run(["bash", "-lc", command], env=self.agent_env(), capture_output=True,
                               text=True)
 
-    def run_agent(self, commands, allow):
+    def run_agent(self, commands, allow, extra=(), env=None, ws=None):
         """Runs the commands in a fresh workspace under the allow-list. Returns each command's
         output (`outputs`), what the model was sent for it (`for_model`, from the session's
         rollout), its network_request items as (protocol, host, port, decision, reason) tuples
         (`per_command`), the items themselves (`items`) and the final event's summary
         (`network`)."""
-        ws = tempfile.mkdtemp(prefix="ws-", dir=self.dir)
+        ws = ws or tempfile.mkdtemp(prefix="ws-", dir=self.dir)
         sh(f"git init -q {ws}")
         script = os.path.join(ws, ".turns.json")
         with open(script, "w") as f:
             f.write(turns(commands))
         argv = [AGENTEXEC, "exec", "--json", "-s", "workspace-write", "-c",
                 "model_provider=scripted", "-c", f'model_providers.scripted.script="{script}"',
-                "-c", "network.allow=" + json.dumps(allow), "go"]
-        out = subprocess.run(argv, cwd=ws, env=self.agent_env(), capture_output=True, text=True,
-                             timeout=300)
+                "-c", "network.allow=" + json.dumps(allow), *extra, "go"]
+        out = subprocess.run(argv, cwd=ws, env={**self.agent_env(), **(env or {})},
+                             capture_output=True, text=True, timeout=300)
         with open(os.path.join(ws, ".events.jsonl"), "w") as f:
             f.write(out.stdout)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -295,7 +308,10 @@ class NetClientsTest(unittest.TestCase):
                           (ALLOWED, "GET", f"/packages/{srv.WHEEL_NAME}-{srv.WHEEL_VERSION}"
                                            "-py3-none-any.whl", "200")})
 
-    def test_npm_install_from_verdaccio(self):
+    def start_verdaccio(self, name, packages_rule):
+        """A verdaccio of its own on allowed.test:4873 (`packages_rule`: its `packages:` YAML),
+        with a throwaway user made through its API: (registry URL, the user's token, its
+        log's path, the environment npm publishes with)."""
         for tool, package in (("node", "nodejs"), ("npm", "npm")):
             if self.in_agent_shell(f"command -v {tool}").returncode != 0:
                 self.skipTest(f"{tool} is not installed: apt-get install {package}")
@@ -306,22 +322,19 @@ class NetClientsTest(unittest.TestCase):
                               "DIR", os.path.join(os.path.dirname(AGENTEXEC), "engines",
                                                   "verdaccio")) +
                           ", or set VERDACCIO to its bin/verdaccio")
-        # verdaccio on allowed.test:4873 (it listens on one address only; evil.test's requests
-        # are refused before any is dialled), anyone may read and publish, no uplink.
-        vd = os.path.join(self.dir, "verdaccio")
+        vd = os.path.join(self.dir, name)
         os.makedirs(os.path.join(vd, "storage"))
         with open(os.path.join(vd, "config.yaml"), "w") as f:
             f.write(f"storage: {vd}/storage\n"
                     f"auth:\n  htpasswd:\n    file: {vd}/htpasswd\n    max_users: 10\n"
                     "uplinks: {}\n"
-                    "packages:\n  '**':\n    access: $all\n    publish: $all\n"
-                    "    unpublish: $all\n"
+                    f"packages:\n{packages_rule}"
                     f"listen: {ALLOWED}:4873\n"
                     "web:\n  enable: false\n"
                     "log: {type: stdout, format: pretty, level: http}\n")
         log_path = os.path.join(vd, "verdaccio.log")
-        self.in_b([verdaccio, "--config", os.path.join(vd, "config.yaml")], log=log_path,
-                  env={**os.environ, "PATH": self.path})
+        server = self.in_b([verdaccio, "--config", os.path.join(vd, "config.yaml")], log=log_path,
+                           env={**os.environ, "PATH": self.path})
         registry = f"http://{ALLOWED}:4873/"
         wait_for("verdaccio", lambda: no_proxy_get(registry + "-/ping")[0] == 200)
         # A throwaway user through the registry's API, then both packages published from A.
@@ -336,6 +349,14 @@ class NetClientsTest(unittest.TestCase):
         publish_env = {"PATH": self.path, "HOME": vd, "npm_config_userconfig": npmrc,
                        "npm_config_cache": os.path.join(vd, "cache"),
                        "npm_config_update_notifier": "false"}
+        return registry, token, log_path, publish_env, server, vd
+
+    def test_npm_install_from_verdaccio(self):
+        # verdaccio on allowed.test:4873 (it listens on one address only; evil.test's requests
+        # are refused before any is dialled), anyone may read and publish, no uplink.
+        registry, token, log_path, publish_env, server, vd = self.start_verdaccio(
+            "verdaccio", "  '**':\n    access: $all\n    publish: $all\n    unpublish: $all\n")
+        self.addCleanup(self.stop, server)
         for package in srv.make_npm_packages(os.path.join(vd, "packages")):
             done = subprocess.run(["npm", "publish", "--registry", registry], cwd=package,
                                   env=publish_env, capture_output=True, text=True, timeout=120)
@@ -368,6 +389,57 @@ class NetClientsTest(unittest.TestCase):
             self.assertGreater(i["bytes_received"], 0)
         self.assertEqual(r.network, {"reached": ["allowed.test:4873"],
                                      "refused": ["evil.test:4873"]})
+
+    def test_npm_scoped_package_with_a_brokered_token(self):
+        # Packages under @ae/ need a logged-in user: the token. Attacker first: passed to the
+        # commands in NPM_TOKEN, npm works and the token is theirs to print; brokered
+        # ([network.credentials.npm]), npm works with the dummy and the token is nowhere.
+        registry, token, log_path, publish_env, server, vd = self.start_verdaccio(
+            "verdaccio-auth", "  '@ae/*':\n    access: $authenticated\n"
+            "    publish: $authenticated\n  '**':\n    access: $all\n    publish: $all\n")
+        self.addCleanup(self.stop, server)
+        pkg = os.path.join(vd, "packages", "private")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "package.json"), "w") as f:
+            json.dump({"name": "@ae/private", "version": "1.0.0", "main": "index.js",
+                       "license": "MIT", "description": "needs the token"}, f)
+        with open(os.path.join(pkg, "index.js"), "w") as f:
+            f.write('exports.hello = () => "hello from @ae/private";\n')
+        done = subprocess.run(["npm", "publish", "--registry", registry], cwd=pkg, env=publish_env,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        with self.assertRaisesRegex(urllib.error.HTTPError, "401"):  # none without the token
+            no_proxy_get(registry + "@ae%2fprivate")
+        npm = ("npm install --no-audit --no-fund --no-update-notifier --loglevel=error "
+               "--fetch-retries=0 --cache \"$PWD/../npm-cache\" @ae/private >../npm.log 2>&1; "
+               "echo \"npm exit=$?\"; node -e 'console.log(require(\"@ae/private\").hello())'")
+        look = "env | grep -c -- \"$(printf %s \"$T_REV\" | rev)\""
+        cases = {
+            "passed": ["-c", "shell_environment_policy.ignore_default_excludes=true"],
+            "brokered": ["-c", 'network.credentials.npm.hosts=["allowed.test:4873"]',
+                         "-c", 'network.credentials.npm.env="NPM_TOKEN"'],
+        }
+        got = {}
+        for name, extra in cases.items():
+            ws = tempfile.mkdtemp(prefix=f"ws-{name}-", dir=self.dir)
+            os.makedirs(os.path.join(ws, "app"))
+            # The project's own .npmrc, as a private package's repository carries it.
+            with open(os.path.join(ws, "app", ".npmrc"), "w") as f:
+                f.write("@ae:registry=http://allowed.test:4873/\n"
+                        "//allowed.test:4873/:_authToken=${NPM_TOKEN}\n")
+            r = self.run_agent([f"cd app && {npm}", look], ["allowed.test:4873"], extra,
+                               {"NPM_TOKEN": token, "T_REV": token[::-1]}, ws)
+            got[name] = r
+            self.assertEqual(r.outputs[0], "npm exit=0\nhello from @ae/private\n",
+                             f"{name}: npm's log: {read(os.path.join(ws, 'npm.log'))}")
+        self.assertEqual(got["passed"].outputs[1], "1\n")  # the attacker's: the token itself
+        self.assertEqual(got["brokered"].outputs[1], "0\n")
+        brokered = [i for i in got["brokered"].items if i.get("credentials") == ["npm"]]
+        self.assertTrue(brokered, got["brokered"].items)
+        self.assertEqual({(i["method"], i["host"], i["port"]) for i in brokered},
+                         {("GET", "allowed.test", 4873)})
+        with open(os.path.join(got["brokered"].ws, ".events.jsonl")) as f:
+            self.assertNotIn(token, f.read())
 
     def test_ssh_through_socks5(self):
         for tool, package in (("/usr/sbin/sshd", "openssh-server"), ("ssh", "openssh-client"),
