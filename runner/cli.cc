@@ -68,6 +68,15 @@ struct Given {
   // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
   // (and left out of --help) rather than failing the SDK's call.
   std::optional<std::string> sdk_thread_source, sdk_cyber_access;
+  // codex exec flags with nothing to do here (agentexec keeps no project trust, loads no
+  // .rules files, runs no hooks): accepted, left out of --help, so a codex command line runs.
+  bool codex_trust = false, codex_ignore_rules = false, codex_hook_trust = false;
+  // --enable / --disable FEATURE: codex's `-c features.<name>=true|false`, applied as that.
+  std::vector<std::string> enable, disable;
+  std::optional<std::string> local_provider;  // --local-provider: checked, ollama is built in
+  // codex exec flags agentexec cannot honour: refused, saying what to do instead.
+  bool worktree = false, approve_for_me = false;
+  std::optional<std::string> remote, remote_token_env;
   std::vector<std::string> words;
 };
 
@@ -196,6 +205,39 @@ const OptionSpec kOptions[] = {
      [](Given& g) -> Field { return &g.sdk_thread_source; }},
     {"--cyber-access-program", "", Section::kHidden, "",
      [](Given& g) -> Field { return &g.sdk_cyber_access; }},
+    {"--trust", "", Section::kHidden, "", [](Given& g) -> Field { return &g.codex_trust; }},
+    {"--ignore-rules", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.codex_ignore_rules; }},
+    {"--dangerously-bypass-hook-trust", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.codex_hook_trust; }},
+    {"--enable", "", Section::kHidden, "", [](Given& g) -> Field { return &g.enable; }},
+    {"--disable", "", Section::kHidden, "", [](Given& g) -> Field { return &g.disable; }},
+    {"--local-provider", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.local_provider; }},
+    {"--worktree", "", Section::kHidden, "", [](Given& g) -> Field { return &g.worktree; }},
+    {"--approve-for-me", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.approve_for_me; }},
+    {"--remote", "", Section::kHidden, "", [](Given& g) -> Field { return &g.remote; }},
+    {"--remote-auth-token-env", "", Section::kHidden, "",
+     [](Given& g) -> Field { return &g.remote_token_env; }},
+};
+
+// codex exec flags agentexec refuses, each with what to do instead.
+struct RefusedFlag {
+  bool (*given)(const Given&);
+  const char* why;
+};
+const RefusedFlag kRefusedFlags[] = {
+    {[](const Given& g) { return g.remote.has_value() || g.remote_token_env.has_value(); },
+     "'--remote' connects codex to an app server; agentexec runs the agent in its own process "
+     "and has no server to connect to: drop --remote and --remote-auth-token-env"},
+    {[](const Given& g) { return g.worktree; },
+     "'--worktree' (a git worktree codex manages) is not supported: create one with `git "
+     "worktree add DIR` and run agentexec with -C DIR"},
+    {[](const Given& g) { return g.approve_for_me; },
+     "'--approve-for-me' hands approvals to codex's automatic reviewer; agentexec asks no one: "
+     "choose the sandbox (-s workspace-write) and, to retry denied commands unsandboxed, -a "
+     "on-failure"},
 };
 
 // Registers the options that have every bit of `only` (0: all of them) with CLI11.
@@ -563,6 +605,21 @@ Status CheckOptions(Given& given) {
   }
   if (args.full_auto && args.sandbox) {
     return UsageError("the argument '--full-auto' cannot be used with '--sandbox <MODE>'");
+  }
+  for (const RefusedFlag& refused : kRefusedFlags) {
+    if (refused.given(given)) return UsageError(refused.why);
+  }
+  if (given.local_provider && *given.local_provider != "ollama") {
+    return InvalidValue(*given.local_provider, "--local-provider <OSS_PROVIDER>",
+                        "agentexec has one local provider built in, ollama; add another as "
+                        "[model_providers.ID] with wire_api = \"chat\" and -c model_provider=ID");
+  }
+  // As `-c features.<name>=...` after the user's own -c options.
+  for (const std::string& feature : given.enable) {
+    args.config_overrides.push_back("features." + feature + "=true");
+  }
+  for (const std::string& feature : given.disable) {
+    args.config_overrides.push_back("features." + feature + "=false");
   }
   return {};
 }

@@ -132,6 +132,37 @@ TEST(Cli, ForkTakesASessionIdAndAnOptionalPrompt) {
   EXPECT_EQ(literal->prompt, "fork");
 }
 
+// codex 0.171's exec flags: those with nothing to do here are accepted, --enable/--disable
+// become codex's features.* keys, and those agentexec cannot honour say what to do instead.
+TEST(Cli, CodexFlagsAreAcceptedMappedOrRefusedWithTheWayOut) {
+  Result<CliArgs> ok =
+      Parse({"--trust", "--ignore-rules", "--dangerously-bypass-hook-trust", "--enable", "a",
+             "--disable", "b", "--local-provider", "ollama", "-c", "model=m", "go"});
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_EQ(ok->prompt, "go");
+  EXPECT_EQ(ok->config_overrides,
+            (std::vector<std::string>{"model=m", "features.a=true", "features.b=false"}));
+  EXPECT_EQ(Parse({"--remote", "ws://x", "go"}).message(),
+            "error: '--remote' connects codex to an app server; agentexec runs the agent in its "
+            "own process and has no server to connect to: drop --remote and "
+            "--remote-auth-token-env" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--worktree", "go"}).message(),
+            "error: '--worktree' (a git worktree codex manages) is not supported: create one with "
+            "`git worktree add DIR` and run agentexec with -C DIR" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--approve-for-me", "go"}).message(),
+            "error: '--approve-for-me' hands approvals to codex's automatic reviewer; agentexec "
+            "asks no one: choose the sandbox (-s workspace-write) and, to retry denied commands "
+            "unsandboxed, -a on-failure" +
+                kUsageTail);
+  EXPECT_EQ(Parse({"--local-provider", "lmstudio", "go"}).message(),
+            "error: invalid value 'lmstudio' for '--local-provider <OSS_PROVIDER>'\n  [agentexec "
+            "has one local provider built in, ollama; add another as [model_providers.ID] with "
+            "wire_api = \"chat\" and -c model_provider=ID]" +
+                kUsageTail);
+}
+
 TEST(Cli, AMistypedCommandIsNotSentAsThePrompt) {
   EXPECT_EQ(Parse({"reveiw"}).message(),
             "error: 'reveiw' is not a command; did you mean 'review'? To send 'reveiw' as the "
