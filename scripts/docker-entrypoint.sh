@@ -15,7 +15,11 @@
 #     still wins. agentexec's own --print-config answers whether anything chose one. A
 #     project's .agentexec/config.toml cannot loosen the mode (agentexec ignores a project
 #     file's looser sandbox_mode), so it cannot turn this default into danger-full-access.
-#  4. One line on stderr: how strong the sandbox is in this container (agentexec's own
+#  4. The workspace (exit 2, as for a directory that is not a git repository, with one line
+#     saying what to do): an empty working directory with nothing mounted there (the
+#     repository mounted elsewhere, say at /src) is named, and so is one the run cannot write
+#     (mounted read-only, or `--user` not its owner) unless the run is read-only.
+#  5. One line on stderr: how strong the sandbox is in this container (agentexec's own
 #     preflight, through `agentexec sandbox -- true`), and the `docker run` option that adds
 #     what is missing.
 # Not for `sandbox`, `review`, `batch`, `schema`, `help`, -h or -V: those pass through as
@@ -48,11 +52,19 @@ first=${1:-}
 case $first in
   sandbox | review | batch | schema | help) exec agentexec "$@" ;;
 esac
+workspace=$PWD
+printing=
+previous=
 for a in "$@"; do
+  case $previous in -C | --cd) workspace=$a ;; esac
   case $a in
     --) break ;;
     -h | --help | -V | --version) exec agentexec "$@" ;;
+    --print-config | --print-writable-roots) printing=1 ;;
+    --cd=*) workspace=${a#--cd=} ;;
+    -C?*) workspace=${a#-C} ;;
   esac
+  previous=$a
 done
 
 # 3. The image's default sandbox mode, only where nothing else chose one.
@@ -62,7 +74,32 @@ if grep -qx 'sandbox_mode = "read-only"  # default' <<<"$config"; then
   defaults=(-c 'sandbox_mode="workspace-write"')
 fi
 
-# 4. The sandbox this container allows (the preflight's warnings name what is missing).
+# 4. The workspace. A mount point is field 5 of mountinfo (spaces escaped as \040).
+mounted() { awk -v d="$1" '$5 == d { found = 1 } END { exit !found }' /proc/self/mountinfo 2>/dev/null; }
+if [ -z "$printing" ] && [ -d "$workspace" ] && [ -z "$(ls -A "$workspace" 2>/dev/null)" ] &&
+  ! mounted "$(cd "$workspace" && pwd -P)"; then
+  # Where the repository went instead: a directory mounted directly under / that is no part
+  # of the image.
+  elsewhere=$(awk '$5 ~ "^/[^/]+$" { print $5 }' /proc/self/mountinfo 2>/dev/null |
+    grep -vxE '/(proc|sys|dev|etc|run|tmp|var|usr|boot|home|root|work|lib|lib64|bin|sbin|opt|srv|mnt|media)' |
+    head -n1 || true)
+  say "workspace: $workspace is empty and nothing is mounted there: mount the repository at /work, the image's working directory (docker run -v \"\$PWD:/work\" ...)${elsewhere:+; $elsewhere is mounted: use -v \"\$PWD:/work\" instead, or -w $elsewhere}"
+  exit 2
+fi
+mode=$(sed -n 's/^sandbox_mode = "\([^"]*\)".*/\1/p' <<<"$config")
+[ ${#defaults[@]} -gt 0 ] && mode=workspace-write
+if [ -z "$printing" ] && [ -d "$workspace" ] && [ "$mode" != read-only ] && [ ! -w "$workspace" ]; then
+  if awk -v d="$(cd "$workspace" && pwd -P)" '$5 == d && $6 ~ /(^|,)ro(,|$)/ { found = 1 } END { exit !found }' \
+    /proc/self/mountinfo 2>/dev/null; then
+    why="it is mounted read-only (mount it read-write, or run with -s read-only)"
+  else
+    why="uid $(id -u) may not write it, it belongs to uid $(stat -c %u "$workspace") (run as its owner: drop --user, or --user $(stat -c %u:%g "$workspace"); or run with -s read-only)"
+  fi
+  say "workspace: $workspace cannot be written: $why"
+  exit 2
+fi
+
+# 5. The sandbox this container allows (the preflight's warnings name what is missing).
 probe=0
 if grep -q '^sandbox_mode = "danger-full-access"' <<<"$config"; then
   probe=none

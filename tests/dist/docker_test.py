@@ -281,6 +281,53 @@ class EntrypointTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(report_line(p.stderr), [line], fake)
 
+    def test_an_empty_workspace_with_nothing_mounted_names_work(self):
+        # The repository mounted elsewhere (-v "$PWD:/src"): the run would start in an empty
+        # /work; the entrypoint says where to mount it instead, before any request (exit 2).
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        p = self.entry("--json", "fix it", cwd=empty)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stdout, "")
+        lines = report_line(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith(
+            f"agentexec image: workspace: {empty} is empty and nothing is mounted there: mount "
+            "the repository at /work, the image's working directory (docker run -v "
+            "\"$PWD:/work\" ...)"), lines[0])
+        # -C names where it is: no complaint about the working directory.
+        p = self.entry("--print-config", "-C", self.repo, cwd=empty)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_a_workspace_the_user_cannot_write_is_refused_unless_read_only(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("running as another user than the workspace's owner needs root")
+        os.chown(self.repo, 0, 0)
+        os.chmod(self.repo, 0o755)
+        os.chmod(self.home, 0o777)
+
+        def as_1002(*args):
+            return subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups",
+                                   self.root + ENTRYPOINT, *args], cwd=self.repo,
+                                  env={**self.env, "HOME": "/"}, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+        p = as_1002("--json", "fix it")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(report_line(p.stderr), [
+            f"agentexec image: workspace: {self.repo} cannot be written: uid 1002 may not write "
+            "it, it belongs to uid 0 (run as its owner: drop --user, or --user 0:0; or run with "
+            "-s read-only)"])
+        # A read-only run needs no write: it goes ahead.
+        turns = support.write_turns(os.path.join(self.tmp, "turns.json"),
+                                    [{"items": [{"type": "message", "text": "looked"}]}])
+        os.chmod(turns, 0o644)
+        p = as_1002("-s", "read-only", "--json", "-c", "model_provider=scripted", "-c",
+                    f'model_providers.scripted.script="{turns}"', "look")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse([l for l in report_line(p.stderr) if "workspace" in l], p.stderr)
+        self.assertIn('"text":"looked"', p.stdout)
+
     def test_becomes_the_workspace_owner_with_a_private_home(self):
         if os.geteuid() != 0:
             self.skipTest("dropping to the workspace's owner needs root")

@@ -9,6 +9,8 @@
 #  - the README's Docker line, exactly, in a workspace owned by uid 1001: the file is fixed on
 #    the host, owned by 1001:1001, and the JSONL validates against schema/events.schema.json;
 #  - --user 1001:1001, whose HOME is "/": the run still works, its session in a private HOME;
+#  - a workspace the run cannot write (mounted :ro, or --user not its owner) and one mounted at
+#    /src instead of /work: exit 2 before any request, the start-up line saying why;
 #  - the one-line sandbox report for Docker's default seccomp profile, seccomp=unconfined,
 #    seccomp=unconfined + systempaths=unconfined, and a profile that makes Landlock missing,
 #    and in each a command writing outside /work is refused (without Landlock: exit 3, and
@@ -20,7 +22,8 @@
 dk=$work/docker
 mkdir -p "$dk"
 dk_image=agentexec-engines:test
-dk_cases=(docker_image docker_readme_line docker_user_flag docker_sandbox_default
+dk_cases=(docker_image docker_readme_line docker_user_flag docker_workspace_read_only
+  docker_workspace_not_owner docker_workspace_elsewhere docker_sandbox_default
   docker_sandbox_seccomp_unconfined docker_sandbox_full docker_sandbox_no_landlock
   docker_gitlab_component docker_gitlab_example)
 dk_skip_all() { local c; for c in "${dk_cases[@]}"; do result SKIP "$c" "$1"; done; }
@@ -185,6 +188,37 @@ else
       why=""
     fi
     if [ -z "$why" ]; then result PASS docker_user_flag; else result FAIL docker_user_flag "$why"; fi
+
+    # --- workspaces the run cannot use: exit 2 with the one line, no model request ---
+    ws=$dk/ws-unusable
+    dk_workspace "$ws" 1001:1001
+    dk_serve unusable "$dk_fix_turns"
+    ro_line='agentexec image: workspace: /work cannot be written: it is mounted read-only (mount it read-write, or run with -s read-only)'
+    owner_line='agentexec image: workspace: /work cannot be written: uid 1002 may not write it, it belongs to uid 1001 (run as its owner: drop --user, or --user 1001:1001; or run with -s read-only)'
+    src_line="agentexec image: workspace: /work is empty and nothing is mounted there: mount the repository at /work, the image's working directory (docker run -v \"\$PWD:/work\" ...); /src is mounted: use -v \"\$PWD:/work\" instead, or -w /src"
+    for spec in "docker_workspace_read_only|-v $ws:/work:ro|$ro_line" \
+      "docker_workspace_not_owner|--user 1002:1002 -v $ws:/work|$owner_line" \
+      "docker_workspace_elsewhere|-v $ws:/src|$src_line"; do
+      IFS='|' read -r name opts want <<<"$spec"
+      # shellcheck disable=SC2086  # opts is a list of words
+      docker run --rm --network host $opts -e OPENAI_API_KEY=test-key -e OPENAI_BASE_URL="$dk_url" \
+        "$dk_image" --json "fix the build" >"$dk/$name.out" 2>"$dk/$name.err"
+      code=$?
+      got=$(dk_report "$dk/$name.err")
+      if [ $code -ne 2 ]; then
+        why="exit $code, not 2: $(tail -c 800 "$dk/$name.err")"
+      elif [ "$got" != "$want" ]; then
+        why="the start-up line is '$got', not '$want'"
+      elif [ -s "$dk/$name.out" ] || [ -n "$(ls -A "$dk/unusable.requests" 2>/dev/null)" ]; then
+        why="the run went ahead: $(head -c 400 "$dk/$name.out")"
+      else
+        why=""
+      fi
+      if [ -z "$why" ]; then result PASS "$name"; else result FAIL "$name" "$why"; fi
+    done
+    if [ "$(cat "$ws/config.sh")" != "ANSWER=41" ]; then
+      result FAIL docker_workspace_read_only "the unusable workspace was changed: $(cat "$ws/config.sh")"
+    fi
 
     # --- the sandbox report, and a write outside /work refused, per security option ---
     # As root (a root-owned workspace), so that only the sandbox refuses the write to /opt.
