@@ -28,16 +28,18 @@ class LastMessageSink : public EventSink {
 // user's full rights, must not be steered by what they leave there. So the directory is opened
 // once, before any command, and the write goes beneath that descriptor.
 struct OutputFile {
-  std::string path;  // as the user gave it, made absolute
-  std::string dir;   // its directory
-  std::string name;  // its last component
-  Fd dir_fd;         // `dir`, opened before the turn
+  std::string option;  // how messages name it: "--output-last-message", "--report"
+  std::string path;    // as the user gave it, made absolute
+  std::string dir;     // its directory
+  std::string name;    // its last component
+  Fd dir_fd;           // `dir`, opened before the turn
 };
 
 // Creates the parent directories of `path`, opens the directory and checks that a file can be
 // written there, before the turn starts, so a bad -o fails fast (exit 5) instead of after the
 // work.
-Result<OutputFile> PrepareOutputFile(const std::string& path);
+Result<OutputFile> PrepareOutputFile(const std::string& path,
+                                     const std::string& option = "--output-last-message");
 
 // Writes `text` as out.path atomically (base/beneath.h ReplaceAt: a fresh file with an
 // unpredictable name made beneath the held directory, fsynced, renamed over the name). When

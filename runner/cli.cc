@@ -65,6 +65,7 @@ struct Given {
   std::optional<std::string> sandbox, approval, color, max_turns, max_tokens, timeout;
   ReviewArgs review;
   std::optional<std::string> review_format;
+  std::vector<std::string> review_reports;  // --report FORMAT=FILE, as given
   // Passed by newer Codex SDKs; they change nothing in a headless run, so they are accepted
   // (and left out of --help) rather than failing the SDK's call.
   std::optional<std::string> sdk_thread_source, sdk_cyber_access;
@@ -200,6 +201,10 @@ const OptionSpec kOptions[] = {
      "request comment), sarif (GitHub code scanning),\n"
      "codequality (GitLab Code Quality report)",
      [](Given& g) -> Field { return &g.review_format; }},
+    {"--report", "FORMAT=FILE", Section::kReview,
+     "Also write the review as FORMAT to FILE (repeatable),\n"
+     "e.g. codequality=gl-code-quality-report.json",
+     [](Given& g) -> Field { return &g.review_reports; }},
 
     {"--thread-source", "", Section::kHidden, "",
      [](Given& g) -> Field { return &g.sdk_thread_source; }},
@@ -330,17 +335,33 @@ Result<CliArgs> ParseSandbox(int argc, const char* const* argv) {
 }
 
 // The review options: only after `review`, at most one target, a known format.
+// The review formats by name (--format, --report).
+constexpr std::pair<const char*, ReviewFormat> kReviewFormats[] = {
+    {"json", ReviewFormat::kJson},
+    {"markdown", ReviewFormat::kMarkdown},
+    {"sarif", ReviewFormat::kSarif},
+    {"codequality", ReviewFormat::kCodeQuality}};
+
+std::optional<ReviewFormat> ReviewFormatNamed(std::string_view name) {
+  for (const auto& [known, format] : kReviewFormats) {
+    if (name == known) return format;
+  }
+  return std::nullopt;
+}
+
 Status CheckReviewOptions(CliArgs& args, const ReviewArgs& given,
-                          const std::optional<std::string>& format) {
+                          const std::optional<std::string>& format,
+                          const std::vector<std::string>& reports) {
   std::vector<const char*> targets;
   if (given.uncommitted) targets.push_back("--uncommitted");
   if (given.base) targets.push_back("--base <BRANCH>");
   if (given.commit) targets.push_back("--commit <SHA>");
   if (!args.review) {
-    const char* option = !targets.empty() ? targets.front()
-                         : given.title    ? "--title <TITLE>"
-                         : format         ? "--format <FORMAT>"
-                                          : nullptr;
+    const char* option = !targets.empty()   ? targets.front()
+                         : given.title      ? "--title <TITLE>"
+                         : format           ? "--format <FORMAT>"
+                         : !reports.empty() ? "--report <FORMAT=FILE>"
+                                            : nullptr;
     if (option) return UsageError(fmt::format("'{}' is only valid after 'review'", option));
     return {};
   }
@@ -354,18 +375,22 @@ Status CheckReviewOptions(CliArgs& args, const ReviewArgs& given,
         "own output schema)");
   }
   if (format) {
-    static const std::pair<const char*, ReviewFormat> kFormats[] = {
-        {"json", ReviewFormat::kJson},
-        {"markdown", ReviewFormat::kMarkdown},
-        {"sarif", ReviewFormat::kSarif},
-        {"codequality", ReviewFormat::kCodeQuality}};
-    const auto* known = std::find_if(std::begin(kFormats), std::end(kFormats),
-                                     [&](const auto& f) { return *format == f.first; });
-    if (known == std::end(kFormats)) {
+    std::optional<ReviewFormat> known = ReviewFormatNamed(*format);
+    if (!known) {
       return InvalidValue(*format, "--format <FORMAT>",
                           "possible values: json, markdown, sarif, codequality");
     }
-    args.review->format = known->second;
+    args.review->format = *known;
+  }
+  for (const std::string& report : reports) {
+    const size_t eq = report.find('=');
+    std::optional<ReviewFormat> known =
+        eq == std::string::npos ? std::nullopt : ReviewFormatNamed(report.substr(0, eq));
+    if (!known || eq + 1 == report.size()) {
+      return InvalidValue(report, "--report <FORMAT=FILE>",
+                          "FORMAT=FILE, FORMAT one of: json, markdown, sarif, codequality");
+    }
+    args.review->reports.emplace_back(*known, report.substr(eq + 1));
   }
   return {};
 }
@@ -671,7 +696,8 @@ Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
     args.review = given.review;
     ++next;
   }
-  if (Status ok = CheckReviewOptions(args, given.review, given.review_format); !ok.ok()) {
+  if (Status ok = CheckReviewOptions(args, given.review, given.review_format, given.review_reports);
+      !ok.ok()) {
     return ok.error();
   }
   if (args.resume_last && !args.resume) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -37,6 +38,8 @@ struct ReviewArgs {
   std::optional<std::string> commit;          // --commit SHA
   std::optional<std::string> title;           // --title T
   ReviewFormat format = ReviewFormat::kJson;  // --format
+  // --report FORMAT=FILE (repeatable): the review also written as FORMAT to FILE (as given).
+  std::vector<std::pair<ReviewFormat, std::string>> reports;
 };
 
 struct CliArgs {

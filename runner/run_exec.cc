@@ -175,6 +175,16 @@ int RunExec(const CliArgs& args) {
     if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
     output_file = std::move(*prepared);
   }
+  // review --report FORMAT=FILE: held like -o, each its own file.
+  std::vector<std::pair<ReviewFormat, OutputFile>> reports;
+  for (const auto& [format, path] :
+       args.review ? args.review->reports : std::vector<std::pair<ReviewFormat, std::string>>{}) {
+    std::error_code ec;
+    Result<OutputFile> prepared =
+        PrepareOutputFile(std::filesystem::absolute(path, ec).string(), "--report");
+    if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
+    reports.emplace_back(format, std::move(*prepared));
+  }
   Fd events_fd;
   if (args.events_file) {
     Result<Fd> opened = OpenEventsFile(*args.events_file);
@@ -289,6 +299,16 @@ int RunExec(const CliArgs& args) {
     // As codex: the last message without a trailing newline; an empty file when the turn
     // failed, so a stale answer from an earlier run is never mistaken for this one's.
     Status written = WriteOutputFile(*output_file, completed ? final_text : "");
+    if (!written.ok()) {
+      std::fprintf(stderr, "error: %s\n", written.message().c_str());
+      output_failed();
+    }
+  }
+  for (const auto& [format, file] : reports) {
+    ReviewRun as = *review;
+    as.format = format;
+    Status written =
+        WriteOutputFile(file, completed && reviewed ? FormatReview(as, *reviewed) : "");
     if (!written.ok()) {
       std::fprintf(stderr, "error: %s\n", written.message().c_str());
       output_failed();

@@ -377,6 +377,37 @@ TEST_F(ReviewE2e, CodeQualityGoesToStdoutAndFile) {
       << out.err;
 }
 
+// --report FORMAT=FILE: one review, several renderings (the GitLab component publishes the
+// Code Quality report and the SARIF log of one run); each file is what --format would print.
+TEST_F(ReviewE2e, ReportsWriteFurtherFormatsOfTheSameReview) {
+  Serve(ReviewJson());
+  const std::string dir = ws_.root() + "/reports";
+  RunOutput out = Run({"review", "--commit", "HEAD", "--format", "markdown", "--report",
+                       "codequality=" + dir + "/gl-code-quality-report.json", "--report",
+                       "sarif=" + dir + "/gl-sarif-report.sarif", "--ephemeral"});
+  SKIP_WITHOUT_SANDBOX(out);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out.rfind("## Code review\n", 0), 0u) << out.out;
+  const std::string codequality = ReadFile(dir + "/gl-code-quality-report.json");
+  EXPECT_EQ(codequality.rfind(R"([{"description":"Division by zero on an empty list",)", 0), 0u)
+      << codequality;
+  const std::string sarif = ReadFile(dir + "/gl-sarif-report.sarif");
+  EXPECT_EQ(sarif.rfind(SarifHead(AGENTEXEC_VERSION), 0), 0u) << sarif;
+  // Only after review, and only a known format with a file.
+  RunOutput plain = Run({"--report", "sarif=x.sarif", "hi"});
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_EQ(plain.err.rfind("error: '--report <FORMAT=FILE>' is only valid after 'review'\n", 0),
+            0u)
+      << plain.err;
+  RunOutput bad = Run({"review", "--report", "pdf=x.pdf"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err.rfind("error: invalid value 'pdf=x.pdf' for '--report <FORMAT=FILE>'\n  "
+                          "[FORMAT=FILE, FORMAT one of: json, markdown, sarif, codequality]\n",
+                          0),
+            0u)
+      << bad.err;
+}
+
 TEST_F(ReviewE2e, UncommittedIsTheDefaultWithStdinInstructions) {
   Serve(ReviewJson());
   ws_.WriteFile("repo/calc.py", kFeatureCalc + "\n\ndef half(x):\n    return x / 2\n");
