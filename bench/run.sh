@@ -74,3 +74,6 @@ fi
 echo
 echo "== the egress proxy: direct vs agentexec's proxy vs srt (bench/net_compare.py)"
 python3 "$root/bench/net_compare.py" "$bin" "$srt" "--runs=${BENCH_RUNS:-5}" | tee "$out/net_compare.txt"
+echo
+echo "== the credential broker: an opaque tunnel vs a terminated one (bench/broker_compare.py)"
+python3 "$root/bench/broker_compare.py" "$bin" "--runs=${BENCH_RUNS:-5}" | tee "$out/broker_compare.txt"

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/base64.h"
 #include "base/result.h"
 #include "net/http_request.h"
 #include "net/policy.h"
@@ -87,6 +88,10 @@ class Broker {
 Status ForwardHeaders(const Broker* broker, const HttpRequestHead& head, std::string_view host,
                       uint16_t port, std::string* out, std::vector<std::string>* used);
 
+// A response head's Content-Encoding when the body is encoded (gzip, br, ...: the response
+// filter could not see a value inside it), else "" (none, or identity).
+std::string EncodedBody(std::string_view head);
+
 // Replaces every `from` with its `to` (same length) in a stream, across chunk boundaries: it
 // holds back at most the longest `from` less one byte until more comes or Finish.
 class StreamFilter {
@@ -103,10 +108,5 @@ class StreamFilter {
   std::string pending_;
   uint64_t replaced_ = 0;
 };
-
-// Base64 (RFC 4648, padded), for Basic auth.
-std::string Base64Encode(std::string_view data);
-// False when `text` is not padded base64.
-bool Base64Decode(std::string_view text, std::string* out);
 
 }  // namespace ae::net

@@ -435,11 +435,35 @@ bool Connection::ForwardRequest(HttpRequestReader& reader, std::string pending, 
 template <typename Source, typename Sink>
 void Connection::ForwardResponse(Source& in, Sink& out, StreamFilter& filter) {
   char buf[16384];
+  // The head first, whole: a body the filter cannot read (compressed, though identity was
+  // asked for) must not reach the command at all.
+  std::string head;
+  bool head_done = false;
   for (;;) {
     const long n = in.Read(buf, sizeof buf, -1);
     if (n <= 0) break;
     record_.bytes_received += static_cast<uint64_t>(n);
-    const std::string ready = filter.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    std::string_view got(buf, static_cast<size_t>(n));
+    if (!head_done) {
+      head.append(got);
+      const size_t end = head.find("\r\n\r\n");
+      if (end == std::string::npos && head.size() < HttpRequestReader::kMaxHeadBytes) continue;
+      head_done = true;
+      if (std::string encoding = EncodedBody(head.substr(0, end)); !encoding.empty()) {
+        record_.reason = fmt::format(
+            "{} answered with Content-Encoding: {}, which the credential filter cannot read; "
+            "the response was dropped",
+            record_.host, encoding);
+        Forbid(out, "agentexec: network: " + record_.reason);
+        return;
+      }
+      got = head;
+    }
+    const std::string ready = filter.Feed(got);
+    if (!ready.empty() && !out.Write(ready)) return;
+  }
+  if (!head_done && !head.empty()) {
+    const std::string ready = filter.Feed(head);
     if (!ready.empty() && !out.Write(ready)) return;
   }
   const std::string rest = filter.Finish();

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <random>
 
+#include "base/base64.h"
 #include "base/duration.h"
 #include "base/json.h"
 #include "base/read_file.h"
@@ -28,32 +29,6 @@ std::string Absolute(const std::string& path, const std::string& base) {
   if (p.is_relative()) p = std::filesystem::path(base) / p;
   std::string out = p.lexically_normal().string();
   while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
-}
-
-std::string Base64(std::string_view data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    uint32_t n = static_cast<unsigned char>(data[i]) << 16 |
-                 static_cast<unsigned char>(data[i + 1]) << 8 |
-                 static_cast<unsigned char>(data[i + 2]);
-    out += kAlphabet[n >> 18];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i < data.size()) {
-    uint32_t n = static_cast<unsigned char>(data[i]) << 16;
-    if (i + 1 < data.size()) n |= static_cast<unsigned char>(data[i + 1]) << 8;
-    out += kAlphabet[n >> 18];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < data.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
   return out;
 }
 
@@ -176,7 +151,7 @@ Result<std::string> ReadImage(const std::string& given, const std::string& path)
     return MakeError(fmt::format("--image {}: cannot read: {}", given, data.message()));
   const char* mime = ImageMime(*data);
   if (!mime) return MakeError(fmt::format("--image {}: not a PNG, JPEG, GIF or WebP image", given));
-  return fmt::format("data:{};base64,{}", mime, Base64(*data));
+  return fmt::format("data:{};base64,{}", mime, Base64Encode(*data));
 }
 
 Result<std::string> ResolveCwd(const CliArgs& args, const Environment& env) {

@@ -283,7 +283,9 @@ class BatchNetworkTest(unittest.TestCase):
                            ">/dev/null; true"]))
         manifest = os.path.join(self.dir, "m.jsonl")
         with open(manifest, "w") as f:
-            f.write(json.dumps({"id": "a", "repo": repo, "prompt": "p"}) + "\n")
+            # The task only connects: it changes nothing, and says so.
+            f.write(json.dumps({"id": "a", "repo": repo, "prompt": "p",
+                                "expect_change": False}) + "\n")
         out = os.path.join(self.dir, "out")
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.dir,
                "AGENTEXEC_HOME": os.path.join(self.dir, "home"),

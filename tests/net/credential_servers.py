@@ -4,9 +4,11 @@ port 80:
 
   /api      needs `Authorization: Bearer TOKEN` (401 otherwise) and then reflects the request,
             the way an error page or an echo service would: every header in the body, the
-            token in a Set-Cookie header;
+            token in a Set-Cookie header; /api/gzip the same body gzip-compressed, whatever
+            the request's Accept-Encoding;
   /NAME.git `git http-backend` (tests/engines/net_clients_servers.py), needing Basic auth with
             the password TOKEN;
+  /files/F  the file GIT_ROOT/F (a bulk download for bench/broker_compare.py);
   anything else on evil.test: logged (the exfiltration listener).
 
 Every request is logged to LOG as "ADDRESS METHOD PATH AUTH", AUTH saying whether the real
@@ -15,6 +17,7 @@ token came (real), something else (other) or nothing (none).
   credential_servers.py CERT KEY GIT_ROOT LOG TOKEN
 """
 import base64
+import gzip
 import os
 import ssl
 import sys
@@ -67,7 +70,19 @@ class Handler(srv.Handler):
             if self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 return self.reply(401, "bad token\n")
             echo = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            if self.path.startswith("/api/gzip"):
+                # Compressed whatever the request asked for: the token inside, out of a plain
+                # filter's sight.
+                data = gzip.compress(("ok\n" + echo).encode())
+                self.send_response(200)
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                return self.wfile.write(data)
             return self.reply(200, "ok\n" + echo, [("Set-Cookie", f"t={self.server.token}")])
+        if self.path.startswith("/files/"):  # GIT_ROOT's files, for bench/broker_compare.py
+            self.path = self.path[len("/files"):]
+            return super(srv.Handler, self).do_GET()
         return self.reply(200, "logged\n")
 
     def do_GET(self):

