@@ -7,6 +7,10 @@
 #   final-message.md    the last agent message (-o)
 #   summary.md          the Markdown summary (scripts/summarize-events.sh)
 #   exit-code           agentexec's exit code
+#   gl-code-quality-report.json, gl-sarif-report.sarif
+#                       with INPUT_REVIEW=true (`agentexec review`, no prompt needed: the
+#                       prompt, if any, adds review instructions): the review as a GitLab Code
+#                       Quality report and a SARIF log; final-message.md is the Markdown
 #   changes.patch       what the run changed in the git work tree (git apply-able; binary
 #                       safe; new files included, but not the build artefacts and caches
 #                       of artefacts.gitignore beside this script that no commit tracks),
@@ -90,7 +94,13 @@ safe_git() {
   )
 }
 [ -n "${INPUT_PROMPT:-}" ] && [ -n "${INPUT_PROMPT_FILE:-}" ] && die "give prompt or prompt-file, not both"
-[ -z "${INPUT_PROMPT:-}" ] && [ -z "${INPUT_PROMPT_FILE:-}" ] && die "no prompt: set the prompt or prompt-file input"
+review=
+[ "${INPUT_REVIEW:-false}" = true ] && review=1
+[ -n "$review" ] || [ -n "${INPUT_PROMPT:-}" ] || [ -n "${INPUT_PROMPT_FILE:-}" ] ||
+  die "no prompt: set the prompt or prompt-file input (or review: true)"
+# A review reads and never writes: agentexec runs it read-only whatever is asked, so the
+# writable roots below are asked for that mode.
+[ -z "$review" ] || INPUT_SANDBOX=read-only
 
 # PATH is ROOT or lies below it (both absolute and resolved; ROOT "/" holds everything).
 under() { local root=${2%/}; [ "$1" = "$2" ] || [[ "$1" == "$root"/* ]]; }
@@ -203,8 +213,25 @@ run_agentexec() {
   )
 }
 
+# review: the change since the merge base with the merge request's target branch (fetched
+# first: a merge request pipeline may not have it), else the commit the pipeline runs for.
+if [ -n "$review" ]; then
+  base=${INPUT_REVIEW_BASE:-${CI_MERGE_REQUEST_TARGET_BRANCH_NAME:-${GITHUB_BASE_REF:-}}}
+  target=(--commit HEAD)
+  if [ -n "$base" ]; then
+    safe_git . fetch -q origin "+refs/heads/$base:refs/remotes/origin/$base" ||
+      echo "agentexec step: could not fetch origin $base; reviewing against what is there" >&2
+    target=(--base "origin/$base")
+  fi
+  args=(review "${target[@]}" --format markdown
+        --report "codequality=$out/gl-code-quality-report.json"
+        --report "sarif=$out/gl-sarif-report.sarif" "${args[@]}")
+fi
+
 code=0
-if [ -n "${INPUT_PROMPT_FILE:-}" ]; then
+if [ -n "$review" ] && [ -z "${INPUT_PROMPT:-}" ] && [ -z "${INPUT_PROMPT_FILE:-}" ]; then
+  run_agentexec "${args[@]}" </dev/null || code=$?
+elif [ -n "${INPUT_PROMPT_FILE:-}" ]; then
   [ -r "$INPUT_PROMPT_FILE" ] || die "prompt-file not readable: $INPUT_PROMPT_FILE"
   run_agentexec "${args[@]}" - <"$INPUT_PROMPT_FILE" || code=$?
 else
@@ -280,7 +307,8 @@ if [ -n "$dest" ]; then
     exit "$code"
   fi
   (set -C
-   for f in events.jsonl final-message.md summary.md exit-code changes.patch; do
+   for f in events.jsonl final-message.md summary.md exit-code changes.patch \
+     gl-code-quality-report.json gl-sarif-report.sarif; do
      if [ -f "$out/$f" ]; then cat -- "$out/$f" >"$dest/$f" || exit 1; fi
    done) || { echo "agentexec step: could not copy the artifacts into $dest (they are in $out)" >&2
               [ "$code" -ne 0 ] || code=5; exit "$code"; }

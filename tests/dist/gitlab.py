@@ -52,7 +52,9 @@ def load_component(path, inputs):
                 name = m.group(1)
                 if name not in values:
                     raise ValueError(f"unknown input in $[[ inputs.{name} ]]")
-                return str(values[name])
+                value = values[name]
+                # GitLab interpolates a boolean as true / false.
+                return str(value).lower() if isinstance(value, bool) else str(value)
             return re.sub(r"\$\[\[\s*inputs\.([A-Za-z0-9_-]+)\s*\]\]", sub, v)
         return v
 

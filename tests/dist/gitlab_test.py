@@ -97,6 +97,37 @@ class GitLabTest(unittest.TestCase):
                                          os.path.join(self.tmp, "home")],
                                         capture_output=True).returncode, 0)
 
+    def test_component_review_needs_no_prompt_and_publishes_code_quality_and_sarif(self):
+        answer = {"findings": [{"title": "Loop skips the last element", "body": "Off by one.",
+                                "confidence_score": 0.9, "priority": 0,
+                                "code_location": {"absolute_file_path": "calc.py",
+                                                  "line_range": {"start": 3, "end": 4}}}],
+                  "overall_correctness": "patch is incorrect",
+                  "overall_explanation": "One bug.", "overall_confidence_score": 0.8}
+        turns = support.write_turns(os.path.join(self.tmp, "review.json"),
+                                    [{"items": [{"type": "message",
+                                                 "text": json.dumps(answer)}]}])
+        name, job = self.component_job(review=True, **{"job-name": "review"})
+        self.assertEqual(job["artifacts"]["reports"],
+                         {"codequality": "agentexec-out/gl-code-quality-report.json"})
+        r = gitlab.run_job(job, self.repo, self.env(turns), self.IMAGE_VARS)
+        self.assertEqual(r.code, 0, r.log)
+        out = os.path.join(self.repo, "agentexec-out")
+        quality = json.loads(_read(os.path.join(out, "gl-code-quality-report.json")))
+        self.assertEqual([(q["check_name"], q["location"]["path"], q["location"]["lines"])
+                          for q in quality],
+                         [("agentexec/review/p0", "calc.py", {"begin": 3, "end": 4})])
+        sarif = json.loads(_read(os.path.join(out, "gl-sarif-report.sarif")))
+        self.assertEqual(sarif["version"], "2.1.0")
+        self.assertEqual(len(sarif["runs"][0]["results"]), 1)
+        self.assertTrue(_read(os.path.join(out, "final-message.md")).startswith(
+            "## Code review\n\n**Verdict: patch is incorrect**"))
+        events = [json.loads(l) for l in _read(os.path.join(out, "events.jsonl")).splitlines()]
+        self.assertEqual([e["item"]["type"] for e in events if e["type"] == "item.completed"
+                          and e["item"]["type"] == "review"], ["review"])
+        # Read-only, whatever the sandbox input says: no warning that it was overridden.
+        self.assertNotIn("is ignored", r.log)
+
     def test_component_failure_fails_the_job_and_keeps_artifacts(self):
         turns = support.write_turns(os.path.join(self.tmp, "f.json"), [{"fail": "boom"}])
         _, job = self.component_job(prompt="x")
