@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -24,6 +25,7 @@ namespace {
 struct NetworkNotes {
   std::mutex mu;
   std::vector<std::string> lines;
+  std::atomic<bool> finished{false};  // the command's attempts past the proxy are recorded
 };
 
 // One connection attempt of the command `call_id`: its network_request item, its count in the
@@ -173,18 +175,22 @@ Result<CommandOutcome> Orchestrator::Attempt(const CommandRequest& request,
   }
   // The refusals of a command that has ended (its lease ended when its tree was reaped),
   // then its attempts past the proxy, which the watch saw (sandbox/direct_attempt.h).
-  auto take_notes = [&](CommandOutcome& o, const sandbox::RunResult& run) {
-    if (sandbox != nullptr && turn_.proxy != nullptr) {
-      for (const sandbox::DirectAttempt& attempt : run.writes.direct) {
-        RecordConnection(DirectRecord(attempt, turn_.sandbox.proxy_port), emitter, o.item_id,
-                         *notes, turn_);
+  NetworkFinish finish = [notes, emitter = &emitter, id = outcome.item_id, turn = &turn_,
+                          confined = sandbox != nullptr](const sandbox::WriteEvidence& writes) {
+    if (confined && turn->proxy != nullptr && !notes->finished.exchange(true)) {
+      for (const sandbox::DirectAttempt& attempt : writes.direct) {
+        RecordConnection(DirectRecord(attempt, turn->sandbox.proxy_port), *emitter, id, *notes,
+                         *turn);
       }
     }
     std::lock_guard<std::mutex> lock(notes->mu);
-    o.network_notes = std::move(notes->lines);
+    return notes->lines;
+  };
+  auto take_notes = [&](CommandOutcome& o, const sandbox::RunResult& run) {
+    o.network_notes = finish(run.writes);
   };
   if (runner) {
-    Result<std::optional<sandbox::RunResult>> ran = runner(spec, outcome.item_id);
+    Result<std::optional<sandbox::RunResult>> ran = runner(spec, outcome.item_id, finish);
     if (!ran.ok()) {
       emitter.Complete(outcome.item_id, CommandExecutionItem{request.display, ran.message() + "\n",
                                                              std::nullopt, ItemStatus::kFailed});

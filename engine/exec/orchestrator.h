@@ -49,10 +49,17 @@ struct CommandOutcome {
   std::vector<std::string> network_notes;
 };
 
+// Once a command's tree has ended, given what its watch saw: its attempts past the egress
+// proxy become network_request items, and the lines for the model (its refusals, the proxy's
+// and those past it) are returned. Only the first call records; every call returns the lines.
+// A runner that keeps a process in the background calls it when the process ends, so what the
+// command tried is on the record and reaches the model however the command finishes.
+using NetworkFinish = std::function<std::vector<std::string>(const sandbox::WriteEvidence&)>;
+
 // How one attempt runs once its spawn spec is settled: the finished run, or nullopt when the
 // process keeps running in the background. An Error means it did not start.
 using AttemptRunner = std::function<Result<std::optional<sandbox::RunResult>>(
-    const sandbox::SpawnSpec& spec, const std::string& item_id)>;
+    const sandbox::SpawnSpec& spec, const std::string& item_id, const NetworkFinish& finish)>;
 
 // How an attempt runs to completion: sandbox::RunProcess, or a fake where a test must decide
 // what a command "did" (the orchestrator's decisions are then tested without processes).

@@ -68,7 +68,11 @@ struct UnifiedExec::Session {
   int exit_code = 0;
   int term_signal = 0;
   sandbox::WriteEvidence writes;  // the sandbox's refusals the watch saw, once exited
-  Fd input;                       // the terminal's master (tty), written by write_stdin
+  // With a network allow-list: records what the command tried past the proxy once it ended,
+  // and gives the lines the model reads (orchestrator.h NetworkFinish); set before it starts.
+  NetworkFinish finish_network;
+  std::vector<std::string> network_notes;  // what finish_network gave, once exited
+  Fd input;                                // the terminal's master (tty), written by write_stdin
   Clock::time_point ended;
   Clock::time_point last_used;
   bool kill_requested = false;
@@ -298,9 +302,13 @@ void UnifiedExec::Loop() {
         int code = 0, sig = 0;
         s.process->Reap(&code, &sig);
         sandbox::WriteEvidence writes = s.process->FinishWatch();
+        // Before the item completes: its connections' items come first, as in the foreground.
+        std::vector<std::string> notes =
+            s.finish_network ? s.finish_network(writes) : std::vector<std::string>{};
         s.drain_until = Clock::now() + std::chrono::milliseconds(500);
         std::lock_guard lock(s.mu);
         s.writes = std::move(writes);
+        s.network_notes = std::move(notes);
         s.exit_code = code;
         s.term_signal = sig;
         s.ended = Clock::now();
@@ -388,13 +396,14 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
   const size_t item_cap = env.turn.command_output_max_bytes;
 
   AttemptRunner runner =
-      [&](const sandbox::SpawnSpec& base,
-          const std::string& item_id) -> Result<std::optional<sandbox::RunResult>> {
+      [&](const sandbox::SpawnSpec& base, const std::string& item_id,
+          const NetworkFinish& finish) -> Result<std::optional<sandbox::RunResult>> {
     sandbox::SpawnSpec spec = base;
     spec.tty = request.tty;
     spec.env = WithUnifiedExecEnv(std::move(spec.env));
     auto session = std::make_shared<Session>(item_cap, item_cap);
     session->item_id = item_id;
+    session->finish_network = finish;
     session->display = request.command.display;
     session->tty = request.tty;
     session->emitter = &env.emitter;
@@ -514,6 +523,9 @@ Result<UnifiedExecReply> UnifiedExec::Write(int64_t session_id, const std::strin
   if (s->exited) {
     CompleteLocked(*s);
     reply.text = Reply(run, run.exit_code, std::nullopt, budget_bytes, wall);
+    // A background command's refusals reach the model with its last output, as a foreground
+    // command's do.
+    for (const std::string& note : s->network_notes) reply.text += "\n" + note;
     const int id = s->id;
     lock.unlock();
     std::lock_guard mlock(mu_);

@@ -17,6 +17,7 @@ from the system call (--noproxy, raw TCP, UDP, DNS, ::1, a raw socket).
 
 Usage: allow_list_test.py AGENTEXEC   (re-executes itself inside the namespaces)
 """
+import glob
 import json
 import os
 import shutil
@@ -257,6 +258,45 @@ class AllowListTest(unittest.TestCase):
         self.assertIn("\n#### Network refused (1 of 1 connections)\n| host | port | why |\n"
                       "|---|---:|---|\n| <code>evil.test</code> | 80 | not in network.allow |\n",
                       summary.stdout)
+
+    def test_a_background_commands_refusals_reach_the_model_when_it_ends(self):
+        # exec_command yields before the command connects; the write_stdin that sees it end
+        # carries its refusals, the proxy's and the one past it, as a foreground command's.
+        script = os.path.join(self.dir, "background.json")
+        cmd = (f"sleep 1; curl -sS --noproxy '*' --max-time 3 http://{EVIL}/ 2>/dev/null; "
+               "curl -sS http://evil.test/ >/dev/null; echo finished")
+        with open(script, "w") as f:
+            json.dump({"turns": [
+                {"items": [{"type": "function_call", "name": "exec_command",
+                            "arguments": {"cmd": cmd, "yield_time_ms": 100}}]},
+                {"items": [{"type": "function_call", "name": "write_stdin",
+                            "arguments": {"session_id": 1000, "yield_time_ms": 20000}}]},
+                {"items": [{"type": "message", "text": "Done."}]}]}, f)
+        home = os.path.join(self.dir, "home-background")
+        out = subprocess.run(
+            [AGENTEXEC, "exec", "--json", "-s", "workspace-write", "-c", "model_provider=scripted",
+             "-c", f'model_providers.scripted.script="{script}"', *self.ALLOW, "go"],
+            cwd=self.ws, capture_output=True, text=True, timeout=120,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.dir, "AGENTEXEC_HOME": home,
+                 "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rollout = glob.glob(f"{home}/sessions/**/rollout-*.jsonl", recursive=True)
+        self.assertEqual(len(rollout), 1)
+        with open(rollout[0]) as f:
+            sent = [e["payload"]["output"] for e in map(json.loads, f)
+                    if e.get("type") == "response_item"
+                    and e["payload"].get("type") == "function_call_output"]
+        self.assertIn("Process running with session ID 1000", sent[0])
+        self.assertIn("finished\n", sent[1])
+        self.assertIn(f"\nagentexec: network: {EVIL}:80 refused ({DIRECT}); commands reach the "
+                      "network only through the proxy at 127.0.0.1:", sent[1])
+        self.assertIn("\nagentexec: network: evil.test:80 refused (not in network.allow); to allow "
+                      "it, add \"evil.test\" to network.allow (--allow-host evil.test)", sent[1])
+        items = [json.loads(l)["item"] for l in out.stdout.splitlines()
+                 if json.loads(l)["type"] == "item.completed"]
+        self.assertEqual(sorted((i["protocol"], i["host"]) for i in items
+                                if i["type"] == "network_request"),
+                         [("direct", EVIL), ("http", "evil.test")])
 
 
 class BatchNetworkTest(unittest.TestCase):
