@@ -133,11 +133,4 @@ void TlsStream::Shutdown() {
   Flush();
 }
 
-std::string TlsStream::alpn() const {
-  const unsigned char* p = nullptr;
-  unsigned int n = 0;
-  SSL_get0_alpn_selected(ssl_, &p, &n);
-  return std::string(reinterpret_cast<const char*>(p), n);
-}
-
 }  // namespace ae::net

@@ -33,8 +33,6 @@ class TlsStream {
   bool Write(std::string_view data);
   // close_notify, best effort.
   void Shutdown();
-  // The protocol ALPN chose, "" when none was.
-  std::string alpn() const;
 
  private:
   bool Flush();

@@ -65,7 +65,8 @@ bool ReadDestination(pid_t pid, seccomp::NetworkCall call, const uint64_t args[6
   if (addr == 0 || len < sizeof(sa_family_t)) return false;
   const size_t want = len < sizeof sa ? static_cast<size_t>(len) : sizeof sa;
   iovec local = {&sa, want};
-  iovec remote = {reinterpret_cast<void*>(addr), want};
+  // An address in the caller's memory, for process_vm_readv: never dereferenced here.
+  iovec remote = {reinterpret_cast<void*>(addr), want};  // NOLINT(performance-no-int-to-ptr)
   if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(want)) return false;
   if (sa.ss_family == AF_INET && want >= sizeof(sockaddr_in)) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&sa);

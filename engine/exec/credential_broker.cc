@@ -41,7 +41,9 @@ Result<BrokerSetup> SetUpBroker(const std::vector<net::CredentialSpec>& specs,
   if (!broker.ok()) return broker.error();
   const std::string bundle_name = "agentexec-trust-bundle.pem", ca_name = "agentexec-run-ca.pem";
   for (const auto& [name, text] : {std::pair{bundle_name, bundle}, std::pair{ca_name, ca}}) {
-    if (Status written = WriteNewFile(host_dir + "/" + name, text); !written.ok()) {
+    std::string path = host_dir;
+    path.append("/").append(name);
+    if (Status written = WriteNewFile(path, text); !written.ok()) {
       return MakeError("credential broker: " + written.message());
     }
   }
