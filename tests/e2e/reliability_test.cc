@@ -188,30 +188,39 @@ TEST(UntypedItemTest, IsSkippedWithAWarningAndTheTurnGoesOn) {
   EXPECT_NE(requests[1].body_json.find("hi\\n"), std::string::npos) << requests[1].body_json;
 }
 
-// A 20 MB prompt cannot fit any window: compaction would keep its last few KB and run a
-// different task. The run fails before any request, framed like every failure, exit 1.
-TEST(PromptSizeTest, APromptLargerThanTheContextWindowFailsBeforeTheFirstRequest) {
+// A prompt of `bytes` on stdin, refused before any request: the framed failure with
+// `message`, code context_length, exit 1; returns the run.
+RunOutput ExpectPromptRefused(size_t bytes, const std::string& message) {
   Workspace ws;
   std::string script =
       ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
   RunOptions options;
   options.cwd = ws.repo();
   options.env = ws.Env();
-  options.stdin_data = std::string(20u << 20, 'a');
+  options.stdin_data = std::string(bytes, 'a');
   RunOutput out = RunAgentexec(
       {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-"}, options);
   EXPECT_EQ(out.exit_code, 1) << out.err;
+  std::vector<std::string> lines = out.lines();
+  EXPECT_EQ(lines.size(), 4u) << out.out;
+  if (lines.size() == 4) {
+    EXPECT_EQ(lines[2], R"({"type":"error","message":")" + message + "\"}");
+    EXPECT_NE(lines[3].find(R"({"type":"turn.failed","error":{"message":")" + message +
+                            R"(","code":"context_length"})"),
+              std::string::npos)
+        << lines[3];
+  }
+  return out;
+}
+
+// A 20 MB prompt cannot fit any window: compaction would keep its last few KB and run a
+// different task. The run fails before any request, framed like every failure, exit 1.
+TEST(PromptSizeTest, APromptLargerThanTheContextWindowFailsBeforeTheFirstRequest) {
   const std::string message =
       "the prompt does not fit the model's context window: it is about 5242880 tokens (20971520 "
       "bytes at 4 bytes a token) and the window of `gpt-5.5` holds 272000 "
       "(model_context_window); shorten it, or put the material in files the agent can read";
-  std::vector<std::string> lines = out.lines();
-  ASSERT_EQ(lines.size(), 4u) << out.out;
-  EXPECT_EQ(lines[2], R"({"type":"error","message":")" + message + "\"}");
-  EXPECT_NE(lines[3].find(R"({"type":"turn.failed","error":{"message":")" + message +
-                          R"(","code":"context_length"})"),
-            std::string::npos)
-      << lines[3];
+  RunOutput out = ExpectPromptRefused(20u << 20, message);
   EXPECT_EQ(out.err, "Reading prompt from stdin...\nerror: " + message + "\n");
 }
 
@@ -219,28 +228,12 @@ TEST(PromptSizeTest, APromptLargerThanTheContextWindowFailsBeforeTheFirstRequest
 // limit (90%): the first request would compact the task itself and the model would see a
 // fraction of it. Refused before any request, with the sizes, as the 20 MB one.
 TEST(PromptSizeTest, APromptAtTheAutoCompactLimitIsRefusedWithItsSizes) {
-  Workspace ws;
-  std::string script =
-      ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
-  RunOptions options;
-  options.cwd = ws.repo();
-  options.env = ws.Env();
-  options.stdin_data = std::string(1u << 20, 'a');
-  RunOutput out = RunAgentexec(
-      {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-"}, options);
-  EXPECT_EQ(out.exit_code, 1) << out.err;
-  const std::string message =
+  ExpectPromptRefused(
+      1u << 20,
       "the prompt is too large to keep whole: it is about 262144 tokens (1048576 bytes at 4 "
       "bytes a token) and the history of `gpt-5.5` is compacted at 244800 "
       "(model_auto_compact_token_limit), which would cut the task itself; shorten it, or put the "
-      "material in files the agent can read";
-  std::vector<std::string> lines = out.lines();
-  ASSERT_EQ(lines.size(), 4u) << out.out;
-  EXPECT_EQ(lines[2], R"({"type":"error","message":")" + message + "\"}");
-  EXPECT_NE(lines[3].find(R"({"type":"turn.failed","error":{"message":")" + message +
-                          R"(","code":"context_length"})"),
-            std::string::npos)
-      << lines[3];
+      "material in files the agent can read");
 }
 
 }  // namespace

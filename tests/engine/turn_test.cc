@@ -69,6 +69,21 @@ class TurnTest : public ::testing::Test {
     return RunTurn(deps, history_);
   }
 
+  // A resumed thread (an exchange, then `prompt`) whose last request was counted past the
+  // auto-compact limit; `new_input_items`: how much of its end is this run's new input.
+  TurnResult RunResumedPastTheLimit(const std::string& prompt, size_t new_input_items) {
+    history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
+                MessageInputItem("user", prompt)};
+    client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
+    client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
+    return Run(0, std::nullopt, [new_input_items](TurnDeps& d) {
+      d.auto_compact_token_limit = 100;
+      d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
+      d.resumed_counted_items = 2;
+      d.new_input_items = new_input_items;
+    });
+  }
+
   int64_t now_ms_ = 5000;
 
   TurnContext turn_;
@@ -347,15 +362,7 @@ TEST_F(TurnTest, TheHistoryIsCompactedBeforeTheRequestThatWouldReachTheLimit) {
 // A resumed thread whose last request was counted past the limit is compacted before its
 // first request, as codex does: the size carries over through the session file.
 TEST_F(TurnTest, AResumedThreadPastTheLimitIsCompactedFirst) {
-  history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
-              MessageInputItem("user", "more")};
-  client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
-  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
-  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) {
-    d.auto_compact_token_limit = 100;
-    d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
-    d.resumed_counted_items = 2;
-  });
+  TurnResult r = RunResumedPastTheLimit("more", 0);
   ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 2u);
   EXPECT_EQ(client_.prompts[0].tools_json, "[]");  // the summarisation request came first
@@ -368,16 +375,7 @@ TEST_F(TurnTest, AResumedThreadPastTheLimitIsCompactedFirst) {
 // The resumed thread's new prompt is not compacted with the rest: the summary stands for what
 // came before it, and the next request ends with the prompt, as codex's does.
 TEST_F(TurnTest, AResumedThreadIsCompactedWithoutItsNewPromptWhichComesLast) {
-  history_ = {MessageInputItem("user", "earlier"), MessageInputItem("assistant", "ok"),
-              MessageInputItem("user", "the new prompt")};
-  client_.responses.push_back(Response({Message("SUMMARY")}, Usage{30, 0, 0, 3, 0}));
-  client_.responses.push_back(Response({Message("Done.")}, Usage{20, 0, 0, 2, 0}));
-  TurnResult r = Run(0, std::nullopt, [](TurnDeps& d) {
-    d.auto_compact_token_limit = 100;
-    d.resumed_last_usage = Usage{180, 0, 0, 20, 0};
-    d.resumed_counted_items = 2;
-    d.new_input_items = 1;
-  });
+  TurnResult r = RunResumedPastTheLimit("the new prompt", 1);
   ASSERT_EQ(r.outcome(), SessionOutcome::kCompleted) << r.error;
   ASSERT_EQ(client_.prompts.size(), 2u);
   const std::vector<std::string> summarised = {MessageInputItem("user", "earlier"),
