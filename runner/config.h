@@ -62,6 +62,15 @@ struct CredentialConfig {
   std::string header;
 };
 
+// The network part of one of codex 0.171's permission profiles, [permissions.NAME.network]
+// (the profile `default_permissions` names applies).
+struct PermissionNetwork {
+  bool enabled = false;
+  std::string mode;  // "full", "limited" (read-only); "" as full
+  bool allow_local_binding = false;
+  std::map<std::string, std::string> domains;  // pattern -> "allow" | "deny" | "none"
+};
+
 struct Config {
   std::string model = "gpt-5.5";
   std::string model_provider = "openai";
@@ -96,6 +105,8 @@ struct Config {
   net::Methods network_mode = net::Methods::kAll;
   bool network_allow_local_binding = false;
   std::map<std::string, CredentialConfig> network_credentials;
+  std::string default_permissions;
+  std::map<std::string, PermissionNetwork> permissions;
   ApprovalPolicy approval_policy = ApprovalPolicy::kNever;
   std::string shell_env_inherit = "all";  // shell_environment_policy.*
   std::vector<std::string> shell_env_exclude;

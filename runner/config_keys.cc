@@ -51,6 +51,17 @@ void SetCredential(Config& c, const std::string& id, ConfigValue v) {
   s.*Member = std::get<T>(std::move(v));
 }
 
+template <auto Member>
+ConfigValue GetPermission(const Config& c, const std::string& id) {
+  return c.permissions.at(id).*Member;
+}
+template <auto Member>
+void SetPermission(Config& c, const std::string& id, ConfigValue v) {
+  PermissionNetwork& s = c.permissions[id];
+  using T = std::remove_cvref_t<decltype(s.*Member)>;
+  s.*Member = std::get<T>(std::move(v));
+}
+
 // enabled_tools: "not set" (every tool) differs from [] (no tool).
 void SetMcpEnabledTools(Config& c, const std::string& id, ConfigValue v) {
   McpServerConfig& s = c.mcp_servers[id];
@@ -106,6 +117,8 @@ constexpr std::string_view kRedirectsKeys =
     "a project file could send your API key to another host";
 constexpr std::string_view kStartsProcesses =
     "a project file could start programs outside the sandbox";
+constexpr std::string_view kOpensTheNetwork =
+    "a project file could open the network to hosts of its choosing";
 constexpr std::string_view kSendsSecrets =
     "a project file could send your secrets to a host of its choosing";
 
@@ -446,6 +459,81 @@ const KeySpec kKeys[] = {
      nullptr,
      {},
      kSendsSecrets},
+    // codex 0.171's permission profiles: the network part of the one default_permissions
+    // names, read into the keys above (runner/session_config.cc). Never from a project config.
+    {"default_permissions",
+     K::kString,
+     "\"\"",
+     "codex's permission profile to apply: its [permissions.NAME.network] adds to the keys "
+     "above.",
+     {},
+     kNotInProject,
+     Get<&Config::default_permissions>,
+     Set<&Config::default_permissions>,
+     nullptr,
+     {},
+     kOpensTheNetwork},
+    {"permissions.*.network.enabled",
+     K::kBool,
+     "false",
+     "codex's name: the profile has network. With allowed domains, only those (through the "
+     "proxy, as network.allow); without, the whole network (network_access = true).",
+     {},
+     kNotInProject,
+     GetPermission<&PermissionNetwork::enabled>,
+     SetPermission<&PermissionNetwork::enabled>,
+     nullptr,
+     {},
+     kOpensTheNetwork},
+    {"permissions.*.network.domains",
+     K::kStringMap,
+     "{}",
+     "codex's name: pattern -> \"allow\" (added to network.allow), \"deny\" (to network.deny) "
+     "or \"none\".",
+     {},
+     kNotInProject,
+     GetPermission<&PermissionNetwork::domains>,
+     SetPermission<&PermissionNetwork::domains>,
+     nullptr,
+     {},
+     kOpensTheNetwork},
+    {"permissions.*.network.mode",
+     K::kString,
+     "\"full\"",
+     "codex's name: \"limited\" is network.methods = \"read-only\".",
+     {},
+     kNotInProject,
+     GetPermission<&PermissionNetwork::mode>,
+     SetPermission<&PermissionNetwork::mode>,
+     nullptr,
+     {},
+     kOpensTheNetwork},
+    {"permissions.*.network.allow_local_binding",
+     K::kBool,
+     "false",
+     "codex's name: true is network.allow_private = true.",
+     {},
+     kNotInProject,
+     GetPermission<&PermissionNetwork::allow_local_binding>,
+     SetPermission<&PermissionNetwork::allow_local_binding>,
+     nullptr,
+     {},
+     kOpensTheNetwork},
+    {"permissions.*.network.proxy_url", K::kIgnored, "",
+     "Accepted from codex; unused (one port per run)."},
+    {"permissions.*.network.enable_socks5", K::kIgnored, "",
+     "Accepted from codex; unused (SOCKS5 shares the proxy's port)."},
+    {"permissions.*.network.socks_url", K::kIgnored, "", "Accepted from codex; unused."},
+    {"permissions.*.network.enable_socks5_udp", K::kIgnored, "",
+     "Accepted from codex; unused (UDP gets nothing)."},
+    {"permissions.*.network.allow_upstream_proxy", K::kIgnored, "", "Accepted from codex; unused."},
+    {"permissions.*.network.dangerously_allow_non_loopback_proxy", K::kIgnored, "",
+     "Accepted from codex; unused (the proxy is reachable from the command's namespace only)."},
+    {"permissions.*.network.dangerously_allow_all_unix_sockets", K::kIgnored, "",
+     "Accepted from codex; unused (macOS)."},
+    {"permissions.*.network.unix_sockets", K::kIgnored, "", "Accepted from codex; unused (macOS)."},
+    {"permissions.*.network.mitm", K::kIgnored, "",
+     "Accepted from codex; unused (network.credentials terminates TLS where it must)."},
     {"network.enabled", K::kIgnored, "",
      "Accepted from codex; unused (a non-empty network.allow is what turns the proxy on)."},
     {"network.proxy_url", K::kIgnored, "", "Accepted from codex; unused (one port per run)."},

@@ -128,6 +128,8 @@ std::string FormatConfig(const Config& config) {
       for (const auto& [id, server] : config.mcp_servers) add(spec, id);
     } else if (spec.name.starts_with("network.credentials.*")) {
       for (const auto& [id, credential] : config.network_credentials) add(spec, id);
+    } else if (spec.name.starts_with("permissions.*")) {
+      for (const auto& [id, profile] : config.permissions) add(spec, id);
     } else {
       add(spec, "");
     }

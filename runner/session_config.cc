@@ -308,6 +308,42 @@ Result<net::Policy> NetworkPolicyFrom(const Config& config,
   std::vector<std::string> deny = config.network_deny;
   deny.insert(deny.end(), config.network_denied_domains.begin(),
               config.network_denied_domains.end());
+  // codex 0.171's permission profile, when default_permissions names one with a network
+  // part. codex enforces its domains only with features.network_proxy; here a profile that
+  // lists any is enforced: closed rather than open.
+  bool network_access = config.network_access;
+  bool read_only = config.network_methods == net::Methods::kReadOnly ||
+                   config.network_mode == net::Methods::kReadOnly;
+  bool allow_private = config.network_allow_private || config.network_allow_local_binding;
+  if (auto profile = config.permissions.find(config.default_permissions);
+      !config.default_permissions.empty() && profile != config.permissions.end() &&
+      profile->second.enabled) {
+    const PermissionNetwork& p = profile->second;
+    const std::string where = fmt::format("permissions.{}.network", profile->first);
+    bool listed = false;
+    for (const auto& [pattern, action] : p.domains) {
+      if (action == "allow") {
+        allow.push_back(pattern);
+        listed = true;
+      } else if (action == "deny") {
+        deny.push_back(pattern);
+      } else if (action != "none") {
+        return MakeError(
+            fmt::format("{}.domains: '{}' is \"{}\", not \"allow\", \"deny\" or "
+                        "\"none\"",
+                        where, pattern, action));
+      }
+    }
+    if (p.mode == "limited") {
+      read_only = true;
+    } else if (!p.mode.empty() && p.mode != "full") {
+      return MakeError(
+          fmt::format("{}.mode: \"{}\" is not \"full\" or \"limited\"", where, p.mode));
+    }
+    allow_private = allow_private || p.allow_local_binding;
+    if (!listed) network_access = true;
+    settings->network_access = network_access;
+  }
   Result<std::vector<net::HostRule>> allowed = net::ParseRules(allow, /*deny=*/false);
   if (!allowed.ok()) return MakeError("network.allow: " + allowed.message());
   Result<std::vector<net::HostRule>> denied = net::ParseRules(deny, /*deny=*/true);
@@ -315,12 +351,9 @@ Result<net::Policy> NetworkPolicyFrom(const Config& config,
   net::Policy policy;
   policy.allow = std::move(*allowed);
   policy.deny = std::move(*denied);
-  const bool read_only = config.network_methods == net::Methods::kReadOnly ||
-                         config.network_mode == net::Methods::kReadOnly;
   policy.methods = read_only ? net::Methods::kReadOnly : net::Methods::kAll;
-  policy.allow_private = config.network_allow_private || config.network_allow_local_binding;
-  if (policy.active() && config.sandbox_mode == sandbox::Mode::kWorkspaceWrite &&
-      !config.network_access) {
+  policy.allow_private = allow_private;
+  if (policy.active() && config.sandbox_mode == sandbox::Mode::kWorkspaceWrite && !network_access) {
     // Each command's namespace is its own, so any port is free there; one out of the way of
     // the ports test servers and dev servers commonly take.
     std::random_device random;

@@ -236,6 +236,29 @@ class AllowListTest(unittest.TestCase):
                          ["network.methods is read-only: POST is not allowed",
                           "network.methods is read-only: no CONNECT tunnel"])
 
+    def test_codex_permission_profile(self):
+        # codex 0.171's layout: the profile default_permissions names, its network's domains.
+        profile = ["-c", 'default_permissions="ws"', "-c", "permissions.ws.network.enabled=true",
+                   "-c", 'permissions.ws.network.domains={"allowed.test"="allow",'
+                         '"evil.test"="deny","other.test"="none"}',
+                   "-c", 'permissions.ws.network.mode="limited"',
+                   "-c", 'permissions.ws.network.proxy_url="http://127.0.0.1:3128"']
+        outputs, requests = self.run_agent([
+            "curl -sS http://allowed.test/",
+            "curl -sS -d x http://allowed.test/ -o /dev/null -w '%{http_code}'",
+            "curl -sS http://evil.test/ -o /dev/null -w '%{http_code}'",
+        ], profile)
+        self.assertEqual(outputs, [f"hello from {ALLOWED} via Host allowed.test\n", "403", "403"])
+        self.assertEqual([r["reason"] for r in requests if r["decision"] == "denied"],
+                         ["network.methods is read-only: POST is not allowed",
+                          "denied by network.deny"])
+        # Enabled without domains: the whole network, as codex without its proxy.
+        outputs, requests = self.run_agent(
+            [f"curl -sS http://{EVIL}/"],
+            ["-c", 'default_permissions="open"', "-c", "permissions.open.network.enabled=true"])
+        self.assertEqual(outputs, [f"hello from {EVIL} via Host {EVIL}\n"])
+        self.assertEqual(requests, [])
+
     def test_a_refusal_reaches_the_model_with_its_remedy(self):
         # The scripted provider records what the model was sent in the rollout; the refusal's
         # hint follows the command's output there.
