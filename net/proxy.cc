@@ -249,6 +249,10 @@ class Connection {
   // certificate, one request read, rewritten (net/credentials.h) and sent over TLS of the
   // proxy's own to the host, whose answer comes back filtered.
   void Terminate(std::string first_up);
+  // Why a request (or a CONNECT) is refused before anything is dialled: read-only methods, a
+  // Host header naming another host; "" when it may go on. `covered`: a credential's host,
+  // whose tunnel is terminated.
+  std::string RefusedBeforeDial(const HttpRequestHead& head, bool covered) const;
   // The request `reader` has read the head of, from `in` to `out` (ForwardHeaders), its body
   // to its end; false (record_ saying why) when it must not or could not go.
   template <typename Source, typename Sink>
@@ -470,6 +474,17 @@ void Connection::ForwardResponse(Source& in, Sink& out, StreamFilter& filter) {
   if (!rest.empty()) out.Write(rest);
 }
 
+std::string Connection::RefusedBeforeDial(const HttpRequestHead& head, bool covered) const {
+  const bool connect = head.method == "CONNECT";
+  const bool safe = head.method == "GET" || head.method == "HEAD" || head.method == "OPTIONS";
+  // A terminated tunnel's requests are checked one by one inside it.
+  if (shared_->policy.methods == Methods::kReadOnly && !safe && !(connect && covered)) {
+    return connect ? "network.methods is read-only: no CONNECT tunnel"
+                   : fmt::format("network.methods is read-only: {} is not allowed", head.method);
+  }
+  return connect ? "" : HostMismatch(head, head.host, head.port);
+}
+
 void Connection::ServeHttp(std::string first) {
   record_.protocol = "http";
   HttpRequestReader reader;
@@ -496,22 +511,10 @@ void Connection::ServeHttp(std::string first) {
     Forbid(client, record_.hint.empty() ? "agentexec: network: " + why : record_.hint);
   };
   const bool covered = shared_->broker && shared_->broker->Covers(head.host, head.port);
-  if (shared_->policy.methods == Methods::kReadOnly) {
-    const bool safe = head.method == "GET" || head.method == "HEAD" || head.method == "OPTIONS";
-    // A terminated tunnel's requests are checked one by one inside it.
-    if (!safe && !(connect && covered)) {
-      Refuse(connect ? "network.methods is read-only: no CONNECT tunnel"
-                     : fmt::format("network.methods is read-only: {} is not allowed", head.method));
-      forbid(record_.reason);
-      return;
-    }
-  }
-  if (!connect) {
-    if (std::string why = HostMismatch(head, head.host, head.port); !why.empty()) {
-      Refuse(why);
-      forbid(record_.reason);
-      return;
-    }
+  if (std::string why = RefusedBeforeDial(head, covered); !why.empty()) {
+    Refuse(std::move(why));
+    forbid(record_.reason);
+    return;
   }
   if (!Open(head.host, head.port)) {
     if (!record_.allowed) {
