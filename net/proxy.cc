@@ -808,6 +808,10 @@ class LeaseImpl : public Proxy::Lease {
         if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
         return;
       }
+      // A relay passes on what it has at once: Nagle would hold a small write (a TLS record
+      // the proxy wrote itself, an interactive stream's bytes) for the peer's ACK.
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) {
         ::close(fd);
