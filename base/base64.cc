@@ -1,64 +1,33 @@
 #include "base/base64.h"
 
-#include <cstdint>
+#include <openssl/evp.h>
 
 namespace ae {
 
 std::string Base64Encode(std::string_view data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const uint32_t v = static_cast<uint8_t>(data[i]) << 16 |
-                       static_cast<uint8_t>(data[i + 1]) << 8 | static_cast<uint8_t>(data[i + 2]);
-    out += kAlphabet[v >> 18 & 63];
-    out += kAlphabet[v >> 12 & 63];
-    out += kAlphabet[v >> 6 & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i < data.size()) {
-    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
-    if (i + 1 < data.size()) v |= static_cast<uint8_t>(data[i + 1]) << 8;
-    out += kAlphabet[v >> 18 & 63];
-    out += kAlphabet[v >> 12 & 63];
-    out += i + 1 < data.size() ? kAlphabet[v >> 6 & 63] : '=';
-    out += '=';
-  }
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');  // EVP_EncodeBlock writes a NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(data.data()),
+                                static_cast<int>(data.size()));
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out;
 }
 
 bool Base64Decode(std::string_view text, std::string* out) {
   out->clear();
   if (text.size() % 4 != 0) return false;
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  for (size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + static_cast<size_t>(k)];
-      if (c == '=' && last && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0 || (v[k] = value(c)) < 0) return false;
-    }
-    const uint32_t n = static_cast<uint32_t>(v[0]) << 18 | static_cast<uint32_t>(v[1]) << 12 |
-                       static_cast<uint32_t>(v[2]) << 6 | static_cast<uint32_t>(v[3]);
-    out->push_back(static_cast<char>(n >> 16 & 0xff));
-    if (pad < 2) out->push_back(static_cast<char>(n >> 8 & 0xff));
-    if (pad < 1) out->push_back(static_cast<char>(n & 0xff));
-  }
+  if (text.empty()) return true;
+  // EVP_DecodeBlock takes padding as zero bits and counts them in its length; '=' may only end
+  // the text, at most twice.
+  size_t pad = 0;
+  while (pad < 2 && text.size() > pad && text[text.size() - 1 - pad] == '=') ++pad;
+  if (text.substr(0, text.size() - pad).find('=') != std::string_view::npos) return false;
+  out->resize(text.size() / 4 * 3);
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out->data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0 || static_cast<size_t>(n) < pad) return false;
+  out->resize(static_cast<size_t>(n) - pad);
   return true;
 }
 

@@ -1,4 +1,4 @@
-// Base64 (RFC 4648, padded): Basic auth's user:password (net/credentials.h), data: URLs of
+// Base64 (RFC 4648, padded), by OpenSSL: Basic auth's user:password (net/credentials.h), data: URLs of
 // images for the model (runner/session_config.cc).
 #pragma once
 
