@@ -1,4 +1,5 @@
-// SHA-1, only to shorten over-long MCP tool names the way codex does (not for security).
+// SHA-1 (OpenSSL's), only to shorten over-long MCP tool names the way codex does (not for
+// security).
 #pragma once
 
 #include <string>
