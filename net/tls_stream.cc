@@ -62,7 +62,7 @@ Status TlsStream::Handshake(int timeout_ms, const char* side) {
   }
 }
 
-Status TlsStream::Accept(SSL_CTX* ctx, int fd, std::string_view already_read, int timeout_ms) {
+bool TlsStream::Start(SSL_CTX* ctx, int fd) {
   fd_ = fd;
   ssl_ = SSL_new(ctx);
   in_ = BIO_new(BIO_s_mem());
@@ -71,9 +71,14 @@ Status TlsStream::Accept(SSL_CTX* ctx, int fd, std::string_view already_read, in
     BIO_free(in_);
     BIO_free(out_);
     in_ = out_ = nullptr;
-    return MakeError("TLS with the client: " + LastError());
+    return false;
   }
   SSL_set_bio(ssl_, in_, out_);
+  return true;
+}
+
+Status TlsStream::Accept(SSL_CTX* ctx, int fd, std::string_view already_read, int timeout_ms) {
+  if (!Start(ctx, fd)) return MakeError("TLS with the client: " + LastError());
   SSL_set_accept_state(ssl_);
   if (!already_read.empty() &&
       BIO_write(in_, already_read.data(), static_cast<int>(already_read.size())) !=
@@ -84,17 +89,7 @@ Status TlsStream::Accept(SSL_CTX* ctx, int fd, std::string_view already_read, in
 }
 
 Status TlsStream::Connect(SSL_CTX* ctx, int fd, const std::string& host, int timeout_ms) {
-  fd_ = fd;
-  ssl_ = SSL_new(ctx);
-  in_ = BIO_new(BIO_s_mem());
-  out_ = BIO_new(BIO_s_mem());
-  if (ssl_ == nullptr || in_ == nullptr || out_ == nullptr) {
-    BIO_free(in_);
-    BIO_free(out_);
-    in_ = out_ = nullptr;
-    return MakeError("TLS with the server: " + LastError());
-  }
-  SSL_set_bio(ssl_, in_, out_);
+  if (!Start(ctx, fd)) return MakeError("TLS with the server: " + LastError());
   SSL_set_connect_state(ssl_);
   if (ParseIpLiteral(host).has_value()) {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());

@@ -35,6 +35,8 @@ class TlsStream {
   void Shutdown();
 
  private:
+  // The SSL object on memory buffers for `fd`; false when OpenSSL cannot make one.
+  bool Start(SSL_CTX* ctx, int fd);
   bool Flush();
   bool Fill(int timeout_ms);
   Status Handshake(int timeout_ms, const char* side);
