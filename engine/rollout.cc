@@ -280,7 +280,7 @@ Result<std::string> FindLatestRollout(const std::string& home, const std::string
     const rapidjson::Document& doc = *d;  // const iterators: no ambiguous != under clang
     auto payload = doc.FindMember("payload");
     if (payload != doc.MemberEnd() && payload->value.IsObject() &&
-        StringMember(payload->value, "cwd") == cwd) {
+        (cwd.empty() || StringMember(payload->value, "cwd") == cwd)) {
       return p.string();
     }
   }

@@ -95,7 +95,7 @@ std::string SessionsDir(const std::string& home);
 Result<LoadedRollout> LoadRollout(const std::string& path, const std::string& sessions_dir = "");
 // The session file for `thread_id`, or an error naming the id (exit 2 for the runner).
 Result<std::string> FindRolloutById(const std::string& home, const std::string& thread_id);
-// The newest session recorded for `cwd`.
+// The newest session recorded for `cwd`; with an empty `cwd`, the newest of all (resume --all).
 Result<std::string> FindLatestRollout(const std::string& home, const std::string& cwd);
 
 }  // namespace ae

@@ -183,6 +183,8 @@ const OptionSpec kOptions[] = {
      [](Given& g) -> Field { return &g.timeout; }, kPassedOn},
     {"--last", "", Section::kRun, "With resume: the newest session in this directory",
      [](Given& g) -> Field { return &g.args.resume_last; }},
+    {"--all", "", Section::kRun, "With resume --last: the newest session of any directory",
+     [](Given& g) -> Field { return &g.args.resume_all; }},
     {"-h,--help", "", Section::kRun, "Print this help", nullptr, kSandboxToo},
     {"-V,--version", "", Section::kRun, "Print the version", nullptr},
 
@@ -702,6 +704,9 @@ Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
   }
   if (args.resume_last && !args.resume) {
     return UsageError("'--last' is only valid after 'resume'");
+  }
+  if (args.resume_all && !args.resume) {
+    return UsageError("'--all' is only valid after 'resume'");
   }
   if (args.resume && args.resume_last) {
     // `resume --last ID [PROMPT]`: an id where the prompt goes would silently become the prompt.

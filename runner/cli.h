@@ -54,6 +54,7 @@ struct CliArgs {
 
   bool resume = false;       // `resume` keyword given
   bool resume_last = false;  // --last
+  bool resume_all = false;   // --all: --last looks at every directory's sessions
   // `fork` keyword given: a new thread from session_id's history (resume stays false). Without
   // PROMPT it only forks, as codex does: no turn, and stdin is read only for "-".
   bool fork = false;

@@ -34,10 +34,12 @@ namespace {
 // (a typo must not silently lose the thread). `--last` with no earlier session in this
 // directory starts a new thread, as codex does (a CI job's first run has nothing to resume):
 // nullopt, and the caller says so.
-// `fork ID` finds its session the way `resume ID` does.
-Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run, const ResumeTarget& target) {
-  Result<std::string> path = target.last ? FindLatestRollout(run.home, run.session.cwd)
-                                         : FindRolloutById(run.home, target.session_id);
+// `fork ID` finds its session the way `resume ID` does; `all`: --last of any directory.
+Result<std::optional<LoadedRollout>> FindResume(const LoadedRun& run, const ResumeTarget& target,
+                                                bool all) {
+  Result<std::string> path =
+      target.last ? FindLatestRollout(run.home, all ? std::string() : run.session.cwd)
+                  : FindRolloutById(run.home, target.session_id);
   if (!path.ok() && target.last) return std::optional<LoadedRollout>();
   if (!path.ok()) return path.error();
   Result<LoadedRollout> loaded = LoadRollout(*path, SessionsDir(run.home));
@@ -140,12 +142,12 @@ int RunExec(const CliArgs& args) {
   std::optional<ResumeTarget> target = run.resume;
   if (args.fork) target = ResumeTarget{false, args.session_id.value_or("")};
   if (target) {
-    Result<std::optional<LoadedRollout>> resume = FindResume(run, *target);
+    Result<std::optional<LoadedRollout>> resume = FindResume(run, *target, args.resume_all);
     if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
     if (!resume->has_value()) {
       std::string note = fmt::format(
           "resume --last: no earlier session for {} under {}/sessions, so a new thread starts",
-          session.cwd, run.home);
+          args.resume_all ? std::string("any directory") : session.cwd, run.home);
       session.warnings.push_back(std::move(note));
     } else {
       LoadedRollout& found = **resume;

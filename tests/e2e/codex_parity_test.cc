@@ -138,6 +138,23 @@ TEST_F(CodexParityTest, ForkWithoutAPromptOnlyForksAndAnUnknownIdIsRefused) {
   EXPECT_EQ(no_id.err.rfind("error: 'fork' needs a SESSION_ID\n", 0), 0u) << no_id.err;
 }
 
+// codex's `resume --last --all`: the newest session of any directory, not only this one's.
+TEST_F(CodexParityTest, ResumeLastAllTakesTheNewestSessionOfAnyDirectory) {
+  Serve(kThreeAnswers);
+  const std::string other = ws_.root() + "/other";
+  fs::create_directories(other);
+  RunOutput first = RunAgentexec({"--json", "--skip-git-repo-check", "elsewhere"},
+                                 {other, ws_.Env({{"MOCK_KEY", "test-key"}})});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  RunOutput here = Run({"resume", "--last", "--json", "here"});
+  ASSERT_EQ(here.exit_code, 0) << here.err;
+  EXPECT_NE(ThreadId(here), ThreadId(first));  // nothing of this directory's: a new thread
+  RunOutput all = Run({"resume", "--last", "--all", "--json", "any"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(ThreadId(all), ThreadId(here));  // the newest of all: the one just made here
+  EXPECT_EQ(Run({"--all", "x"}).err.rfind("error: '--all' is only valid after 'resume'\n", 0), 0u);
+}
+
 // $AGENTEXEC_HOME/AGENTS.md, else $CODEX_HOME/AGENTS.md, goes before the project's documents
 // in one message, as codex 0.171 sends it.
 TEST_F(CodexParityTest, GlobalAgentsMdIsSentBeforeTheProjectsAsCodexSendsIt) {
