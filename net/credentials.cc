@@ -165,8 +165,8 @@ Result<std::unique_ptr<Broker>> Broker::Create(
       if (!name_ok || !(Contains(text, "{value}") || user_ok) ||
           std::any_of(text.begin(), text.end(), [](char ch) { return ch < 0x20 || ch == 0x7f; })) {
         return MakeError(fmt::format(
-            R"({}.header: expected "Name: text with {{value}} or {{basic:USER}}", got "{}")",
-            where, spec.header));
+            R"({}.header: expected "Name: text with {{value}} or {{basic:USER}}", got "{}")", where,
+            spec.header));
       }
       c.header_name = name;
       c.header_template = text;

@@ -89,7 +89,7 @@ class WriteWatch {
   const PreparedSandbox* sandbox_ = nullptr;
   const sock_fprog* program_ = nullptr;
   bool writes_ = false;
-  uint16_t proxy_port_ = 0;  // non-zero: the network's calls are watched too
+  uint16_t proxy_port_ = 0;             // non-zero: the network's calls are watched too
   std::vector<std::string> carveouts_;  // the read-only carve-outs in force for this command
   Fd parent_, child_;                   // the socket the child sends the listener over
   Fd stop_;                             // eventfd: Finish asks the thread to stop
@@ -97,8 +97,8 @@ class WriteWatch {
   bool finished_ = false;
   WriteEvidence evidence_;                // the thread's until joined
   std::vector<char> request_, response_;  // sized as the kernel says (SECCOMP_GET_NOTIF_SIZES)
-  std::string raw_, paths_[2];  // the thread's, reused from one notification to the next
-  std::string table_;           // the thread's: /proc/PID/net text
+  std::string raw_, paths_[2];            // the thread's, reused from one notification to the next
+  std::string table_;                     // the thread's: /proc/PID/net text
 };
 
 }  // namespace ae::sandbox
