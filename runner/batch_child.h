@@ -23,6 +23,11 @@ namespace ae {
 // batch_publish gives it its own.)
 inline constexpr int64_t kGitTimeoutMs = 120000;
 
+// This process's environment, copied once for the children (batch run's tasks and every git,
+// batch publish's pushes); then the variables that may hold a credential leave `environ` and
+// the process becomes non-dumpable (batch_child.cc says why and what is left).
+std::vector<std::string> ProcessEnv();
+
 struct ChildResult {
   int exit_code = -1;
   bool terminated_by_us = false;  // got SIGTERM from batch (signal or time limit)

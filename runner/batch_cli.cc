@@ -10,6 +10,7 @@
 #include "base/duration.h"
 #include "base/secret_env.h"
 #include "base/write_all.h"
+#include "runner/batch_child.h"
 #include "runner/batch_manifest.h"
 #include "runner/batch_publish.h"
 #include "runner/batch_report.h"
@@ -18,8 +19,6 @@
 #include "runner/cli.h"
 #include "runner/exit_code.h"
 #include "runner/option_table.h"
-
-extern char** environ;
 
 namespace ae {
 namespace {
@@ -334,9 +333,9 @@ int Publish(const std::vector<std::string>& args) {
   }
   if (!dir) return BatchUsageError("'batch publish' needs the DIR of a batch run");
   o.out = *dir;
-  // git gets this process's environment (HOME for git's credential configuration).
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  // git gets this process's environment (HOME for git's credential configuration), kept as
+  // batch run keeps it.
+  std::vector<std::string> env = ProcessEnv();
   const int code = PublishBatch(o, env);
   WipeStrings(env);
   return code;

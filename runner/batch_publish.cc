@@ -227,7 +227,7 @@ int PublishBatch(const BatchPublishOptions& options, const std::vector<std::stri
     if (!branch.ok()) {
       rec = {id, "", "", "", "failed", branch.message()};
     } else {
-      const std::string clone = work + "/" + id + "/repo";
+      const std::string clone = fmt::format("{}/{}/repo", work, id);
       Result<std::string> expected = ReadRegularFileBeneath(tasks.get(), id + "/git-config");
       Result<std::string> now = GitConfigState(clone);
       if (!expected.ok() || !now.ok() || *expected != *now) {

@@ -72,10 +72,15 @@ Result<BatchRecord> ParseRecord(std::string_view line) {
   return r;
 }
 
+constexpr size_t kMaxPullRequestUrl = 2048;
+
 struct Located {
   BatchRecord record;
   std::string dir;
   std::optional<PublishRecord> published;  // the last `batch publish` outcome, if any
+  // DIR/tasks/<id>/pr-url.txt's first line: where the CI opened the pull request (gh pr
+  // create prints it), so the report links it.
+  std::string pull_request;
 };
 
 std::string Summary(const std::vector<Located>& tasks) {
@@ -97,7 +102,9 @@ std::string BranchText(const Located& t) {
   if (t.published) {
     const std::string& o = t.published->outcome;
     const bool there = o == "pushed" || o == "forced" || o == "up to date";
-    return t.published->branch + (there ? " (pushed)" : " (" + o + ")");
+    std::string text = t.published->branch + (there ? " (pushed)" : " (" + o + ")");
+    if (there && !t.pull_request.empty()) text += " " + t.pull_request;
+    return text;
   }
   if (t.record.status == "succeeded" && t.record.files_changed > 0 && t.record.branch) {
     return *t.record.branch + " (not pushed)";
@@ -382,8 +389,19 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
     if (!pushes.ok()) return pushes.error();
     for (const std::string& id : order) {
       std::optional<PublishRecord> pushed;
-      if (auto p = published.find(id); p != published.end()) pushed = std::move(p->second);
-      auto [it, inserted] = by_id.emplace(id, Located{std::move(last[id]), dir, std::move(pushed)});
+      std::string pull_request;
+      if (auto p = published.find(id); p != published.end()) {
+        pushed = std::move(p->second);
+        Result<std::string> url = ReadRegularFirstLine(
+            fmt::format("{}/tasks/{}/pr-url.txt", dir, id), kMaxPullRequestUrl);
+        // Only a web address: the cell links it, and nothing else rides along.
+        if (url.ok() && (url->starts_with("https://") || url->starts_with("http://")) &&
+            url->find_first_of(" \t<>|\"'`()[]") == std::string::npos) {
+          pull_request = std::move(*url);
+        }
+      }
+      auto [it, inserted] = by_id.emplace(
+          id, Located{std::move(last[id]), dir, std::move(pushed), std::move(pull_request)});
       if (!inserted) {
         return MakeError(
             fmt::format("task '{}' is recorded in both {} and {}: a task belongs to "

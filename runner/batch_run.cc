@@ -43,8 +43,6 @@
 #include "runner/signals.h"
 #include "sandbox/spawn.h"
 
-extern char** environ;
-
 namespace ae {
 namespace {
 
@@ -61,32 +59,6 @@ constexpr size_t kMaxEventLineBytes = size_t{4} << 20;
 
 std::string Errno(const char* what) {
   return fmt::format("{}: {}", what, std::strerror(errno));
-}
-
-// The environment each task's agentexec (and each git) gets, copied once: this vector
-// (Batch::env_) is where batch keeps the credentials while it runs. Once it is taken, batch
-// lets go of every variable that may hold one (a name with KEY, SECRET or TOKEN, as commands'
-// default excludes) through the call `agentexec exec` lets go of its key with
-// (base/secret_env.h): the values are overwritten in batch's startup block and leave
-// `environ`, and batch becomes non-dumpable, whatever the tasks' sandbox (it outlives tasks of
-// every mode). A task's command under danger-full-access runs unconfined as the same user and
-// walks its ancestors, batch among them: it can read neither batch's /proc/PID/environ nor its
-// /proc/PID/mem (where env_ is); root still can (CAP_SYS_PTRACE). /proc/self stays open to
-// batch itself (the /proc/self/fd link RunTask reads through), and children get dumpability
-// back at execve. What else holds a value, and for how long: each child's copy of env_ in its
-// spec until the child has started (RunChild wipes it); GitSpec's working copy, wiped at once;
-// a "NAME=value" of 15 bytes or fewer that HardenedGitEnv's vector copied as it grew (left in
-// freed memory: engine/review/git.cc does not reserve); a credential named otherwise (a
-// provider's env_key such as LLM_CRED), left in the startup block, closed to the same user
-// like the rest; and in a sanitizer build, the runtime's own copy of the startup block.
-std::vector<std::string> ProcessEnv() {
-  size_t n = 0;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) ++n;
-  std::vector<std::string> env;
-  env.reserve(n);  // no reallocation: a short "NAME=value" would leave its bytes behind
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
-  ForgetSecretVariables(CredentialLookingVariables(), /*non_dumpable=*/true);
-  return env;
 }
 
 // Stages what the task changed in `clone`: every change to a tracked file, and the untracked
@@ -809,6 +781,7 @@ int Batch::Run(ManifestReader& reader, const Shard& shard,
   // a line every heartbeat shows a long task is still going.
   std::thread heartbeat([this] { Heartbeat(terminal_ ? 1000 : options_.heartbeat_ms); });
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(options_.jobs));
   for (int i = 0; i < options_.jobs; ++i) {
     workers.emplace_back([this, i] { Worker(static_cast<size_t>(i)); });
   }

@@ -33,7 +33,7 @@ struct BatchRunOptions {
   std::optional<int64_t> max_failures;
   // --check CMD and --check-timeout: every task's check (a manifest `check` wins).
   std::optional<std::string> check;
-  int64_t check_timeout_ms = 10 * 60 * 1000;
+  int64_t check_timeout_ms = int64_t{10} * 60 * 1000;
   // --push: `batch publish` after the last task (runner/batch_publish.h); --force with it.
   bool push = false;
   bool force = false;

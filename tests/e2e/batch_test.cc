@@ -1115,6 +1115,15 @@ TEST_F(BatchTest, ACheckDecidesSuccessAndNoChangeIsItsOwnStatus) {
   for (const char* id : {"beta", "same", "quiet", "slow"}) {
     EXPECT_FALSE(fs::exists(Out() + "/tasks/" + id + "/branch.json")) << id;
   }
+  // The pull request's title and body, as gh and glab get them (the check's time aside).
+  EXPECT_EQ(Slurp(Out() + "/tasks/alpha/pr-title.txt"), "agentexec: alpha: p\n");
+  EXPECT_EQ(std::regex_replace(Slurp(Out() + "/tasks/alpha/pr-body.md"),
+                               std::regex("passed in [0-9hms]+"), "passed in <d>"),
+            "Made by `agentexec batch`, task **alpha**.\n\n"
+            "### Task\n\np\n\n"
+            "### What the agent said\n\nAdded new.txt.  \nSecond line.\n\n"
+            "### Check\n\n```text\ntest -e new.txt && echo checked\n```\n\npassed in <d>\n\n"
+            "### Changes\n\n```text\n new.txt | 1 +\n 1 file changed, 1 insertion(+)\n```\n");
   // The check ran after the change was committed: its output is not part of the patch.
   EXPECT_EQ(Slurp(Out() + "/tasks/alpha/changes.patch").find("checked"), std::string::npos);
   // While only slow's check ran, the heartbeat repeated the line naming it.

@@ -249,6 +249,15 @@ class FleetTest(unittest.TestCase):
             log = f.read()
         # Only ls-remote's reads reached the server: no receive-pack request.
         self.assertEqual(log.count("git-receive-pack"), pushes_before, log)
+        # Where the CI opened the pull request (gh pr create prints it) is linked in the
+        # report; anything but a plain web address is not.
+        with open(os.path.join(self.out, "tasks", "r2", "pr-url.txt"), "w") as f:
+            f.write("https://forge.example/o/r2/pull/7\n")
+        with open(os.path.join(self.out, "tasks", "r4", "pr-url.txt"), "w") as f:
+            f.write("javascript:alert(1)\n")
+        md = self.agentexec("batch", "report", self.out).stdout
+        self.assertIn("| agentexec/r2 (pushed) https://forge.example/o/r2/pull/7 |", md)
+        self.assertIn("| agentexec/r4 (pushed) |", md)
 
     def test_4_a_diverged_branch_is_reported_and_replaced_only_with_force(self):
         r = "r1"
