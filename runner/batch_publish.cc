@@ -192,7 +192,7 @@ int PublishBatch(const BatchPublishOptions& options, const std::vector<std::stri
   // The succeeded tasks, by the last record of each id (a resumed batch).
   std::unordered_map<std::string, bool> succeeded;
   std::vector<std::string> order;
-  Status read = ForEachResult(options.out + "/results.jsonl", false, [&](BatchRecord r) {
+  Status read = ForEachResult(options.out + "/results.jsonl", false, [&](const BatchRecord& r) {
     if (succeeded.count(r.id) == 0) order.push_back(r.id);
     succeeded[r.id] = r.status == "succeeded";
   });
