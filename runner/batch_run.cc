@@ -314,7 +314,14 @@ void Batch::Progress() {
   }
   if (now.size() > kProgressNames) line += fmt::format(" and {} more", now.size() - kProgressNames);
   line = terminal_ ? "\r\033[K" + line : line + "\n";
-  (void)WriteAll(STDERR_FILENO, line);
+  // Written only when it cannot block: the lock is held, and a stderr no one reads (a full
+  // pipe) would otherwise stop every worker. A pipe that polls writable takes PIPE_BUF bytes
+  // at once; a longer line, or no room, loses this line, not the batch (the next one says
+  // it all again).
+  pollfd room{STDERR_FILENO, POLLOUT, 0};
+  if (line.size() <= PIPE_BUF && ::poll(&room, 1, 0) == 1 && (room.revents & POLLOUT) != 0) {
+    (void)WriteAll(STDERR_FILENO, line);
+  }
 }
 
 void Batch::Heartbeat(int64_t every_ms) {

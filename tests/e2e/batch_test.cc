@@ -280,6 +280,23 @@ TEST_F(BatchTest, KillNineThenResumeLosesAndRerunsNoFinishedTask) {
   for (const auto& [id, n] : completed) EXPECT_EQ(n, 1) << id << "\n" << Slurp(results);
 }
 
+// A stderr no one reads (a full pipe) loses progress lines, never the batch: the heartbeat
+// every millisecond fills the pipe while the check runs, and the batch still ends.
+TEST_F(BatchTest, AStderrNoOneReadsDoesNotStopTheBatch) {
+  MakeRepo("alpha");
+  const std::string manifest =
+      ws_.WriteFile("m.jsonl", R"({"id":"alpha","repo":"alpha","prompt":"p","check":"sleep 2"})");
+  RunOptions options;
+  options.wrapper = {"/bin/bash", "-c",
+                     "fifo=$(mktemp -u) && mkfifo \"$fifo\" && exec 3<>\"$fifo\" && rm \"$fifo\" "
+                     "&& \"$@\" 2>&3; echo \"exit $?\"",
+                     "wrapper"};
+  options.timeout_s = 120;
+  RunOutput out = Batch({"run", manifest, "--out", Out(), "--heartbeat", "1ms"}, options);
+  EXPECT_EQ(out.out, "exit 0\n") << out.err;
+  EXPECT_NE(Slurp(Out() + "/results.jsonl").find(R"("status":"succeeded")"), std::string::npos);
+}
+
 TEST_F(BatchTest, MaxFailuresSkipsTheTasksNotStarted) {
   for (const char* r : {"alpha", "beta", "gamma"}) MakeRepo(r);
   const std::string manifest =
