@@ -27,27 +27,30 @@ uint32_t RandomBelow(uint32_t n) {
   return r % n;
 }
 
-char SameClass(char c) {
-  static constexpr std::string_view kDigits = "0123456789";
-  static constexpr std::string_view kHexLower = "abcdef", kHexUpper = "ABCDEF";
-  static constexpr std::string_view kLower = "abcdefghijklmnopqrstuvwxyz";
-  static constexpr std::string_view kUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-  std::string_view set;
-  if (c >= '0' && c <= '9') {
-    set = kDigits;
-  } else if (c >= 'a' && c <= 'f') {
-    set = kHexLower;
-  } else if (c >= 'A' && c <= 'F') {
-    set = kHexUpper;
-  } else if (c >= 'a' && c <= 'z') {
-    set = kLower;
-  } else if (c >= 'A' && c <= 'Z') {
-    set = kUpper;
-  } else {
-    return c;  // punctuation keeps its place: separators stay separators
+// The letters and digits a dummy is drawn from: those the whole value uses (hex stays hex,
+// a lower-case value stays lower-case), never a class per position, which would tell which
+// characters of the secret are digits.
+std::string Alphabet(std::string_view real) {
+  bool digit = false, lower = false, upper = false, hex_only = true;
+  for (char c : real) {
+    digit = digit || (c >= '0' && c <= '9');
+    lower = lower || (c >= 'a' && c <= 'z');
+    upper = upper || (c >= 'A' && c <= 'Z');
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    hex_only = hex_only && (hex || std::isalnum(static_cast<unsigned char>(c)) == 0);
   }
-  return set[RandomBelow(static_cast<uint32_t>(set.size()))];
+  std::string set;
+  if (digit) set += "0123456789";
+  if (lower) set += hex_only ? "abcdef" : "abcdefghijklmnopqrstuvwxyz";
+  if (upper) set += hex_only ? "ABCDEF" : "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  return set.empty() ? "0123456789abcdef" : set;
 }
+
+// Prefixes that name a token's kind, public in the vendors' documentation: a tool may check
+// them, and they tell nothing of the secret. Any other leading text is drawn like the rest.
+constexpr std::string_view kPublicPrefixes[] = {
+    "github_pat_", "ghp_",  "gho_",  "ghu_",  "ghs_",     "ghr_",     "glpat-", "glcbt-", "gldt-",
+    "glptt-",      "glrt-", "xoxb-", "xoxp-", "sk_live_", "sk_test_", "npm_",   "pypi-"};
 
 bool Contains(std::string_view hay, std::string_view needle) {
   return !needle.empty() && hay.find(needle) != std::string_view::npos;
@@ -97,14 +100,18 @@ bool HopByHop(const std::string& lower, bool covered) {
 
 std::string MakeDummy(std::string_view real) {
   size_t keep = 0;
-  for (size_t i = 0; i < real.size() && i < 12; ++i) {
-    if (real[i] == '_' || real[i] == '-') {
-      keep = i + 1;
-      break;
-    }
+  for (std::string_view prefix : kPublicPrefixes) {
+    if (real.size() > prefix.size() && real.starts_with(prefix)) keep = prefix.size();
   }
+  const std::string set = Alphabet(real);
   std::string dummy(real.substr(0, keep));
-  for (size_t i = keep; i < real.size(); ++i) dummy += SameClass(real[i]);
+  for (size_t i = keep; i < real.size(); ++i) {
+    const char c = real[i];
+    // Punctuation keeps its place (a UUID's dashes): the value's shape, not its content.
+    dummy += std::isalnum(static_cast<unsigned char>(c)) != 0
+                 ? set[RandomBelow(static_cast<uint32_t>(set.size()))]
+                 : c;
+  }
   if (dummy == real) {
     // Every position drew its own character again (or randomness failed): flip one digit or
     // letter deterministically, within its class.
@@ -131,6 +138,16 @@ Result<std::unique_ptr<Broker>> Broker::Create(
     c.env = spec.env;
     if (spec.env.empty()) return MakeError(where + ": env names no variable");
     if (spec.hosts.empty()) return MakeError(where + ": hosts is empty");
+    for (const std::string& host : spec.hosts) {
+      // A preset names many hosts, some shared by every tenant (a cloud's storage): a secret
+      // goes to hosts named one by one.
+      if (host.starts_with("@")) {
+        return MakeError(
+            fmt::format("{}.hosts: '{}': a preset cannot carry a credential; name "
+                        "its hosts",
+                        where, host));
+      }
+    }
     Result<std::vector<HostRule>> hosts = ParseRules(spec.hosts, /*deny=*/false);
     if (!hosts.ok()) return MakeError(fmt::format("{}.hosts: {}", where, hosts.message()));
     c.hosts = std::move(*hosts);
@@ -199,55 +216,96 @@ bool Broker::Covers(std::string_view host, uint16_t port) const {
                      [&](const Credential& c) { return CoversHost(c, host, port); });
 }
 
+namespace {
+
+// `value` with `c`'s dummy put back as the real value, when it holds it in a form a client sends
+// a credential in: the whole value (PRIVATE-TOKEN: D), "Scheme D" (Bearer, token) or Basic auth
+// of "user:D"; nullopt for any other place (a Basic blob of D alone, "ab:Dzz", D inside other
+// text), which a server could reflect in a form the response filter does not know.
+std::optional<std::string> Substituted(std::string_view value, const Credential& c) {
+  if (value == c.dummy) return c.real;
+  std::string_view encoded;
+  std::string decoded;
+  if (IsBasic(value, &encoded)) {
+    if (!Base64Decode(encoded, &decoded)) return std::nullopt;
+    const size_t colon = decoded.find(':');
+    if (colon == std::string::npos || decoded.substr(colon + 1) != c.dummy ||
+        Contains(decoded.substr(0, colon), c.dummy)) {
+      return std::nullopt;
+    }
+    return "Basic " + Base64Encode(decoded.substr(0, colon + 1) + c.real);
+  }
+  const size_t space = value.find(' ');
+  if (space == std::string_view::npos || value.substr(space + 1) != c.dummy) return std::nullopt;
+  const std::string_view scheme = value.substr(0, space);
+  if (scheme.empty() || !std::all_of(scheme.begin(), scheme.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_';
+      })) {
+    return std::nullopt;
+  }
+  return std::string(value.substr(0, space + 1)) + c.real;
+}
+
+// Whether `value` holds `c`'s dummy anywhere, Basic auth's decoded text included.
+bool CarriesDummy(std::string_view value, const Credential& c) {
+  std::string_view encoded;
+  std::string decoded;
+  return Contains(value, c.dummy) || (IsBasic(value, &encoded) && Base64Decode(encoded, &decoded) &&
+                                      Contains(decoded, c.dummy));
+}
+
+}  // namespace
+
 Status Broker::RewriteHeaders(const HttpRequestHead& head, std::string_view host, uint16_t port,
-                              std::string* out, std::vector<std::string>* used) const {
+                              bool tls, std::string* out, std::vector<std::string>* used) const {
+  // A credential goes into a request only over TLS to its host (verified upstream): in the
+  // clear anyone on the path, or a forged answer to the proxy's resolver, would have it.
+  auto injects = [&](const Credential& c) { return tls && CoversHost(c, host, port); };
   auto refuse = [&](const Credential& c, std::string_view where) {
+    if (CoversHost(c, host, port)) {
+      return MakeError(fmt::format(
+          "{} carries the dummy of credential '{}' in plain HTTP; it goes to its hosts only "
+          "over TLS",
+          where, c.name));
+    }
     return MakeError(
         fmt::format("{} carries the dummy of credential '{}', which goes only to its own hosts",
                     where, c.name));
   };
   for (const Credential& c : credentials_) {
-    if (!CoversHost(c, host, port) && Contains(head.target, c.dummy)) {
-      return refuse(c, "the request's target");
-    }
+    if (Contains(head.target, c.dummy)) return refuse(c, "the request's target");
   }
   auto note = [&](const Credential& c) {
     if (std::find(used->begin(), used->end(), c.name) == used->end()) used->push_back(c.name);
   };
-  const bool covered = Covers(host, port);
+  const bool covered = tls && Covers(host, port);
   for (const auto& [name, raw] : head.headers) {
     const std::string lower = AsciiLower(name);
     if (HopByHop(lower, covered)) continue;
     bool templated = false;
     for (const Credential& c : credentials_) {
-      templated = templated || (!c.header_name.empty() && AsciiLower(c.header_name) == lower &&
-                                CoversHost(c, host, port));
+      templated =
+          templated || (!c.header_name.empty() && AsciiLower(c.header_name) == lower && injects(c));
     }
     if (templated) continue;
     std::string value = raw;
-    std::string_view encoded;
-    std::string decoded;
-    const bool basic =
-        lower == "authorization" && IsBasic(value, &encoded) && Base64Decode(encoded, &decoded);
-    bool changed_basic = false;
     for (const Credential& c : credentials_) {
-      const bool covers = CoversHost(c, host, port);
-      const bool in_value = Contains(value, c.dummy);
-      const bool in_basic = basic && Contains(decoded, c.dummy);
-      if (!in_value && !in_basic) continue;
-      if (!covers) return refuse(c, fmt::format("the header {}", name));
-      if (in_value) ReplaceAll(&value, c.dummy, c.real);
-      if (in_basic) {
-        ReplaceAll(&decoded, c.dummy, c.real);
-        changed_basic = true;
+      if (!CarriesDummy(value, c)) continue;
+      if (!injects(c)) return refuse(c, fmt::format("the header {}", name));
+      std::optional<std::string> real = Substituted(value, c);
+      if (!real) {
+        return MakeError(fmt::format(
+            "the header {} carries the dummy of credential '{}' in a form the broker does not "
+            "rewrite (the whole value, \"Scheme DUMMY\", or Basic auth of user:DUMMY)",
+            name, c.name));
       }
+      value = std::move(*real);
       note(c);
     }
-    if (changed_basic) value = "Basic " + Base64Encode(decoded);
     out->append(name).append(": ").append(value).append("\r\n");
   }
   for (const Credential& c : credentials_) {
-    if (c.header_name.empty() || !CoversHost(c, host, port)) continue;
+    if (c.header_name.empty() || !injects(c)) continue;
     out->append(c.header_name)
         .append(": ")
         .append(Expand(c.header_template, c.real))
@@ -258,8 +316,8 @@ Status Broker::RewriteHeaders(const HttpRequestHead& head, std::string_view host
 }
 
 Status ForwardHeaders(const Broker* broker, const HttpRequestHead& head, std::string_view host,
-                      uint16_t port, std::string* out, std::vector<std::string>* used) {
-  if (broker != nullptr) return broker->RewriteHeaders(head, host, port, out, used);
+                      uint16_t port, bool tls, std::string* out, std::vector<std::string>* used) {
+  if (broker != nullptr) return broker->RewriteHeaders(head, host, port, tls, out, used);
   for (const auto& [name, value] : head.headers) {
     if (HopByHop(AsciiLower(name), false)) continue;
     out->append(name).append(": ").append(value).append("\r\n");
@@ -298,26 +356,6 @@ std::vector<std::string> Broker::Environment() const {
   return env;
 }
 
-std::string EncodedBody(std::string_view head) {
-  size_t at = head.find("\r\n");
-  while (at != std::string_view::npos && at + 2 < head.size()) {
-    const size_t start = at + 2;
-    const size_t end = head.find("\r\n", start);
-    const std::string_view line =
-        head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    const size_t colon = line.find(':');
-    if (colon != std::string_view::npos &&
-        AsciiLower(line.substr(0, colon)) == "content-encoding") {
-      std::string value(line.substr(colon + 1));
-      value.erase(0, value.find_first_not_of(" \t"));
-      value.erase(value.find_last_not_of(" \t") + 1);
-      if (!value.empty() && AsciiLower(value) != "identity") return value;
-    }
-    at = end;
-  }
-  return "";
-}
-
 StreamFilter::StreamFilter(std::vector<std::pair<std::string, std::string>> forms)
     : forms_(std::move(forms)) {
   for (const auto& [from, to] : forms_) hold_ = std::max(hold_, from.size());
@@ -340,6 +378,17 @@ std::string StreamFilter::Feed(std::string_view data) {
 }
 
 std::string StreamFilter::Finish() {
+  // A stream that ends inside a value (a truncated response) must not hand out its first
+  // characters: an unfinished form becomes the same prefix of its replacement.
+  for (const auto& [from, to] : forms_) {
+    for (size_t k = std::min(pending_.size(), from.size() - 1); k > 0; --k) {
+      if (std::string_view(pending_).substr(pending_.size() - k) ==
+          std::string_view(from).substr(0, k)) {
+        pending_.replace(pending_.size() - k, k, to.substr(0, k));
+        break;
+      }
+    }
+  }
   std::string out;
   out.swap(pending_);
   return out;

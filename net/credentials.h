@@ -39,10 +39,10 @@ struct Credential {
   std::string real, dummy;                   // same length; the real value never leaves here
 };
 
-// A dummy for `real`: the same length, the same character class at each position (digits,
-// hex letters, other letters of each case) and the same prefix up to a first '_' or '-' in
-// its first 12 characters ("ghp_", "glpat-"), so a tool that checks a token's form accepts it.
-// Random otherwise; never equal to `real`.
+// A dummy for `real`: the same length, punctuation where it has punctuation, a vendor's public
+// prefix kept ("ghs_", "glpat-"), every other character drawn at random from the letters and
+// digits the whole value uses (so hex stays hex), so a tool that checks a token's form accepts
+// it while it tells nothing of the value. Never equal to `real`.
 std::string MakeDummy(std::string_view real);
 
 class Broker {
@@ -61,11 +61,13 @@ class Broker {
   bool Covers(std::string_view host, uint16_t port) const;
 
   // The request's headers with each covering credential's dummy replaced by its real value
-  // (in Basic auth's user:password too) and each `header` template set, appended to *out
-  // (ForwardHeaders). *used gets the credentials' names. An error when a header, or the
-  // target, carries the dummy of a credential that does not cover `host`:`port`: the request
-  // must not leave.
-  Status RewriteHeaders(const HttpRequestHead& head, std::string_view host, uint16_t port,
+  // and each `header` template set, appended to *out (ForwardHeaders); only over TLS (`tls`:
+  // a terminated tunnel), never in plain HTTP. A dummy is replaced only where a client sends
+  // a credential: a header's whole value, "Scheme DUMMY", or Basic auth of "user:DUMMY" (the
+  // forms ResponseForms knows). *used gets the credentials' names. An error when the target,
+  // or a header, carries a dummy anywhere else, for a host its credential does not cover, or
+  // in plain HTTP: the request must not leave.
+  Status RewriteHeaders(const HttpRequestHead& head, std::string_view host, uint16_t port, bool tls,
                         std::string* out, std::vector<std::string>* used) const;
   // What a response from `host`:`port` may not carry: each covering credential's real value
   // and its Basic forms, each with the dummy form of the same length to put in its place.
@@ -86,11 +88,7 @@ class Broker {
 // Accept-Encoding, so a reflected value is never compressed past the response filter), through
 // `broker`'s rewrite when there is one.
 Status ForwardHeaders(const Broker* broker, const HttpRequestHead& head, std::string_view host,
-                      uint16_t port, std::string* out, std::vector<std::string>* used);
-
-// A response head's Content-Encoding when the body is encoded (gzip, br, ...: the response
-// filter could not see a value inside it), else "" (none, or identity).
-std::string EncodedBody(std::string_view head);
+                      uint16_t port, bool tls, std::string* out, std::vector<std::string>* used);
 
 // Replaces every `from` with its `to` (same length) in a stream, across chunk boundaries: it
 // holds back at most the longest `from` less one byte until more comes or Finish.

@@ -23,6 +23,7 @@
 #include "net/credentials.h"
 #include "net/host_name.h"
 #include "net/http_request.h"
+#include "net/response_filter.h"
 #include "net/socket_io.h"
 #include "net/socks5.h"
 #include "net/tls_stream.h"
@@ -256,10 +257,12 @@ class Connection {
   // The request `reader` has read the head of, from `in` to `out` (ForwardHeaders), its body
   // to its end; false (record_ saying why) when it must not or could not go.
   template <typename Source, typename Sink>
-  bool ForwardRequest(HttpRequestReader& reader, std::string pending, Source& in, Sink& out);
+  // `tls`: inside a tunnel the proxy terminated (credentials are put in only there).
+  bool ForwardRequest(HttpRequestReader& reader, std::string pending, bool tls, Source& in,
+                      Sink& out);
   // The response from `in` to `out` until `in` ends, through `filter`.
   template <typename Source, typename Sink>
-  void ForwardResponse(Source& in, Sink& out, StreamFilter& filter);
+  void ForwardResponse(Source& in, Sink& out, ResponseFilter& filter);
 
   void ServeRequest();
 
@@ -390,19 +393,28 @@ bool ReadHead(HttpRequestReader& reader, Side& client, std::string* pending, siz
 }  // namespace
 
 template <typename Source, typename Sink>
-bool Connection::ForwardRequest(HttpRequestReader& reader, std::string pending, Source& in,
-                                Sink& out) {
+bool Connection::ForwardRequest(HttpRequestReader& reader, std::string pending, bool tls,
+                                Source& in, Sink& out) {
   const HttpRequestHead& head = reader.head();
   std::string text = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.origin_form);
-  if (Status fwd = ForwardHeaders(shared_->broker.get(), head, record_.host, record_.port, &text,
-                                  &record_.credentials);
+  if (Status fwd = ForwardHeaders(shared_->broker.get(), head, record_.host, record_.port, tls,
+                                  &text, &record_.credentials);
       !fwd.ok()) {
     Refuse(fwd.message());
     record_.credentials.clear();
     Forbid(in, "agentexec: network: " + record_.reason);
     return false;
   }
-  const bool covered = shared_->broker && shared_->broker->Covers(record_.host, record_.port);
+  const bool covered =
+      tls && shared_->broker && shared_->broker->Covers(record_.host, record_.port);
+  // Without a Host header a server on a shared address answers as its default site: the
+  // request goes to the host the policy checked, by name.
+  if (FindHeader(head, "host") == nullptr) {
+    const std::string name =
+        record_.host.find(':') != std::string::npos ? "[" + record_.host + "]" : record_.host;
+    text += record_.port == (tls ? 443 : 80) ? fmt::format("Host: {}\r\n", name)
+                                             : fmt::format("Host: {}:{}\r\n", name, record_.port);
+  }
   // Where the headers were rewritten, the encoding is the server's plain one (so the response
   // filter sees what the server sends), and an Expect is answered here rather than by the
   // server, whose 100 would otherwise wait behind the body this loop is still reading.
@@ -437,41 +449,29 @@ bool Connection::ForwardRequest(HttpRequestReader& reader, std::string pending, 
 }
 
 template <typename Source, typename Sink>
-void Connection::ForwardResponse(Source& in, Sink& out, StreamFilter& filter) {
+void Connection::ForwardResponse(Source& in, Sink& out, ResponseFilter& filter) {
   char buf[16384];
-  // The head first, whole: a body the filter cannot read (compressed, though identity was
-  // asked for) must not reach the command at all.
-  std::string head;
-  bool head_done = false;
+  std::string ready;
+  bool sent = false;
+  auto refuse = [&] {
+    record_.reason = fmt::format("{} {}", record_.host, filter.error());
+    // Before a byte went out the command hears why; after (a 103's head), the stream just ends.
+    if (!sent) Forbid(out, "agentexec: network: " + record_.reason);
+  };
   for (;;) {
     const long n = in.Read(buf, sizeof buf, -1);
     if (n <= 0) break;
     record_.bytes_received += static_cast<uint64_t>(n);
-    std::string_view got(buf, static_cast<size_t>(n));
-    if (!head_done) {
-      head.append(got);
-      const size_t end = head.find("\r\n\r\n");
-      if (end == std::string::npos && head.size() < HttpRequestReader::kMaxHeadBytes) continue;
-      head_done = true;
-      if (std::string encoding = EncodedBody(head.substr(0, end)); !encoding.empty()) {
-        record_.reason = fmt::format(
-            "{} answered with Content-Encoding: {}, which the credential filter cannot read; "
-            "the response was dropped",
-            record_.host, encoding);
-        Forbid(out, "agentexec: network: " + record_.reason);
-        return;
-      }
-      got = head;
+    ready.clear();
+    if (!filter.Feed(std::string_view(buf, static_cast<size_t>(n)), &ready)) return refuse();
+    if (!ready.empty()) {
+      if (!out.Write(ready)) return;
+      sent = true;
     }
-    const std::string ready = filter.Feed(got);
-    if (!ready.empty() && !out.Write(ready)) return;
   }
-  if (!head_done && !head.empty()) {
-    const std::string ready = filter.Feed(head);
-    if (!ready.empty() && !out.Write(ready)) return;
-  }
-  const std::string rest = filter.Finish();
-  if (!rest.empty()) out.Write(rest);
+  ready.clear();
+  if (!filter.Finish(&ready)) return refuse();
+  if (!ready.empty()) out.Write(ready);
 }
 
 std::string Connection::RefusedBeforeDial(const HttpRequestHead& head, bool covered) const {
@@ -540,12 +540,9 @@ void Connection::ServeHttp(std::string first) {
   // One request per connection: the head is sent on with Connection: close, the body up to its
   // end, and nothing after it (a pipelined request could name another host).
   SocketSide up{upstream_fd_.get()};
-  if (!ForwardRequest(reader, std::move(rest), client, up)) return;
-  if (covered) {
-    StreamFilter filter(shared_->broker->ResponseForms(head.host, head.port, head));
-    ForwardResponse(up, client, filter);
-    return;
-  }
+  // Plain HTTP: no credential goes into it (ForwardHeaders refuses a dummy), so nothing of
+  // one can come back.
+  if (!ForwardRequest(reader, std::move(rest), /*tls=*/false, client, up)) return;
   // The response, to its end.
   Pumps pumps;
   for (;;) {
@@ -611,8 +608,9 @@ void Connection::Terminate(std::string first_up) {
     client.Shutdown();
     return;
   }
-  if (ForwardRequest(reader, pending.substr(used), client, up)) {
-    StreamFilter filter(broker.ResponseForms(record_.host, record_.port, head));
+  if (ForwardRequest(reader, pending.substr(used), /*tls=*/true, client, up)) {
+    ResponseFilter filter(broker.ResponseForms(record_.host, record_.port, head),
+                          head.method == "HEAD");
     ForwardResponse(up, client, filter);
   }
   client.Shutdown();

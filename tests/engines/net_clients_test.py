@@ -15,8 +15,8 @@ never sees a request.
   net_clients_npm_verdaccio  npm install of a package (and its dependency) published to a real
                              verdaccio on allowed.test:4873, over plain HTTP, and from evil.test
   net_clients_npm_brokered_token
-                             npm install of a scoped package that verdaccio serves only with
-                             a token: passed to commands, they can print it; brokered
+                             npm install of a scoped package that verdaccio (over https) serves
+                             only with a token: passed to commands, they can print it; brokered
                              ([network.credentials]), npm works with the dummy and no
                              command's environment or event holds the token
   net_clients_ssh_socks5     ssh through the SOCKS5 proxy with OpenBSD `nc -X 5`, and git clone
@@ -46,6 +46,7 @@ import os
 import pwd
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -86,9 +87,16 @@ def turns(commands):
     return json.dumps({"turns": items})
 
 
-def no_proxy_get(url, data=None, method=None, headers=None, timeout=5):
-    """An HTTP request from namespace A straight to B, whatever proxy the caller's env names."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+def no_proxy_get(url, data=None, method=None, headers=None, timeout=5, ca=None):
+    """An HTTP request from namespace A straight to B, whatever proxy the caller's env names
+    (`ca`: the CA an https:// server's certificate is checked against)."""
+    handlers = [urllib.request.ProxyHandler({})]
+    if ca is not None:
+        # By address from A (no resolver there): the chain is checked, the name cannot be.
+        context = ssl.create_default_context(cafile=ca)
+        context.check_hostname = False
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(*handlers)
     req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     with opener.open(req, timeout=timeout) as r:
         return r.status, r.read()
@@ -308,7 +316,7 @@ class NetClientsTest(unittest.TestCase):
                           (ALLOWED, "GET", f"/packages/{srv.WHEEL_NAME}-{srv.WHEEL_VERSION}"
                                            "-py3-none-any.whl", "200")})
 
-    def start_verdaccio(self, name, packages_rule):
+    def start_verdaccio(self, name, packages_rule, tls=False):
         """A verdaccio of its own on allowed.test:4873 (`packages_rule`: its `packages:` YAML),
         with a throwaway user made through its API: (registry URL, the user's token, its
         log's path, the environment npm publishes with)."""
@@ -329,24 +337,29 @@ class NetClientsTest(unittest.TestCase):
                     f"auth:\n  htpasswd:\n    file: {vd}/htpasswd\n    max_users: 10\n"
                     "uplinks: {}\n"
                     f"packages:\n{packages_rule}"
-                    f"listen: {ALLOWED}:4873\n"
+                    + (f"https:\n  key: {self.dir}/srv.key\n  cert: {self.dir}/srv.pem\n"
+                       f"listen: https://{ALLOWED}:4873\n" if tls else
+                       f"listen: {ALLOWED}:4873\n") +
                     "web:\n  enable: false\n"
                     "log: {type: stdout, format: pretty, level: http}\n")
         log_path = os.path.join(vd, "verdaccio.log")
         server = self.in_b([verdaccio, "--config", os.path.join(vd, "config.yaml")], log=log_path,
                            env={**os.environ, "PATH": self.path})
-        registry = f"http://{ALLOWED}:4873/"
-        wait_for("verdaccio", lambda: no_proxy_get(registry + "-/ping")[0] == 200)
+        registry = f"{'https' if tls else 'http'}://{ALLOWED}:4873/"
+        ca = self.ca if tls else None
+        wait_for("verdaccio", lambda: no_proxy_get(registry + "-/ping", ca=ca)[0] == 200)
         # A throwaway user through the registry's API, then both packages published from A.
         _, body = no_proxy_get(registry + "-/user/org.couchdb.user:ae-tester", method="PUT",
                                data=json.dumps({"name": "ae-tester", "password": "ae-secret-1",
                                                 "email": "t@example.com"}).encode(),
-                               headers={"Content-Type": "application/json"})
+                               headers={"Content-Type": "application/json"}, ca=ca)
         token = json.loads(body)["token"]
         npmrc = os.path.join(vd, "npmrc")
         with open(npmrc, "w") as f:
             f.write(f"registry={registry}\n//{ALLOWED}:4873/:_authToken={token}\n")
         publish_env = {"PATH": self.path, "HOME": vd, "npm_config_userconfig": npmrc,
+                       # By address from A: npm cannot check the name (the commands' npm does).
+                       **({"npm_config_strict_ssl": "false"} if tls else {}),
                        "npm_config_cache": os.path.join(vd, "cache"),
                        "npm_config_update_notifier": "false"}
         return registry, token, log_path, publish_env, server, vd
@@ -393,10 +406,12 @@ class NetClientsTest(unittest.TestCase):
     def test_npm_scoped_package_with_a_brokered_token(self):
         # Packages under @ae/ need a logged-in user: the token. Attacker first: passed to the
         # commands in NPM_TOKEN, npm works and the token is theirs to print; brokered
-        # ([network.credentials.npm]), npm works with the dummy and the token is nowhere.
+        # ([network.credentials.npm]), npm works with the dummy and the token is nowhere. Over
+        # https: the broker puts a credential into no plain HTTP request.
         registry, token, log_path, publish_env, server, vd = self.start_verdaccio(
             "verdaccio-auth", "  '@ae/*':\n    access: $authenticated\n"
-            "    publish: $authenticated\n  '**':\n    access: $all\n    publish: $all\n")
+            "    publish: $authenticated\n  '**':\n    access: $all\n    publish: $all\n",
+            tls=True)
         self.addCleanup(self.stop, server)
         pkg = os.path.join(vd, "packages", "private")
         os.makedirs(pkg)
@@ -409,7 +424,7 @@ class NetClientsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         with self.assertRaisesRegex(urllib.error.HTTPError, "401"):  # none without the token
-            no_proxy_get(registry + "@ae%2fprivate")
+            no_proxy_get(registry + "@ae%2fprivate", ca=self.ca)
         npm = ("npm install --no-audit --no-fund --no-update-notifier --loglevel=error "
                "--fetch-retries=0 --cache \"$PWD/../npm-cache\" @ae/private >../npm.log 2>&1; "
                "echo \"npm exit=$?\"; node -e 'console.log(require(\"@ae/private\").hello())'")
@@ -425,10 +440,13 @@ class NetClientsTest(unittest.TestCase):
             os.makedirs(os.path.join(ws, "app"))
             # The project's own .npmrc, as a private package's repository carries it.
             with open(os.path.join(ws, "app", ".npmrc"), "w") as f:
-                f.write("@ae:registry=http://allowed.test:4873/\n"
+                f.write("@ae:registry=https://allowed.test:4873/\n"
                         "//allowed.test:4873/:_authToken=${NPM_TOKEN}\n")
             r = self.run_agent([f"cd app && {npm}", look], ["allowed.test:4873"], extra,
-                               {"NPM_TOKEN": token, "T_REV": token[::-1]}, ws)
+                               {"NPM_TOKEN": token, "T_REV": token[::-1],
+                                # The proxy checks verdaccio's certificate against the test's
+                                # CA; passed, npm does.
+                                "SSL_CERT_FILE": self.ca, "npm_config_cafile": self.ca}, ws)
             got[name] = r
             self.assertEqual(r.outputs[0], "npm exit=0\nhello from @ae/private\n",
                              f"{name}: npm's log: {read(os.path.join(ws, 'npm.log'))}")

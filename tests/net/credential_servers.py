@@ -5,7 +5,7 @@ port 80:
   /api      needs `Authorization: Bearer TOKEN` (401 otherwise) and then reflects the request,
             the way an error page or an echo service would: every header in the body, the
             token in a Set-Cookie header; /api/gzip the same body gzip-compressed, whatever
-            the request's Accept-Encoding;
+            the request's Accept-Encoding; /api/chunk in 7-byte chunks;
   /NAME.git `git http-backend` (tests/engines/net_clients_servers.py), needing Basic auth with
             the password TOKEN;
   /files/F  the file GIT_ROOT/F (a bulk download for bench/broker_compare.py);
@@ -70,6 +70,16 @@ class Handler(srv.Handler):
             if self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 return self.reply(401, "bad token\n")
             echo = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            if self.path.startswith("/api/chunk"):
+                # Chunks of 7 bytes: a reflected token is split by the framing on the wire.
+                data = ("ok\n" + echo).encode()
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for i in range(0, len(data), 7):
+                    part = data[i:i + 7]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                return self.wfile.write(b"0\r\n\r\n")
             if self.path.startswith("/api/gzip"):
                 # Compressed whatever the request asked for: the token inside, out of a plain
                 # filter's sight.

