@@ -133,10 +133,13 @@ TEST_F(IsolationTest, ABatchTaskCannotWriteAnotherTasksCloneOrBatchsRecords) {
             attack +
             R"(","yield_time_ms":30000}}]},{"items":[{"type":"message","text":"Done."}]}]})");
     const std::string manifest =
-        ws_.WriteFile("m.jsonl", R"({"id":"attacker","repo":"attacker","prompt":"p"})"
-                                 "\n"
-                                 R"({"id":"victim","repo":"victim","prompt":"p"})"
-                                 "\n");
+        // Neither task means to change its own repository: only whether one can change the
+        // other's is under test.
+        ws_.WriteFile("m.jsonl",
+                      R"({"id":"attacker","repo":"attacker","prompt":"p","expect_change":false})"
+                      "\n"
+                      R"({"id":"victim","repo":"victim","prompt":"p","expect_change":false})"
+                      "\n");
     std::vector<std::string> args{"batch",
                                   "run",
                                   manifest,
