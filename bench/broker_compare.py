@@ -19,7 +19,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "net"))
-from netns import ALLOWED, Net, make_ca, sh  # noqa: E402
+from netns import ALLOWED, Net, make_ca, reexec_inside, sh  # noqa: E402
 
 TOKEN = "ghs_benchBENCHbench0123456789abcdefABCDEF"
 REQUESTS = 200
@@ -73,14 +73,13 @@ def main():
             runs = int(arg.split("=", 1)[1])
         elif arg == "--runs":
             runs = int(sys.argv[i + 1])
-    if os.environ.get("AE_NET_INSIDE") != "1":
-        for tool in ("unshare", "nsenter", "ip", "curl", "openssl", "git"):
-            if shutil.which(tool) is None:
-                print(f"broker bench skipped: {tool} is not installed")
-                return 0
-        env = dict(os.environ, AE_NET_INSIDE="1")
-        return subprocess.run(["unshare", "-Urn", "--fork", sys.executable, *sys.argv],
-                              env=env).returncode
+    def skip(why):
+        print(f"broker bench skipped: {why}")
+        return 0
+
+    code = reexec_inside(("unshare", "nsenter", "ip", "curl", "openssl", "git"), skip)
+    if code is not None:
+        return code
     d = tempfile.mkdtemp(prefix="ae-broker-bench-")
     try:
         make_ca(d)

@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "net"))
-from netns import ALLOWED, Net, make_ca, sh  # noqa: E402
+from netns import ALLOWED, Net, make_ca, reexec_inside, sh  # noqa: E402
 
 BULK_BYTES = 1 << 30
 SEQUENTIAL = 200
@@ -153,14 +153,13 @@ def main():
             runs = int(a.split("=", 1)[1])
     ae = os.path.abspath(args[0])
     srt = os.path.abspath(args[1]) if len(args) > 1 and args[1] else ""
-    if os.environ.get("AE_NET_INSIDE") != "1":
-        for tool in ("unshare", "nsenter", "ip", "curl", "openssl"):
-            if shutil.which(tool) is None:
-                print(f"net bench skipped: {tool} is not installed")
-                return 0
-        env = dict(os.environ, AE_NET_INSIDE="1")
-        return subprocess.run(["unshare", "-Urnm", "--fork", sys.executable, *sys.argv],
-                              env=env).returncode
+    def skip(why):
+        print(f"net bench skipped: {why}")
+        return 0
+
+    code = reexec_inside(("unshare", "nsenter", "ip", "curl", "openssl"), skip, "-Urnm")
+    if code is not None:
+        return code
     d = tempfile.mkdtemp(prefix="ae-net-bench-")
     make_ca(d)
     net = Net(d)

@@ -19,47 +19,17 @@ void Set(Config& c, const std::string&, ConfigValue v) {
   using T = std::remove_cvref_t<decltype(c.*Member)>;
   c.*Member = std::get<T>(std::move(v));
 }
-template <auto Member>
-ConfigValue GetProvider(const Config& c, const std::string& id) {
-  return c.model_providers.at(id).*Member;
+// A key of one named table ([model_providers.ID], [mcp_servers.ID], ...): `Map` is the
+// Config member holding the tables by id, `Member` the field of one.
+template <auto Map, auto Member>
+ConfigValue GetIn(const Config& c, const std::string& id) {
+  return (c.*Map).at(id).*Member;
 }
-template <auto Member>
-void SetProvider(Config& c, const std::string& id, ConfigValue v) {
-  ProviderConfig& p = c.model_providers[id];
-  using T = std::remove_cvref_t<decltype(p.*Member)>;
-  p.*Member = std::get<T>(std::move(v));
-}
-template <auto Member>
-ConfigValue GetMcp(const Config& c, const std::string& id) {
-  return c.mcp_servers.at(id).*Member;
-}
-template <auto Member>
-void SetMcp(Config& c, const std::string& id, ConfigValue v) {
-  McpServerConfig& s = c.mcp_servers[id];
-  using T = std::remove_cvref_t<decltype(s.*Member)>;
-  s.*Member = std::get<T>(std::move(v));
-}
-
-template <auto Member>
-ConfigValue GetCredential(const Config& c, const std::string& id) {
-  return c.network_credentials.at(id).*Member;
-}
-template <auto Member>
-void SetCredential(Config& c, const std::string& id, ConfigValue v) {
-  CredentialConfig& s = c.network_credentials[id];
-  using T = std::remove_cvref_t<decltype(s.*Member)>;
-  s.*Member = std::get<T>(std::move(v));
-}
-
-template <auto Member>
-ConfigValue GetPermission(const Config& c, const std::string& id) {
-  return c.permissions.at(id).*Member;
-}
-template <auto Member>
-void SetPermission(Config& c, const std::string& id, ConfigValue v) {
-  PermissionNetwork& s = c.permissions[id];
-  using T = std::remove_cvref_t<decltype(s.*Member)>;
-  s.*Member = std::get<T>(std::move(v));
+template <auto Map, auto Member>
+void SetIn(Config& c, const std::string& id, ConfigValue v) {
+  auto& entry = (c.*Map)[id];
+  using T = std::remove_cvref_t<decltype(entry.*Member)>;
+  entry.*Member = std::get<T>(std::move(v));
 }
 
 // enabled_tools: "not set" (every tool) differs from [] (no tool).
@@ -194,16 +164,16 @@ const KeySpec kKeys[] = {
      "Display name.",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::name>,
-     SetProvider<&ProviderConfig::name>},
+     GetIn<&Config::model_providers, &ProviderConfig::name>,
+     SetIn<&Config::model_providers, &ProviderConfig::name>},
     {"model_providers.*.base_url",
      K::kString,
      "\"\"",
      "API root, e.g. https://api.openai.com/v1.",
      {},
      kNotInProject,
-     GetProvider<&ProviderConfig::base_url>,
-     SetProvider<&ProviderConfig::base_url>,
+     GetIn<&Config::model_providers, &ProviderConfig::base_url>,
+     SetIn<&Config::model_providers, &ProviderConfig::base_url>,
      nullptr,
      {},
      kRedirectsKeys},
@@ -213,30 +183,31 @@ const KeySpec kKeys[] = {
      "Environment variable holding the API key; empty: no key.",
      {},
      kNotInProject,
-     GetProvider<&ProviderConfig::env_key>,
-     SetProvider<&ProviderConfig::env_key>,
+     GetIn<&Config::model_providers, &ProviderConfig::env_key>,
+     SetIn<&Config::model_providers, &ProviderConfig::env_key>,
      nullptr,
      {},
      kRedirectsKeys},
     {"model_providers.*.wire_api", K::kEnum, "\"responses\"", "Protocol spoken to the provider.",
-     "responses,chat,scripted", kNoFlags, GetProvider<&ProviderConfig::wire_api>,
-     SetProvider<&ProviderConfig::wire_api>},
+     "responses,chat,scripted", kNoFlags,
+     GetIn<&Config::model_providers, &ProviderConfig::wire_api>,
+     SetIn<&Config::model_providers, &ProviderConfig::wire_api>},
     {"model_providers.*.http_headers",
      K::kStringMap,
      "{}",
      "Extra HTTP headers, literal values.",
      {},
      kRedactValues,
-     GetProvider<&ProviderConfig::http_headers>,
-     SetProvider<&ProviderConfig::http_headers>},
+     GetIn<&Config::model_providers, &ProviderConfig::http_headers>,
+     SetIn<&Config::model_providers, &ProviderConfig::http_headers>},
     {"model_providers.*.env_http_headers",
      K::kStringMap,
      "{}",
      "Extra HTTP headers: header name -> environment variable holding the value.",
      {},
      kNotInProject,
-     GetProvider<&ProviderConfig::env_http_headers>,
-     SetProvider<&ProviderConfig::env_http_headers>,
+     GetIn<&Config::model_providers, &ProviderConfig::env_http_headers>,
+     SetIn<&Config::model_providers, &ProviderConfig::env_http_headers>,
      nullptr,
      {},
      kRedirectsKeys},
@@ -246,40 +217,40 @@ const KeySpec kKeys[] = {
      "Query parameters added to each URL.",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::query_params>,
-     SetProvider<&ProviderConfig::query_params>},
+     GetIn<&Config::model_providers, &ProviderConfig::query_params>,
+     SetIn<&Config::model_providers, &ProviderConfig::query_params>},
     {"model_providers.*.request_max_retries",
      K::kInt,
      "4",
      "Retries of a failed HTTP request (429 and 5xx).",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::request_max_retries>,
-     SetProvider<&ProviderConfig::request_max_retries>},
+     GetIn<&Config::model_providers, &ProviderConfig::request_max_retries>,
+     SetIn<&Config::model_providers, &ProviderConfig::request_max_retries>},
     {"model_providers.*.stream_max_retries",
      K::kInt,
      "5",
      "Retries of a whole request whose stream broke, failed or went idle.",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::stream_max_retries>,
-     SetProvider<&ProviderConfig::stream_max_retries>},
+     GetIn<&Config::model_providers, &ProviderConfig::stream_max_retries>,
+     SetIn<&Config::model_providers, &ProviderConfig::stream_max_retries>},
     {"model_providers.*.stream_idle_timeout_ms",
      K::kInt,
      "300000",
      "A stream silent this long is broken.",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::stream_idle_timeout_ms>,
-     SetProvider<&ProviderConfig::stream_idle_timeout_ms>},
+     GetIn<&Config::model_providers, &ProviderConfig::stream_idle_timeout_ms>,
+     SetIn<&Config::model_providers, &ProviderConfig::stream_idle_timeout_ms>},
     {"model_providers.*.script",
      K::kPath,
      "\"\"",
      "wire_api scripted: the turns file to replay.",
      {},
      kNoFlags,
-     GetProvider<&ProviderConfig::script>,
-     SetProvider<&ProviderConfig::script>},
+     GetIn<&Config::model_providers, &ProviderConfig::script>,
+     SetIn<&Config::model_providers, &ProviderConfig::script>},
     {"model_providers.*.env_key_instructions", K::kIgnored, "", "Accepted from codex; unused."},
     {"model_providers.*.requires_openai_auth", K::kIgnored, "", "Accepted from codex; unused."},
     {"model_providers.*.supports_websockets", K::kIgnored, "", "Accepted from codex; unused."},
@@ -429,8 +400,8 @@ const KeySpec kKeys[] = {
      "Requests to them are seen in the clear: their TLS is terminated with the run's own CA.",
      {},
      kNotInProject,
-     GetCredential<&CredentialConfig::hosts>,
-     SetCredential<&CredentialConfig::hosts>,
+     GetIn<&Config::network_credentials, &CredentialConfig::hosts>,
+     SetIn<&Config::network_credentials, &CredentialConfig::hosts>,
      nullptr,
      {},
      kSendsSecrets},
@@ -442,8 +413,8 @@ const KeySpec kKeys[] = {
      "only, and back in their responses.",
      {},
      kNotInProject,
-     GetCredential<&CredentialConfig::env>,
-     SetCredential<&CredentialConfig::env>,
+     GetIn<&Config::network_credentials, &CredentialConfig::env>,
+     SetIn<&Config::network_credentials, &CredentialConfig::env>,
      nullptr,
      {},
      kSendsSecrets},
@@ -454,8 +425,8 @@ const KeySpec kKeys[] = {
      "(e.g. \"Authorization: Bearer {value}\"), so commands need not send one.",
      {},
      kNotInProject,
-     GetCredential<&CredentialConfig::header>,
-     SetCredential<&CredentialConfig::header>,
+     GetIn<&Config::network_credentials, &CredentialConfig::header>,
+     SetIn<&Config::network_credentials, &CredentialConfig::header>,
      nullptr,
      {},
      kSendsSecrets},
@@ -480,8 +451,8 @@ const KeySpec kKeys[] = {
      "proxy, as network.allow); without, the whole network (network_access = true).",
      {},
      kNotInProject,
-     GetPermission<&PermissionNetwork::enabled>,
-     SetPermission<&PermissionNetwork::enabled>,
+     GetIn<&Config::permissions, &PermissionNetwork::enabled>,
+     SetIn<&Config::permissions, &PermissionNetwork::enabled>,
      nullptr,
      {},
      kOpensTheNetwork},
@@ -492,8 +463,8 @@ const KeySpec kKeys[] = {
      "or \"none\".",
      {},
      kNotInProject,
-     GetPermission<&PermissionNetwork::domains>,
-     SetPermission<&PermissionNetwork::domains>,
+     GetIn<&Config::permissions, &PermissionNetwork::domains>,
+     SetIn<&Config::permissions, &PermissionNetwork::domains>,
      nullptr,
      {},
      kOpensTheNetwork},
@@ -503,8 +474,8 @@ const KeySpec kKeys[] = {
      "codex's name: \"limited\" is network.methods = \"read-only\".",
      {},
      kNotInProject,
-     GetPermission<&PermissionNetwork::mode>,
-     SetPermission<&PermissionNetwork::mode>,
+     GetIn<&Config::permissions, &PermissionNetwork::mode>,
+     SetIn<&Config::permissions, &PermissionNetwork::mode>,
      nullptr,
      {},
      kOpensTheNetwork},
@@ -514,8 +485,8 @@ const KeySpec kKeys[] = {
      "codex's name: true is network.allow_private = true.",
      {},
      kNotInProject,
-     GetPermission<&PermissionNetwork::allow_local_binding>,
-     SetPermission<&PermissionNetwork::allow_local_binding>,
+     GetIn<&Config::permissions, &PermissionNetwork::allow_local_binding>,
+     SetIn<&Config::permissions, &PermissionNetwork::allow_local_binding>,
      nullptr,
      {},
      kOpensTheNetwork},
@@ -664,8 +635,8 @@ const KeySpec kKeys[] = {
      "Program of a stdio MCP server.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::command>,
-     SetMcp<&McpServerConfig::command>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::command>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::command>,
      nullptr,
      {},
      kStartsProcesses},
@@ -675,8 +646,8 @@ const KeySpec kKeys[] = {
      "Its arguments.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::args>,
-     SetMcp<&McpServerConfig::args>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::args>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::args>,
      nullptr,
      {},
      kStartsProcesses},
@@ -686,8 +657,8 @@ const KeySpec kKeys[] = {
      "Variables set for it.",
      {},
      kNotInProject | kRedactSecretNames,
-     GetMcp<&McpServerConfig::env>,
-     SetMcp<&McpServerConfig::env>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::env>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::env>,
      nullptr,
      {},
      kStartsProcesses},
@@ -697,8 +668,8 @@ const KeySpec kKeys[] = {
      "Its working directory.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::cwd>,
-     SetMcp<&McpServerConfig::cwd>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::cwd>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::cwd>,
      nullptr,
      {},
      kStartsProcesses},
@@ -708,8 +679,8 @@ const KeySpec kKeys[] = {
      "URL of a streamable-HTTP MCP server.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::url>,
-     SetMcp<&McpServerConfig::url>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::url>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::url>,
      nullptr,
      {},
      kStartsProcesses},
@@ -719,8 +690,8 @@ const KeySpec kKeys[] = {
      "Variable holding its bearer token.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::bearer_token_env_var>,
-     SetMcp<&McpServerConfig::bearer_token_env_var>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::bearer_token_env_var>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::bearer_token_env_var>,
      nullptr,
      {},
      kStartsProcesses},
@@ -730,8 +701,8 @@ const KeySpec kKeys[] = {
      "Start it.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::enabled>,
-     SetMcp<&McpServerConfig::enabled>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::enabled>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::enabled>,
      nullptr,
      {},
      kStartsProcesses},
@@ -741,8 +712,8 @@ const KeySpec kKeys[] = {
      "Time to start and list its tools (seconds, or \"20s\").",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::startup_timeout_ms>,
-     SetMcp<&McpServerConfig::startup_timeout_ms>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::startup_timeout_ms>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::startup_timeout_ms>,
      nullptr,
      {},
      kStartsProcesses},
@@ -752,8 +723,8 @@ const KeySpec kKeys[] = {
      "The same in milliseconds.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::startup_timeout_ms>,
-     SetMcp<&McpServerConfig::startup_timeout_ms>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::startup_timeout_ms>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::startup_timeout_ms>,
      nullptr,
      {},
      kStartsProcesses},
@@ -763,8 +734,8 @@ const KeySpec kKeys[] = {
      "Time one tool call may take.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::tool_timeout_ms>,
-     SetMcp<&McpServerConfig::tool_timeout_ms>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::tool_timeout_ms>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::tool_timeout_ms>,
      nullptr,
      {},
      kStartsProcesses},
@@ -774,7 +745,7 @@ const KeySpec kKeys[] = {
      "Offer only these of its tools.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::enabled_tools>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::enabled_tools>,
      SetMcpEnabledTools,
      nullptr,
      {},
@@ -785,8 +756,8 @@ const KeySpec kKeys[] = {
      "Never offer these of its tools.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::disabled_tools>,
-     SetMcp<&McpServerConfig::disabled_tools>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::disabled_tools>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::disabled_tools>,
      nullptr,
      {},
      kStartsProcesses},
@@ -796,8 +767,8 @@ const KeySpec kKeys[] = {
      "Variables passed through from agentexec's environment.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::env_vars>,
-     SetMcp<&McpServerConfig::env_vars>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::env_vars>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::env_vars>,
      nullptr,
      {},
      kStartsProcesses},
@@ -807,8 +778,8 @@ const KeySpec kKeys[] = {
      "Fail the turn when it cannot start.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::required>,
-     SetMcp<&McpServerConfig::required>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::required>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::required>,
      nullptr,
      {},
      kStartsProcesses},
@@ -818,8 +789,8 @@ const KeySpec kKeys[] = {
      "Extra HTTP headers for a `url` server, literal values.",
      {},
      kNotInProject | kRedactValues,
-     GetMcp<&McpServerConfig::http_headers>,
-     SetMcp<&McpServerConfig::http_headers>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::http_headers>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::http_headers>,
      nullptr,
      {},
      kStartsProcesses},
@@ -832,8 +803,8 @@ const KeySpec kKeys[] = {
      "value.",
      {},
      kNotInProject,
-     GetMcp<&McpServerConfig::env_http_headers>,
-     SetMcp<&McpServerConfig::env_http_headers>,
+     GetIn<&Config::mcp_servers, &McpServerConfig::env_http_headers>,
+     SetIn<&Config::mcp_servers, &McpServerConfig::env_http_headers>,
      nullptr,
      {},
      kStartsProcesses},

@@ -30,7 +30,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns import ALLOWED, EVIL, Net, make_ca, sh  # noqa: E402
+from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh  # noqa: E402
 
 AGENTEXEC = ""
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -353,18 +353,13 @@ class CredentialsTest(unittest.TestCase):
 def main():
     global AGENTEXEC
     AGENTEXEC = os.path.abspath(sys.argv[1])
-    if os.environ.get("AE_NET_INSIDE") != "1":
-        for tool in ("unshare", "nsenter", "ip", "curl", "openssl", "git"):
-            if shutil.which(tool) is None:
-                print(f"SKIP: {tool} is not installed (scripts/install-deps.sh test)")
-                return 77
-        probe = subprocess.run(["unshare", "-Urn", "true"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            print(f"SKIP: cannot make a user and network namespace here: {probe.stderr.strip()}")
-            return 77
-        env = dict(os.environ, AE_NET_INSIDE="1")
-        return subprocess.run(["unshare", "-Urn", "--fork", sys.executable, *sys.argv],
-                              env=env).returncode
+    def skip(why):
+        print(f"SKIP: {why}")
+        return 77
+
+    code = reexec_inside(("unshare", "nsenter", "ip", "curl", "openssl", "git"), skip)
+    if code is not None:
+        return code
     result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
     return 0 if result.wasSuccessful() else 1
 

@@ -4,6 +4,7 @@ N bytes through sendfile), HTTPS on :443 (a certificate of the caller's own CA, 
 allowed.test and evil.test) and an SSH-like banner on :22, at ALLOWED and EVIL. The caller must
 already be inside a user and network namespace of its own (unshare -Urn)."""
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -64,6 +65,23 @@ for a in ("198.51.100.2", "198.51.100.3"):
 print("ready", flush=True)
 threading.Event().wait()
 '''
+
+
+def reexec_inside(tools, skip, unshare="-Urn"):
+    """Runs this script again inside a user and network namespace of its own (`unshare` flags)
+    and returns its exit code; None when already inside. A missing tool or a namespace this
+    host refuses: `skip` is called with the reason and its value returned."""
+    if os.environ.get("AE_NET_INSIDE") == "1":
+        return None
+    for tool in tools:
+        if shutil.which(tool) is None:
+            return skip(f"{tool} is not installed (scripts/install-deps.sh test)")
+    probe = subprocess.run(["unshare", unshare, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return skip(f"cannot make a user and network namespace here: {probe.stderr.strip()}")
+    env = dict(os.environ, AE_NET_INSIDE="1")
+    return subprocess.run(["unshare", unshare, "--fork", sys.executable, *sys.argv],
+                          env=env).returncode
 
 
 def sh(cmd, **kw):
