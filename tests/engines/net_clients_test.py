@@ -60,7 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "net"))
 sys.path.insert(0, HERE)
-from netns import ALLOWED, EVIL, Net, make_ca, sh  # noqa: E402
+from netns import ALLOWED, EVIL, Net, make_ca, sh, turns  # noqa: E402
 import net_clients_servers as srv  # noqa: E402
 
 AGENTEXEC = ""
@@ -78,13 +78,6 @@ CASES = {
 VERDACCIO_INSTALL = (
     "mkdir -p DIR && cd DIR && echo '{\"dependencies\":{\"verdaccio\":\"6.8.0\"},"
     "\"overrides\":{\"node-fetch\":\"2.7.0\"}}' > package.json && npm install")
-
-
-def turns(commands):
-    items = [{"items": [{"type": "function_call", "name": "exec_command",
-                         "arguments": {"cmd": c, "yield_time_ms": 30000}}]} for c in commands]
-    items.append({"items": [{"type": "message", "text": "Done."}]})
-    return json.dumps({"turns": items})
 
 
 def no_proxy_get(url, data=None, method=None, headers=None, timeout=5, ca=None):

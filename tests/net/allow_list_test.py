@@ -27,7 +27,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh  # noqa: E402
+from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh, turns  # noqa: E402
 
 AGENTEXEC = ""
 # An ICMP echo to evil.test through a raw socket: the bytes sent, or the errno.
@@ -37,13 +37,6 @@ RAW_PING = ("python3 -c \"import socket,sys\ntry: print(socket.socket(socket.AF_
 DIRECT = "a direct connection past the proxy: the sandbox's network has nothing else"
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE_HOSTS = f"allowed.test={ALLOWED};evil.test={EVIL};loop.test=127.0.0.1;meta.test=169.254.169.254"
-
-def turns(commands):
-    items = [{"items": [{"type": "function_call", "name": "exec_command",
-                         "arguments": {"cmd": c, "yield_time_ms": 30000}}]} for c in commands]
-    items.append({"items": [{"type": "message", "text": "Done."}]})
-    return json.dumps({"turns": items})
-
 
 class AllowListTest(unittest.TestCase):
     @classmethod

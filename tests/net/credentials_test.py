@@ -30,7 +30,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh  # noqa: E402
+from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh, turns  # noqa: E402
 
 AGENTEXEC = ""
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,13 +97,6 @@ echo "attack done"
 '''
 
 
-def turns(commands):
-    items = [{"items": [{"type": "function_call", "name": "exec_command",
-                         "arguments": {"cmd": c, "yield_time_ms": 60000}}]} for c in commands]
-    items.append({"items": [{"type": "message", "text": "Done."}]})
-    return json.dumps({"turns": items})
-
-
 class CredentialsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -141,7 +134,7 @@ class CredentialsTest(unittest.TestCase):
         open(self.log, "w").close()  # this run's requests only
         script = os.path.join(self.dir, name + ".json")
         with open(script, "w") as f:
-            f.write(turns(commands))
+            f.write(turns(commands, 60000))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home,
                "AGENTEXEC_HOME": os.path.join(home, ".agentexec"),
                "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS, "SSL_CERT_FILE": self.ca,
@@ -307,7 +300,7 @@ class CredentialsTest(unittest.TestCase):
                 "curl -sS -X POST https://api.allowed.test/api/comments -d body=done",
                 'test -n "$GH_TOKEN" && test "$GH_TOKEN" != "$(printf %s "$T_REV" | rev)" && '
                 "echo dummy",
-                ATTACK.replace("FORGE_TOKEN", "GH_TOKEN")]))
+                ATTACK.replace("FORGE_TOKEN", "GH_TOKEN")], 60000))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home,
                "AGENTEXEC_HOME": os.path.join(home, ".agentexec"),
                "AGENTEXEC_NET_FAKE_HOSTS": FAKE_HOSTS, "SSL_CERT_FILE": t.ca,

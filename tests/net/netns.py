@@ -3,6 +3,7 @@ proxy), and B, "the internet", joined by a veth pair. B serves plain HTTP on :80
 N bytes through sendfile), HTTPS on :443 (a certificate of the caller's own CA, make_ca, naming
 allowed.test and evil.test) and an SSH-like banner on :22, at ALLOWED and EVIL. The caller must
 already be inside a user and network namespace of its own (unshare -Urn)."""
+import json
 import os
 import shutil
 import subprocess
@@ -65,6 +66,15 @@ for a in ("198.51.100.2", "198.51.100.3"):
 print("ready", flush=True)
 threading.Event().wait()
 '''
+
+
+def turns(commands, yield_ms=30000):
+    """A scripted model's turns (model_provider = "scripted"): each command an exec_command
+    call, then "Done."."""
+    items = [{"items": [{"type": "function_call", "name": "exec_command",
+                         "arguments": {"cmd": c, "yield_time_ms": yield_ms}}]} for c in commands]
+    items.append({"items": [{"type": "message", "text": "Done."}]})
+    return json.dumps({"turns": items})
 
 
 def reexec_inside(tools, skip, unshare="-Urn"):
