@@ -471,7 +471,7 @@ const KeySpec kKeys[] = {
     {"permissions.*.network.mode",
      K::kString,
      "\"full\"",
-     "codex's name: \"limited\" is network.methods = \"read-only\".",
+     R"(codex's name: "limited" is network.methods = "read-only".)",
      {},
      kNotInProject,
      GetIn<&Config::permissions, &PermissionNetwork::mode>,

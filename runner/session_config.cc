@@ -328,17 +328,14 @@ Result<net::Policy> NetworkPolicyFrom(const Config& config,
       } else if (action == "deny") {
         deny.push_back(pattern);
       } else if (action != "none") {
-        return MakeError(
-            fmt::format("{}.domains: '{}' is \"{}\", not \"allow\", \"deny\" or "
-                        "\"none\"",
-                        where, pattern, action));
+        return MakeError(fmt::format(R"({}.domains: '{}' is "{}", not "allow", "deny" or "none")",
+                                     where, pattern, action));
       }
     }
     if (p.mode == "limited") {
       read_only = true;
     } else if (!p.mode.empty() && p.mode != "full") {
-      return MakeError(
-          fmt::format("{}.mode: \"{}\" is not \"full\" or \"limited\"", where, p.mode));
+      return MakeError(fmt::format(R"({}.mode: "{}" is not "full" or "limited")", where, p.mode));
     }
     allow_private = allow_private || p.allow_local_binding;
     if (!listed) network_access = true;

@@ -318,7 +318,7 @@ void WriteWatch::Answer(int listener, uint64_t id, bool* valid) {
 
 void WriteWatch::HandleNetwork(int listener, const void* request, seccomp::NetworkCall call) {
   const auto* req = static_cast<const seccomp_notif*>(request);
-  const pid_t pid = static_cast<pid_t>(req->pid);
+  const auto pid = static_cast<pid_t>(req->pid);
   DirectAttempt attempt;
   uint64_t args[6];
   std::copy(std::begin(req->data.args), std::end(req->data.args), args);

@@ -9,7 +9,7 @@ std::string Sha1Hex(const std::string& data) {
   SHA1(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(2 * SHA_DIGEST_LENGTH);
+  hex.reserve(size_t{2} * SHA_DIGEST_LENGTH);
   for (unsigned char byte : digest) {
     hex += kHex[byte >> 4];
     hex += kHex[byte & 15];
