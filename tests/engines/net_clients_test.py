@@ -19,6 +19,9 @@ never sees a request.
                              only with a token: passed to commands, they can print it; brokered
                              ([network.credentials]), npm works with the dummy and no
                              command's environment or event holds the token
+  net_clients_presets        allow = ["@github", "@pypi"]: git clone from github.com and pip
+                             install from pypi.org (names this test's resolver maps to its
+                             server), and a host no preset names refused
   net_clients_ssh_socks5     ssh through the SOCKS5 proxy with OpenBSD `nc -X 5`, and git clone
                              over ssh with agentexec's own GIT_SSH_COMMAND, to allowed.test:22
                              only when it is listed (allowed.test alone means 80 and 443)
@@ -64,7 +67,11 @@ from netns import ALLOWED, EVIL, Net, make_ca, sh, turns  # noqa: E402
 import net_clients_servers as srv  # noqa: E402
 
 AGENTEXEC = ""
-FAKE_HOSTS = f"allowed.test={ALLOWED};evil.test={EVIL}"
+# The presets' real names too, served by allowed.test's server: a task with allow = ["@github",
+# "@pypi"] reaches them as it would the real ones, and nothing else.
+PRESET_NAMES = ("github.com", "pypi.org", "files.pythonhosted.org")
+FAKE_HOSTS = ";".join([f"allowed.test={ALLOWED}", f"evil.test={EVIL}"] +
+                      [f"{name}={ALLOWED}" for name in PRESET_NAMES])
 A_SIDE = "198.51.100.1"  # namespace A's end of the veth (netns.py): where the proxy dials from
 # The commands' PATH (bash -lc may set its own from /etc/profile); npm's folder is added.
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -73,6 +80,7 @@ CASES = {
     "test_pip_install_from_an_index": "net_clients_pip",
     "test_npm_install_from_verdaccio": "net_clients_npm_verdaccio",
     "test_ssh_through_socks5": "net_clients_ssh_socks5",
+    "test_presets_reach_their_registries": "net_clients_presets",
     "test_npm_scoped_package_with_a_brokered_token": "net_clients_npm_brokered_token",
 }
 VERDACCIO_INSTALL = (
@@ -136,7 +144,7 @@ class NetClientsTest(unittest.TestCase):
 
     @classmethod
     def set_up(cls):
-        make_ca(cls.dir)
+        make_ca(cls.dir, ("allowed.test", "evil.test", *PRESET_NAMES))
         cls.ca = os.path.join(cls.dir, "ca.pem")
         cls.net = Net(cls.dir, servers=False)
         cls.git_root = os.path.join(cls.dir, "git")
@@ -281,6 +289,27 @@ class NetClientsTest(unittest.TestCase):
         self.assertEqual({(a, m, p.split("?")[0], c) for a, m, p, c in seen},
                          {(ALLOWED, "GET", "/repo.git/info/refs", "200"),
                           (ALLOWED, "POST", "/repo.git/git-upload-pack", "200")})
+
+    def test_presets_reach_their_registries(self):
+        # allow = ["@github", "@pypi"]: git clone from github.com and pip install from pypi.org
+        # (the presets' own names, which this test's resolver maps to its server), and nothing
+        # the presets do not name.
+        if self.in_agent_shell("python3 -m pip --version").returncode != 0:
+            self.skipTest("python3 has no pip: apt-get install python3-pip")
+        pip = ("PIP_CONFIG_FILE=/dev/null python3 -m pip install -q --disable-pip-version-check "
+               "--root-user-action=ignore --no-cache-dir --retries 0 --timeout 20 --cert \"$CA\" ")
+        r = self.run_agent([
+            'GIT_SSL_CAINFO="$CA" git clone -q https://github.com/repo.git g && cat g/README',
+            pip + f"--index-url https://pypi.org/simple/ --target deps {self.project} && "
+            f"PYTHONPATH=deps python3 -c 'import {srv.WHEEL_NAME} as m; print(m.hello())'",
+            "curl -sS --cacert \"$CA\" https://allowed.test/ -o /dev/null 2>&1 | head -c 47; echo",
+        ], ["@github", "@pypi"])
+        self.assertEqual(r.outputs, [srv.README, f"hello from {srv.WHEEL_NAME} {srv.WHEEL_VERSION}\n",
+                                     "curl: (56) CONNECT tunnel failed, response 403\n\n"])
+        self.assertEqual(r.network, {"reached": ["github.com:443", "pypi.org:443"],
+                                     "refused": ["allowed.test:443"]})
+        rules = {i["host"]: i["rule"] for i in r.items if i["decision"] == "allowed"}
+        self.assertEqual(rules, {"github.com": "@github: github.com", "pypi.org": "@pypi: pypi.org"})
 
     def test_pip_install_from_an_index(self):
         if self.in_agent_shell("python3 -m pip --version").returncode != 0:
