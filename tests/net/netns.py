@@ -77,7 +77,13 @@ def turns(commands, yield_ms=30000):
     return json.dumps({"turns": items})
 
 
-def reexec_inside(tools, skip, unshare="-Urn"):
+def skip_test(why):
+    """A test's skip: the reason, and ctest's skip code (SKIP_RETURN_CODE 77)."""
+    print(f"SKIP: {why}")
+    return 77
+
+
+def reexec_inside(tools, skip=skip_test, unshare="-Urn"):
     """Runs this script again inside a user and network namespace of its own (`unshare` flags)
     and returns its exit code; None when already inside. A missing tool or a namespace this
     host refuses: `skip` is called with the reason and its value returned."""
