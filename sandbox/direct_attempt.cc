@@ -27,6 +27,9 @@ bool IsLocal(const DirectAttempt& d) {
   return std::memcmp(d.address, kMapped, 12) == 0 && IsLocalV4(d.address + 12);
 }
 
+// Only /proc/PID/net/{tcp,udp}[6] of a command's process: base/read_file.h refuses the proc
+// file system on purpose (a file agentexec reads for itself must never be its own /proc), so
+// this reads that one kind of table and nothing a command names.
 bool ReadFile(const char* path, std::string* out) {
   out->clear();
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
