@@ -7,18 +7,22 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/beneath.h"
 #include "base/fd.h"
 #include "base/read_file.h"
 #include "base/tls_roots.h"
-#include "base/write_all.h"
 
 namespace ae {
 namespace {
 
-Status WriteNewFile(const std::string& path, std::string_view data) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) return MakeError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-  return WriteAll(fd.get(), data);
+// Written as every file agentexec makes in a directory: base/beneath.h's ReplaceAt (a new
+// name, O_EXCL | O_NOFOLLOW, renamed into place), so nothing already there is opened.
+Status WriteNewFile(const std::string& dir, const std::string& name, std::string_view data) {
+  Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const int err = dirfd ? ReplaceAt(dirfd.get(), name, data, 0644, /*exact_mode=*/true) : errno;
+  if (err != 0)
+    return MakeError(fmt::format("cannot write {}/{}: {}", dir, name, std::strerror(err)));
+  return {};
 }
 
 }  // namespace
@@ -41,9 +45,7 @@ Result<BrokerSetup> SetUpBroker(const std::vector<net::CredentialSpec>& specs,
   if (!broker.ok()) return broker.error();
   const std::string bundle_name = "agentexec-trust-bundle.pem", ca_name = "agentexec-run-ca.pem";
   for (const auto& [name, text] : {std::pair{bundle_name, bundle}, std::pair{ca_name, ca}}) {
-    std::string path = host_dir;
-    path.append("/").append(name);
-    if (Status written = WriteNewFile(path, text); !written.ok()) {
+    if (Status written = WriteNewFile(host_dir, name, text); !written.ok()) {
       return MakeError("credential broker: " + written.message());
     }
   }
