@@ -1,5 +1,5 @@
 // Base64 (RFC 4648, padded), by OpenSSL: Basic auth's user:password (net/credentials.h), data: URLs
-// of images for the model (runner/session_config.cc).
+// of images for the model (config/session_config.cc).
 #pragma once
 
 #include <string>

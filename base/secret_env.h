@@ -18,7 +18,7 @@ void RememberStartupEnvironment(char** envp);
 // (PR_SET_DUMPABLE 0: its /proc/PID/environ and mem then belong to root and ptrace needs
 // CAP_SYS_PTRACE; children get dumpability back at execve). Read every value first. The one
 // way both `agentexec exec` (engine/session.cc: the key it read, non-dumpable under
-// danger-full-access) and `agentexec batch run` (runner/batch_run.cc: every credential-looking
+// danger-full-access) and `agentexec batch run` (batch/run.cc: every credential-looking
 // variable, once its copy for the tasks is taken; always non-dumpable) let go of secrets.
 // /proc/self stays open to the process itself (its fd links, exe).
 void ForgetSecretVariables(const std::vector<std::string>& names, bool non_dumpable);

@@ -1,6 +1,6 @@
 # The git commit agentexec --version prints. Read at configure time, and configured again by
 # the next build whenever HEAD moves (a commit, checkout or pull writes HEAD's reflog), so an
-# incremental build never names an older commit; only runner/build_commit.cc is compiled again
+# incremental build never names an older commit; only cli/build_commit.cc is compiled again
 # for it (its own library, so no other file's flags change).
 # -DAGENTEXEC_COMMIT=... overrides it (a Docker build without .git passes it as a build
 # argument). Outside a git checkout it is "unknown" rather than a configure error, so a source

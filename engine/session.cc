@@ -258,7 +258,7 @@ Result<std::unique_ptr<ModelClient>> MakeClientAndForgetSecrets(SessionRun& run,
   }
   provider.env_http_headers.clear();
   // The MCP servers' token and header variables were read when the run was configured
-  // (runner/session_config.cc); they are credential variables like the provider's.
+  // (config/session_config.cc); they are credential variables like the provider's.
   for (const std::string& variable : config.shell_env.credential_vars) {
     secret_names.push_back(variable);
   }

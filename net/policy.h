@@ -1,5 +1,5 @@
 // The egress policy: which hosts and ports a command may reach through the proxy, parsed once
-// from the `[network]` keys (runner/config_keys.cc) and asked by the proxy for every
+// from the `[network]` keys (config/config_keys.cc) and asked by the proxy for every
 // connection. Deny always wins; a host no rule allows is refused.
 #pragma once
 

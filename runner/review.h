@@ -8,10 +8,10 @@
 #include <string>
 
 #include "base/result.h"
+#include "cli/cli.h"
 #include "engine/events/event_sink.h"
 #include "engine/review/git.h"
 #include "engine/session.h"
-#include "runner/cli.h"
 
 namespace ae {
 

@@ -15,17 +15,17 @@
 #include "base/fd.h"
 #include "base/write_all.h"
 
+#include "base/signals.h"
+#include "cli/exit_code.h"
 #include "engine/rollout.h"
 #include "engine/session.h"
 #include "outputs/human_sink.h"
 #include "outputs/jsonl_sink.h"
 #include "outputs/last_message.h"
 #include "outputs/progress.h"
-#include "runner/exit_code.h"
+#include "runner/load_run.h"
 #include "runner/prompt.h"
 #include "runner/review.h"
-#include "runner/session_config.h"
-#include "runner/signals.h"
 
 namespace ae {
 namespace {

@@ -3,8 +3,8 @@
 // turn exits with its own code and a message on stderr.
 #pragma once
 
+#include "cli/cli.h"
 #include "engine/session.h"
-#include "runner/cli.h"
 
 namespace ae {
 

@@ -29,9 +29,9 @@
 #include "base/result.h"
 #include "base/sanitizer.h"
 #include "base/write_all.h"
+#include "cli/exit_code.h"
 #include "net/proxy.h"
-#include "runner/exit_code.h"
-#include "runner/session_config.h"
+#include "runner/load_run.h"
 #include "sandbox/containment.h"
 #include "sandbox/paths.h"
 #include "sandbox/placeholders.h"
@@ -304,7 +304,7 @@ bool ForkToRemoveAfter(sandbox::PrivateTmp& tmp, sandbox::Placeholders& placehol
 
 int PrintWritableRoots(const CliArgs& args) {
   const Environment env = Environment::FromProcess();
-  Result<LoadedLayers> layers = LoadLayers(args, env);
+  Result<LoadedLayers> layers = LoadLayers(LayerRequestFrom(args), env);
   if (!layers.ok()) return FailWith(ExitCode::kUsage, layers.message());
   sandbox::Settings settings =
       SandboxSettingsFrom(layers->config, layers->cwd, env.cwd, args.add_dirs);
@@ -335,7 +335,7 @@ int PrintWritableRoots(const CliArgs& args) {
 
 int RunSandboxCommand(const CliArgs& args) {
   const Environment env = Environment::FromProcess();
-  Result<LoadedLayers> layers = LoadLayers(args, env);
+  Result<LoadedLayers> layers = LoadLayers(LayerRequestFrom(args), env);
   if (!layers.ok()) return FailWith(ExitCode::kUsage, layers.message());
   for (const std::string& w : layers->config.warnings) PrintLine("warning: " + w);
   sandbox::Settings settings =

@@ -3,7 +3,7 @@
 // files, profile, project, -c, flags), its exit status passed through.
 #pragma once
 
-#include "runner/cli.h"
+#include "cli/cli.h"
 
 namespace ae {
 

@@ -14,7 +14,7 @@
 namespace ae::sandbox {
 
 // Declared from the tightest to the loosest: a project config may not move the mode down this
-// list (runner/config_keys.cc compares by this order).
+// list (config/config_keys.cc compares by this order).
 enum class Mode { kReadOnly, kWorkspaceWrite, kDangerFullAccess };
 
 inline constexpr std::array<NameEntry<Mode>, 3> kModeNames = {{

@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASELINE = os.path.join(ROOT, ".clang-tidy-baseline")
 LLVM_MAJOR = 14
-PRODUCT_DIRS = ("base", "engine", "net", "outputs", "runner", "sandbox")
+PRODUCT_DIRS = ("base", "batch", "cli", "config", "engine", "main", "net", "outputs", "runner", "sandbox")
 SKIP = 77
 FINDING = re.compile(r"^(/[^:]+):(\d+):(\d+): (?:warning|error): (.*) \[([\w.,-]+)\]$")
 

@@ -1,5 +1,5 @@
 // Why a run failed, as a machine-readable code (turn.failed error.code). The
-// names are part of the published event schema; runner/exit_code.h maps each to an exit code.
+// names are part of the published event schema; cli/exit_code.h maps each to an exit code.
 #pragma once
 
 #include <string_view>
@@ -51,7 +51,7 @@ ErrorCode ClassifyModelError(const Error& error);
 
 // A coarse view of an ErrorCode (how a turn or a session ended), always derived from the code
 // by OutcomeOf and never stored beside it: ErrorCode is the one failure taxonomy, and
-// runner/exit_code.h alone maps it to the exit code.
+// cli/exit_code.h alone maps it to the exit code.
 enum class SessionOutcome {
   kCompleted,           // code kNone
   kFailed,              // every code not below

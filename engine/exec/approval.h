@@ -9,7 +9,7 @@
 namespace ae {
 
 // Declared from the tightest to the loosest: a project config may not move the policy down
-// this list (runner/config_keys.cc compares by this order).
+// this list (config/config_keys.cc compares by this order).
 enum class ApprovalPolicy { kNever, kOnFailure };
 
 inline constexpr std::array<NameEntry<ApprovalPolicy>, 2> kApprovalPolicyNames = {{

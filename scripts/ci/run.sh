@@ -248,7 +248,7 @@ if top=$(safe_git . rev-parse --show-toplevel 2>/dev/null) &&
     rel=$(realpath -m --relative-to="$top" "$dest")
     [[ "$rel" != ../* ]] && exclude=(":(top,exclude)$rel")
   fi
-  # Staged as batch stages a task's clone (runner/batch_run.cc, StageChanges): every change to
+  # Staged as batch stages a task's clone (batch/run.cc, StageChanges): every change to
   # a tracked file, then the untracked files that neither the repository ignores nor
   # artefacts.gitignore names.
   artefacts=()

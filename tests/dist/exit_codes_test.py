@@ -1,4 +1,4 @@
-"""One list of exit codes: the table runner/exit_code.h defines (kExitCodes, read from the
+"""One list of exit codes: the table cli/exit_code.h defines (kExitCodes, read from the
 source here) is what `agentexec --help`, README's "Exit codes" table, the Action's exit-code
 output, the GitLab component's header and scripts/ci/run.sh's summary legend list: the same
 codes, none more, with the same meanings."""
@@ -21,8 +21,8 @@ def read(rel):
 
 
 def header_table():
-    """[(code, summary, meaning)] from runner/exit_code.h: the enum's values, then kExitCodes."""
-    src = read("runner/exit_code.h")
+    """[(code, summary, meaning)] from cli/exit_code.h: the enum's values, then kExitCodes."""
+    src = read("cli/exit_code.h")
     values = dict(re.findall(r"^\s*(k\w+) = (\d+),", src, re.M))
     table = src[src.index("kExitCodes = {{"):]
     table = table[:table.index("}};")]

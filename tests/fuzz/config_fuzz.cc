@@ -1,4 +1,4 @@
-// The config loader (runner/config.h) on an arbitrary config.toml plus -c overrides. The
+// The config loader (config/config.h) on an arbitrary config.toml plus -c overrides. The
 // input is the file's text, then a line "#-c", then one override per line. Invariants: no
 // crash or escaped exception; an error has a message; a loaded config prints (--print-config)
 // as TOML that parses again.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/config.h"
+#include "config/config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "runner/cli.h"
+#include "cli/cli.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "runner/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "runner/config_keys.h"
+#include "config/config_keys.h"
 #include "test_util.h"
 
 namespace ae {

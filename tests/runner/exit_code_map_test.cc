@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/cli.h"
-#include "runner/exit_code.h"
+#include "cli/cli.h"
+#include "cli/exit_code.h"
 
 namespace ae {
 namespace {

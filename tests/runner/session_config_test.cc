@@ -1,8 +1,8 @@
-#include "runner/session_config.h"
+#include "runner/load_run.h"
 
 #include <gtest/gtest.h>
 
-#include "runner/git_check.h"
+#include "config/git_check.h"
 #include "test_util.h"
 
 namespace ae {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "runner/session_config.h"
+#include "config/session_config.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae::testing {
