@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -385,8 +386,14 @@ HttpRequest MakeHttpRequest(const ProviderInfo& provider, const std::string& api
   req.headers.push_back("accept: text/event-stream");
   req.headers.push_back("content-type: application/json");
   // Who is calling and for which thread, as codex identifies itself: originator, the thread
-  // as session_id, and an id for this one request.
-  req.headers.push_back(std::string("originator: ") + kOriginator);
+  // as session_id, and an id for this one request. CODEX_INTERNAL_ORIGINATOR_OVERRIDE replaces
+  // the originator as it does codex's (a value that could break the header is ignored).
+  const char* originator = std::getenv("CODEX_INTERNAL_ORIGINATOR_OVERRIDE");
+  if (originator == nullptr || *originator == '\0' ||
+      std::string_view(originator).find_first_of("\r\n") != std::string_view::npos) {
+    originator = kOriginator;
+  }
+  req.headers.push_back(std::string("originator: ") + originator);
   if (!thread_id.empty()) req.headers.push_back("session_id: " + thread_id);
   req.headers.push_back("x-client-request-id: " + NewRequestId());
   if (!api_key.empty()) req.headers.push_back("authorization: Bearer " + api_key);

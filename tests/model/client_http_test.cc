@@ -738,6 +738,22 @@ TEST_F(ModelHttpTest, RequestsIdentifyTheClientAndTheThread) {
   EXPECT_STREQ(body["prompt_cache_key"].GetString(), prompt.prompt_cache_key.c_str());
 }
 
+// codex's override of the originator header is honoured; one that could end the header is not.
+TEST_F(ModelHttpTest, OriginatorOverrideReplacesTheHeaderAsInCodex) {
+  Serve(kOneTurn);
+  setenv("CODEX_INTERNAL_ORIGINATOR_OVERRIDE", "codex_exec_override", 1);
+  auto r = Run(Provider("responses"));
+  ASSERT_TRUE(r.ok()) << r.message();
+  setenv("CODEX_INTERNAL_ORIGINATOR_OVERRIDE", "x\r\ninjected: 1", 1);
+  r = Run(Provider("responses"));  // no turn left: only the headers matter
+  unsetenv("CODEX_INTERNAL_ORIGINATOR_OVERRIDE");
+  auto log = server_.Requests();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].headers["originator"], "codex_exec_override");
+  EXPECT_EQ(log[1].headers["originator"], "agentexec");
+  EXPECT_EQ(log[1].headers.count("injected"), 0u);
+}
+
 TEST_F(ModelHttpTest, ShortStallWithinTheIdleTimeoutIsFine) {
   Serve(kOneTurn, {"stall_after_headers=0.3:requests=1"});
   auto r = Run(Provider("responses"));
