@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -46,25 +50,41 @@ std::optional<int64_t> PositiveInt(const std::string& s) {
   return n;
 }
 
-// One word of a subcommand's command line: "--name=value" split into its halves; other words
-// come back whole with no value.
-struct OptionWord {
-  std::string name;
-  std::optional<std::string> inline_value;
-  // The option's value: after '=', else the next word (consumed); none at the end.
-  std::optional<std::string> Value(const std::vector<std::string>& args, size_t* i) const {
-    if (inline_value) return inline_value;
-    if (*i + 1 < args.size()) return args[++*i];
-    return std::nullopt;
+// One subcommand's command line, read by CLI11 through the option tables as exec's is: the
+// options `app` has, the other words into `words` (every word after "--" is one). Returns the
+// usage error, or "": an option no table has gets exec's own answer; under `batch run`, an exec
+// option batch does not pass on is refused as such.
+std::string ReadCommandLine(CLI::App& app, std::vector<std::string> args,
+                            std::vector<std::string>& words, bool run) {
+  app.set_help_flag();
+  app.allow_extras();
+  app.add_option("words", words);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the words last first
+  try {
+    app.parse(std::move(args));
+  } catch (const CLI::ParseError& e) {
+    return DescribeParseError(e);
   }
-};
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    const std::string name = extra.starts_with("--") ? extra.substr(0, extra.find('=')) : extra;
+    if (run && BatchPassOn(name) == PassOn::kNo) {
+      return fmt::format(
+          "'{}' cannot be used with 'batch run' (batch sets the output, the directory and the "
+          "prompt of each task itself)",
+          name);
+    }
+    return UnexpectedArgumentText(extra);
+  }
+  return "";
+}
 
-OptionWord SplitOption(const std::string& arg) {
-  if (arg.starts_with("--")) {
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos) return {arg.substr(0, eq), arg.substr(eq + 1)};
+// The first long name of a table row ("-j,--jobs" -> "--jobs"), as errors name an option.
+std::string LongName(const char* names) {
+  for (std::string_view name : OptionNames(names)) {
+    if (name.starts_with("--")) return std::string(name);
   }
-  return {arg, std::nullopt};
+  return names;
 }
 
 // What `batch run`'s command line has given so far.
@@ -96,7 +116,7 @@ const RunOption kRunOptions[] = {
      }},
     {"-j,--jobs", "N", "Tasks at once (default 1)", ValueKind::kPositive,
      [](RunGiven& g, const std::string&, int64_t n) -> std::string {
-       if (n > 256) return fmt::format("invalid value '{}' for '-j <N>': at most 256", n);
+       if (n > 256) return fmt::format("invalid value '{}' for '--jobs <N>': at most 256", n);
        g.o.jobs = static_cast<int>(n);
        return "";
      }},
@@ -182,82 +202,62 @@ const RunOption kRunOptions[] = {
 // batch's help text starts in this column.
 constexpr size_t kBatchHelpColumn = 33;
 
+// What one row of kRunOptions was given, before its kind is checked.
+struct RowValue {
+  bool flag = false;
+  std::optional<std::string> text;
+};
+
+// Checks `value` by its row's kind and stores it; returns the usage error, or "".
+std::string StoreRunOption(const RunOption& option, const RowValue& value, RunGiven& given) {
+  if (option.kind == ValueKind::kFlag) return value.flag ? option.store(given, "", 0) : "";
+  if (!value.text) return "";
+  const std::string& v = *value.text;
+  int64_t number = 0;
+  if (option.kind == ValueKind::kPositive) {
+    std::optional<int64_t> n = PositiveInt(v);
+    if (!n) {
+      return fmt::format("invalid value '{}' for '{} <{}>': expected a positive integer", v,
+                         LongName(option.names), option.value);
+    }
+    number = *n;
+  } else if (option.kind == ValueKind::kDuration) {
+    Result<int64_t> ms = ParseDurationMs(v);
+    if (!ms.ok()) {
+      return fmt::format("invalid value '{}' for '{} <{}>': expected e.g. 90s, 10m, 1h30m", v,
+                         LongName(option.names), option.value);
+    }
+    number = *ms;
+  }
+  return option.store(given, v, number);
+}
+
 int Run(const std::vector<std::string>& args) {
+  CLI::App app{"agentexec batch run"};
+  std::array<RowValue, std::size(kRunOptions)> values{};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const RunOption& option = kRunOptions[i];
+    AddTableOption(app, option.names,
+                   option.kind == ValueKind::kFlag ? OptionField(&values[i].flag)
+                                                   : OptionField(&values[i].text));
+  }
+  PassedOnOptions passed(app);
+  std::vector<std::string> words;
+  if (std::string error = ReadCommandLine(app, args, words, /*run=*/true); !error.empty()) {
+    return BatchUsageError(error);
+  }
   RunGiven given;
   BatchRunOptions& o = given.o;
-  bool literal = false;  // after "--"
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (literal || args[i] == "--") {
-      if (!literal) {
-        literal = true;  // what follows is the MANIFEST, whatever it looks like
-      } else if (!given.manifest) {
-        given.manifest = args[i];
-      } else {
-        return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
-      }
-      continue;
-    }
-    const OptionWord word = SplitOption(args[i]);
-    const std::string& name = word.name;
-    auto value = [&] { return word.Value(args, &i); };
-    const RunOption* option = nullptr;
-    for (const RunOption& r : kRunOptions) {
-      if (OptionHasName(r.names, name)) option = &r;
-    }
-    if (option != nullptr) {
-      std::optional<std::string> v;
-      int64_t number = 0;
-      if (option->kind != ValueKind::kFlag) {
-        v = value();
-        if (!v) {
-          return BatchUsageError(
-              fmt::format("a value is required for '{}' but none was supplied", name));
-        }
-      }
-      if (option->kind == ValueKind::kPositive) {
-        std::optional<int64_t> n = PositiveInt(*v);
-        if (!n) {
-          return BatchUsageError(
-              fmt::format("invalid value '{}' for '{} <{}>': expected a positive integer", *v, name,
-                          option->value));
-        }
-        number = *n;
-      } else if (option->kind == ValueKind::kDuration) {
-        Result<int64_t> ms = ParseDurationMs(*v);
-        if (!ms.ok()) {
-          return BatchUsageError(
-              fmt::format("invalid value '{}' for '{} <{}>': expected e.g. 90s, 10m, 1h30m", *v,
-                          name, option->value));
-        }
-        number = *ms;
-      }
-      if (std::string error = option->store(given, v.value_or(""), number); !error.empty()) {
-        return BatchUsageError(error);
-      }
-    } else if (BatchPassOn(name) == PassOn::kValue) {
-      std::optional<std::string> v = value();
-      if (!v) {
-        return BatchUsageError(
-            fmt::format("a value is required for '{}' but none was supplied", name));
-      }
-      o.exec_args.push_back(name);
-      o.exec_args.push_back(*v);
-    } else if (BatchPassOn(name) == PassOn::kFlag) {
-      // batch reads every task's events itself: --json is implied, not passed on.
-      if (name != "--json" && name != "--experimental-json") o.exec_args.push_back(name);
-    } else if (BatchPassOn(name) == PassOn::kUnknown) {
-      return BatchUsageError(UnexpectedArgumentText(args[i]));
-    } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(fmt::format(
-          "'{}' cannot be used with 'batch run' (batch sets the output, the directory and the "
-          "prompt of each task itself)",
-          name));
-    } else if (!given.manifest) {
-      given.manifest = args[i];
-    } else {
-      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::string error = StoreRunOption(kRunOptions[i], values[i], given); !error.empty()) {
+      return BatchUsageError(error);
     }
   }
+  if (words.size() > 1) {
+    return BatchUsageError(fmt::format("unexpected argument '{}' found", words[1]));
+  }
+  if (!words.empty()) given.manifest = words.front();
+  o.exec_args = passed.Words();
   if (!given.manifest) return BatchUsageError("'batch run' needs a MANIFEST");
   if (!given.out) return BatchUsageError("'batch run' needs --out DIR");
   if (o.force && !o.push) return BatchUsageError("'--force' is for '--push'");
@@ -280,28 +280,21 @@ int Run(const std::vector<std::string>& args) {
 
 int Report(const std::vector<std::string>& args) {
   BatchReportOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const OptionWord word = SplitOption(args[i]);
-    const std::string& name = word.name;
-    auto value = [&] { return word.Value(args, &i); };
-    if (name == "--format") {
-      std::optional<std::string> v = value();
-      if (!v || (*v != "markdown" && *v != "junit" && *v != "json")) {
-        return BatchUsageError(
-            fmt::format("invalid value '{}' for '--format <FORMAT>'\n  [possible values: "
-                        "markdown, junit, json]",
-                        v.value_or("")));
-      }
-      o.format = *v;
-    } else if (name == "--manifest") {
-      o.manifest = value();
-      if (!o.manifest)
-        return BatchUsageError("a value is required for '--manifest' but none was supplied");
-    } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(UnexpectedArgumentText(args[i]));
-    } else {
-      o.dirs.push_back(args[i]);
+  CLI::App app{"agentexec batch report"};
+  std::optional<std::string> format;
+  AddTableOption(app, "--format", &format);
+  AddTableOption(app, "--manifest", &o.manifest);
+  if (std::string error = ReadCommandLine(app, args, o.dirs, /*run=*/false); !error.empty()) {
+    return BatchUsageError(error);
+  }
+  if (format) {
+    if (*format != "markdown" && *format != "junit" && *format != "json") {
+      return BatchUsageError(
+          fmt::format("invalid value '{}' for '--format <FORMAT>'\n  [possible values: "
+                      "markdown, junit, json]",
+                      *format));
     }
+    o.format = *format;
   }
   if (o.dirs.empty()) return BatchUsageError("'batch report' needs at least one DIR");
   Result<std::string> report = MakeBatchReport(o);
@@ -313,24 +306,18 @@ int Report(const std::vector<std::string>& args) {
 
 int Publish(const std::vector<std::string>& args) {
   BatchPublishOptions o;
-  std::optional<std::string> dir;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const OptionWord word = SplitOption(args[i]);
-    const std::string& name = word.name;
-    if (name == "--force") {
-      o.force = true;
-    } else if (name == "--work-dir") {
-      o.work_dir = word.Value(args, &i);
-      if (!o.work_dir)
-        return BatchUsageError("a value is required for '--work-dir' but none was supplied");
-    } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(UnexpectedArgumentText(args[i]));
-    } else if (!dir) {
-      dir = args[i];
-    } else {
-      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
-    }
+  CLI::App app{"agentexec batch publish"};
+  AddTableOption(app, "--force", &o.force);
+  AddTableOption(app, "--work-dir", &o.work_dir);
+  std::vector<std::string> words;
+  if (std::string error = ReadCommandLine(app, args, words, /*run=*/false); !error.empty()) {
+    return BatchUsageError(error);
   }
+  if (words.size() > 1) {
+    return BatchUsageError(fmt::format("unexpected argument '{}' found", words[1]));
+  }
+  std::optional<std::string> dir;
+  if (!words.empty()) dir = words.front();
   if (!dir) return BatchUsageError("'batch publish' needs the DIR of a batch run");
   o.out = *dir;
   // git gets this process's environment (HOME for git's credential configuration), kept as
@@ -342,24 +329,24 @@ int Publish(const std::vector<std::string>& args) {
 }
 
 int Plan(const std::vector<std::string>& args) {
+  CLI::App app{"agentexec batch plan"};
+  std::optional<std::string> shards_text;
+  AddTableOption(app, "--shards", &shards_text);
+  std::vector<std::string> words;
+  if (std::string error = ReadCommandLine(app, args, words, /*run=*/false); !error.empty()) {
+    return BatchUsageError(error);
+  }
+  if (words.size() > 1) {
+    return BatchUsageError(fmt::format("unexpected argument '{}' found", words[1]));
+  }
   std::optional<std::string> manifest;
+  if (!words.empty()) manifest = words.front();
   std::optional<int64_t> shards;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const OptionWord word = SplitOption(args[i]);
-    const std::string& name = word.name;
-    if (name == "--shards") {
-      std::optional<std::string> v = word.Value(args, &i);
-      shards = v ? PositiveInt(*v) : std::nullopt;
-      if (!shards || *shards > 256) {
-        return BatchUsageError(fmt::format(
-            "invalid value '{}' for '--shards <N>': expected 1 to 256", v.value_or("")));
-      }
-    } else if (name.starts_with("-") && name.size() > 1) {
-      return BatchUsageError(UnexpectedArgumentText(args[i]));
-    } else if (!manifest) {
-      manifest = args[i];
-    } else {
-      return BatchUsageError(fmt::format("unexpected argument '{}' found", args[i]));
+  if (shards_text) {
+    shards = PositiveInt(*shards_text);
+    if (!shards || *shards > 256) {
+      return BatchUsageError(
+          fmt::format("invalid value '{}' for '--shards <N>': expected 1 to 256", *shards_text));
     }
   }
   if (!manifest) return BatchUsageError("'batch plan' needs a MANIFEST");

@@ -4,7 +4,8 @@
 //   agentexec batch report DIR... [--format markdown|junit|json] [--manifest MANIFEST]
 //   agentexec batch plan MANIFEST --shards N
 //
-// `batch run` passes the exec options it does not know itself (-m, -s, -c, -p, --max-turns,
+// Read by CLI11 through option tables, as exec is: `batch run` passes the exec options that
+// configure a task (exec's own table marks them: -m, -s, -c, -p, --max-turns,
 // --timeout, ...) to every task's `agentexec exec`; those that would change what batch relies
 // on (--json is implied; -o, -C, review and resume options) are refused.
 #pragma once

@@ -47,17 +47,6 @@ bool OneOf(const std::string& value, std::initializer_list<const char*> allowed)
   return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; });
 }
 
-// CLI11 says "--model: 1 required TEXT missing"; say it the way clap does.
-std::string DescribeParseError(const CLI::ParseError& e) {
-  std::string what = e.what();
-  size_t colon = what.find(": ");
-  if (colon != std::string::npos && what.find(" required ", colon) != std::string::npos &&
-      what.ends_with(" missing")) {
-    return fmt::format("a value is required for '{}' but none was supplied", what.substr(0, colon));
-  }
-  return what;
-}
-
 // Everything the command line gave, as given: CheckOptions turns the values that need it into
 // CliArgs' types, ReadWords the positionals into keywords, SESSION_ID and PROMPT.
 struct Given {
@@ -81,7 +70,7 @@ struct Given {
   std::vector<std::string> words;
 };
 
-using Field = std::variant<bool*, std::optional<std::string>*, std::vector<std::string>*>;
+using Field = OptionField;
 
 // Where exec's --help lists an option.
 enum class Section { kHidden, kOutput, kModel, kSandbox, kConfig, kRun, kReview };
@@ -251,14 +240,7 @@ const RefusedFlag kRefusedFlags[] = {
 void AddOptions(CLI::App& app, Given& given, unsigned only) {
   for (const OptionSpec& o : kOptions) {
     if (o.field == nullptr || (o.flags & only) != only) continue;
-    Field field = o.field(given);
-    if (bool** flag = std::get_if<bool*>(&field)) {
-      app.add_flag(o.names, **flag);
-    } else if (auto** value = std::get_if<std::optional<std::string>*>(&field)) {
-      app.add_option(o.names, **value)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    } else if (auto** values = std::get_if<std::vector<std::string>*>(&field)) {
-      app.add_option(o.names, **values)->allow_extra_args(false);
-    }
+    AddTableOption(app, o.names, o.field(given));
   }
 }
 
@@ -754,6 +736,36 @@ Result<CliArgs> ParseCli(int argc, const char* const* argv) {
   if (Status ok = ReadOptions(argc, argv, given); !ok.ok()) return ok.error();
   if (Status ok = CheckOptions(given); !ok.ok()) return ok.error();
   return ReadWords(given, static_cast<size_t>(argc - literal_from));
+}
+
+PassedOnOptions::PassedOnOptions(CLI::App& app) {
+  Given probe;  // only to learn what kind of field each option fills
+  for (const OptionSpec& o : kOptions) {
+    if (!(o.flags & kPassedOn) || OptionHasName(o.names, "--json")) continue;
+    Row& row = rows_.emplace_back();
+    for (std::string_view name : OptionNames(o.names)) {
+      if (row.name.empty() && name.starts_with("--")) row.name = name;
+    }
+    row.flag = std::holds_alternative<bool*>(o.field(probe));
+    if (row.flag) {
+      AddTableOption(app, o.names, &row.given);
+    } else {
+      AddTableOption(app, o.names, &row.values);
+    }
+  }
+  AddTableOption(app, "--json,--experimental-json", &json_);
+}
+
+std::vector<std::string> PassedOnOptions::Words() const {
+  std::vector<std::string> words;
+  for (const Row& row : rows_) {
+    if (row.flag && row.given) words.push_back(row.name);
+    for (const std::string& value : row.values) {
+      words.push_back(row.name);
+      words.push_back(value);
+    }
+  }
+  return words;
 }
 
 PassOn BatchPassOn(std::string_view option) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,10 @@
 #include "base/result.h"
 #include "engine/exec/approval.h"
 #include "sandbox/mode.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace ae {
 
@@ -96,6 +101,27 @@ struct CliArgs {
 // argv[0] is the program name. Errors are complete messages, ready for stderr (exit 2),
 // e.g. "error: unexpected argument '--foo' found\n\nUsage: ...".
 Result<CliArgs> ParseCli(int argc, const char* const* argv);
+
+// The exec options `agentexec batch run` passes on to every task (those exec's table marks),
+// read by the same CLI11 parser and table as exec's: the constructor registers them on
+// batch's app; once it has parsed, Words() gives back the ones given, as exec words in table
+// order ("--model", "gpt-5", "--full-auto"). --json is left out: batch reads every task's
+// events itself.
+class PassedOnOptions {
+ public:
+  explicit PassedOnOptions(CLI::App& app);
+  std::vector<std::string> Words() const;
+
+ private:
+  struct Row {
+    std::string name;  // the row's first long name
+    bool flag = false;
+    bool given = false;
+    std::vector<std::string> values;
+  };
+  std::deque<Row> rows_;  // CLI11 keeps pointers into them: a deque never moves them
+  bool json_ = false;     // --json: implied, accepted and dropped
+};
 
 // How `agentexec batch run` passes an exec option (e.g. "-m", "--full-auto") on to every
 // task, by exec's option table: kNo for an exec option it does not pass on, kUnknown for a

@@ -1,13 +1,31 @@
 // Command-line options as tables: a row gives an option's names, its value's name and its
 // help, so the same row drives the parser and the --help line (exec and sandbox in
-// cli/cli.cc, batch in batch/command.cc).
+// cli/cli.cc, batch in batch/command.cc). Every table is read by CLI11, through AddTableOption.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+namespace CLI {
+class App;
+class ParseError;
+}  // namespace CLI
+
 namespace ae {
+
+// Where a row's value goes: a flag is set when given; a value option keeps its last value; a
+// repeatable one keeps every value, in order.
+using OptionField = std::variant<bool*, std::optional<std::string>*, std::vector<std::string>*>;
+
+// Registers one row with CLI11.
+void AddTableOption(CLI::App& app, const char* names, OptionField field);
+
+// CLI11 says "--model: 1 required TEXT missing"; say it the way clap does ("a value is
+// required for '--model' but none was supplied"), for every command line agentexec reads.
+std::string DescribeParseError(const CLI::ParseError& e);
 
 // "-o,--output-last-message" -> {"-o", "--output-last-message"}.
 inline std::vector<std::string_view> OptionNames(std::string_view names) {

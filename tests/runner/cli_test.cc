@@ -1,6 +1,9 @@
 #include "cli/cli.h"
 
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 
 #include <sstream>
 #include <string>
@@ -458,9 +461,6 @@ TEST(Duration, Rejects) {
   EXPECT_FALSE(ParseDurationMs("99999999999999999999h").ok());
 }
 
-}  // namespace
-}  // namespace ae
-
 namespace ae {
 namespace {
 
@@ -637,6 +637,24 @@ TEST(CliBatchPassOn, FollowsExecsOptionTable) {
   EXPECT_EQ(
       UnexpectedArgumentText("--foo=bar"),
       "unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a value, use '-- --foo'");
+}
+
+}  // namespace
+}  // namespace ae
+
+// batch run reads the options it passes on with exec's own table and parser: what each task
+// gets is the options given, by their long names in table order, every value of a repeatable
+// one in order, and --json (implied) dropped.
+TEST(CliBatchPassOn, PassedOnOptionsGiveBackExecWords) {
+  CLI::App app{"batch run"};
+  PassedOnOptions passed(app);
+  std::vector<std::string> words = {"-c",     "a=1",          "--json", "-m",       "gpt-x",
+                                    "--yolo", "--config=b=2", "-s",     "read-only"};
+  std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
+  app.parse(std::move(words));
+  EXPECT_EQ(passed.Words(),
+            (std::vector<std::string>{"--model", "gpt-x", "--sandbox", "read-only", "--yolo",
+                                      "--config", "a=1", "--config", "b=2"}));
 }
 
 }  // namespace
