@@ -79,6 +79,13 @@ bench: configure
 test-engines: all
 	./tests/engines/run.sh $(BUILD)
 
+# codex's own `codex exec` tests, ported (tests/peer): against this build's agentexec, and
+# against the real codex too when CODEX_BIN names one.
+.PHONY: test-peer
+test-peer: all
+	python3 tests/peer/peer_test.py $(BUILD)/agentexec
+	$(if $(CODEX_BIN),python3 tests/peer/peer_test.py $(CODEX_BIN))
+
 # The README's set-up on a bare Debian 12 (debootstrap, Docker): its two blocks, as root and as
 # a user with sudo, from a clone of HEAD (tests/engines/fresh_machine.sh; about 25 min a run).
 .PHONY: test-fresh

@@ -4,7 +4,8 @@
 # `agentexec batch` sharded by gitlab-ci-local's `parallel:` and a Slurm job array, a first
 # pipeline step (the GitLab component in gitlab-ci-local's shell executor, the Action's steps),
 # the image on the real Docker daemon (tests/engines/docker.sh), and real package and VCS
-# clients through the network allow-list (tests/engines/net_clients_test.py).
+# clients through the network allow-list (tests/engines/net_clients_test.py), and codex's own
+# exec tests against the real codex (tests/peer).
 # Each case prints PASS/FAIL/SKIP with the reason; the last line is the tally.
 #   tests/engines/run.sh [BUILD_DIR]     (make test-engines)
 set -uo pipefail
@@ -106,6 +107,16 @@ if [ -s "$nc_tally" ]; then
 else
   result FAIL net_clients "no verdicts: $(tail -c 600 "$work/net_clients.log")"
 fi
+
+# codex's own exec tests (tests/peer), run against the real codex: the port must hold for the
+# peer it came from. CODEX_BIN names a codex; else the copy the peer suite was checked with.
+codex_bin=${CODEX_BIN:-/tmp/codex171/node_modules/.bin/codex}
+python3 "$root/tests/peer/peer_test.py" "$codex_bin" >"$work/peer_codex.log" 2>&1
+case $? in
+  0) result PASS peer_suite_codex "$(tail -n1 "$work/peer_codex.log")" ;;
+  77) result SKIP peer_suite_codex "codex is not installed ($(head -n1 "$work/peer_codex.log"); npm install --prefix /tmp/codex171 @openai/codex@0.171.0, or CODEX_BIN=PATH)" ;;
+  *) result FAIL peer_suite_codex "$(grep -E '^(FAIL|peer:)' "$work/peer_codex.log" | head -c 2000)" ;;
+esac
 
 echo "engines: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
