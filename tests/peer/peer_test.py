@@ -22,7 +22,8 @@ releases, so some tests are left out, each for a reason 0.171 gives:
     the turn, exit 1), sigint_exit_code's two (0.171 exits 1 on SIGINT), the five
     `resume X --last` conflict tests and exec_resume_rejects_invalid_session_id (0.171 takes X as
     the prompt, or starts a new thread).
-Adapted to 0.171, as said where it is done: apply_patch_tool's second patch comes as a freeform
+Not ported because the index this was written from holds no text of them: hooks.rs and
+worktree.rs, which a later mod.rs names. Adapted to 0.171, as said where it is done: apply_patch_tool's second patch comes as a freeform
 call (0.171 offers apply_patch only as a custom tool and does not apply the function form);
 fork uses `exec fork ID PROMPT` (the later `--fork ID`) and follows `forked_from_id`; an
 unknown resume id is checked by the id in the message (0.171's words differ from the suite's).
@@ -458,6 +459,34 @@ def _(p):
               f"when failed, must show deletion error; exit {code}: {short(output[-1500:], 1500)}")
 
 
+# -------------------------------------------------------------------------------- ephemeral.rs
+
+def ephemeral_case(p, args, prompt, sessions):
+    p.serve([message("ephemeral response")])
+    code, out, err = p.run(["--skip-git-repo-check"] + args + [prompt])
+    expect_success((code, out, err))
+    files = session_files(p)
+    check(len(files) == sessions, f"{len(files)} session files, expected {sessions}: {files}")
+    return out
+
+
+@case("ephemeral::persists_rollout_file_by_default")
+def _(p):
+    ephemeral_case(p, [], "default persistence behavior", 1)
+
+
+@case("ephemeral::does_not_persist_rollout_file_in_ephemeral_mode")
+def _(p):
+    ephemeral_case(p, ["--ephemeral"], "ephemeral behavior", 0)
+
+
+@case("ephemeral::unavailable_work_observation_keeps_exec_startup_compatible")
+def _(p):
+    out = ephemeral_case(p, ["-c", "features.multi_agent_v2.enabled=false"],
+                         "unobserved work lifecycle startup", 1)
+    check("ephemeral response" in out, f"stdout lacks the answer: {short(out)}")
+
+
 # ------------------------------------------------------------------------------------ fork.rs
 
 def session_files(p):
@@ -532,6 +561,20 @@ def _(p):
         content = f.read()
     check(marker in content, "the original lost its prompt")
     check(marker2 not in content, "original session should not receive the forked prompt")
+
+
+# ------------------------------------------------------------------------ mcp_required_exit.rs
+
+@case("mcp_required_exit::exits_non_zero_when_required_mcp_server_fails_to_initialize")
+def _(p):
+    p.config_tables = ('[mcp_servers.required_broken]\n'
+                       'command = "codex-definitely-not-a-real-binary"\nrequired = true\n')
+    p.serve([message("hello")])
+    code, _, err = p.run(["--skip-git-repo-check", "--experimental-json", "tell me something"])
+    check(code == 1, f"exit {code}; stderr: {short(err[-800:])}")
+    check("required MCP servers failed to initialize: required_broken" in err,
+          f"stderr lacks `required MCP servers failed to initialize: required_broken`: "
+          f"{short(err[-1500:], 1500)}")
 
 
 # ------------------------------------------------------------------------------ originator.rs
