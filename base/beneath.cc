@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "base/write_all.h"
@@ -112,6 +114,14 @@ int MakeDirsBeneath(int dirfd, std::string_view rel, unsigned how, Fd* out) {
     if (part.empty() || part == ".") continue;
     if (part == "..") return EXDEV;
     Fd next;
+    if ((how & kBeneathFresh) && rel.empty()) {
+      if (::mkdirat(dir.get(), part.c_str(), 0777) != 0) return errno;
+      if (int err = OpenBeneath(dir.get(), part, O_RDONLY | O_DIRECTORY, 0, how, &next); err != 0) {
+        return err;
+      }
+      dir = std::move(next);
+      break;
+    }
     int err = OpenBeneath(dir.get(), part, O_RDONLY | O_DIRECTORY, 0, how, &next);
     if (err == ENOENT) {
       if (::mkdirat(dir.get(), part.c_str(), 0777) != 0 && errno != EEXIST) return errno;
@@ -122,6 +132,31 @@ int MakeDirsBeneath(int dirfd, std::string_view rel, unsigned how, Fd* out) {
   }
   *out = std::move(dir);
   return 0;
+}
+
+int MoveAsideAt(int dirfd, const std::string& name, std::string_view prefix, std::string* aside) {
+  aside->clear();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return EINVAL;
+  }
+  for (int k = 1; k < 10000; ++k) {
+    std::string candidate = std::string(prefix) + "-" + name + "-" + std::to_string(k);
+    int moved = ::renameat2(dirfd, name.c_str(), dirfd, candidate.c_str(), RENAME_NOREPLACE);
+    if (moved != 0 && errno == EINVAL) {
+      // A file system without RENAME_NOREPLACE: look first (the directory is agentexec's own,
+      // so nothing races to fill the name between the look and the rename).
+      struct stat st {};
+      if (::fstatat(dirfd, candidate.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+      moved = ::renameat(dirfd, name.c_str(), dirfd, candidate.c_str());
+    }
+    if (moved == 0) {
+      *aside = std::move(candidate);
+      return 0;
+    }
+    if (errno == ENOENT) return 0;  // nothing to move
+    if (errno != EEXIST) return errno;
+  }
+  return EEXIST;
 }
 
 int ReplaceAt(int dirfd, const std::string& name, std::string_view content, mode_t mode,

@@ -25,6 +25,7 @@ enum Beneath : unsigned {
   kBeneath = 0,                  // symlinks that stay beneath the directory are followed
   kBeneathNoSymlinks = 1u << 0,  // any symlink on the way fails the open (ELOOP)
   kBeneathNoXdev = 1u << 1,      // a mount point crossed fails the open (EXDEV)
+  kBeneathFresh = 1u << 2,       // MakeDirsBeneath: the last directory is made now (else EEXIST)
 };
 
 // False when the kernel has no openat2.
@@ -41,6 +42,12 @@ int OpenBeneath(int dirfd, std::string_view rel, int flags, mode_t mode, unsigne
 // OpenBeneath does with `how` before anything is made in it: a symlink put in the way is
 // refused, never followed.
 int MakeDirsBeneath(int dirfd, std::string_view rel, unsigned how, Fd* out);
+
+// Moves `name` (one component) in `dirfd`, when it exists, out of the way: renamed within
+// `dirfd` to "PREFIX-NAME-K", the first K (1 to 9999) no entry has, never over an entry
+// (RENAME_NOREPLACE). 0 when `name` does not exist (`aside` then empty), else rename's errno
+// (EEXIST when every K is taken).
+int MoveAsideAt(int dirfd, const std::string& name, std::string_view prefix, std::string* aside);
 
 // Replaces `name` (one component) in `dirfd` atomically: a new file under an unpredictable
 // name is created there with O_CREAT | O_EXCL | O_NOFOLLOW (a planted name is never opened),

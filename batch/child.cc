@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "base/beneath.h"
 #include "base/cancel.h"
 #include "base/read_file.h"
 #include "base/secret_env.h"
@@ -225,11 +226,14 @@ Result<std::string> BatchGit(const std::string& cwd, const std::vector<std::stri
   return out;
 }
 
-// Creates `name` beneath `dirfd` for writing: never an existing file, never through a link.
 Result<Fd> CreateBeneath(int dirfd, const char* name) {
-  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return MakeError(fmt::format("cannot create {}: {}", name, std::strerror(errno)));
-  return Fd(fd);
+  Fd fd;
+  if (int err =
+          OpenBeneath(dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644, kBeneathNoSymlinks, &fd);
+      err != 0) {
+    return MakeError(fmt::format("cannot create {}: {}", name, std::strerror(err)));
+  }
+  return fd;
 }
 
 Status WriteBeneath(int dirfd, const char* name, std::string_view data) {
@@ -240,16 +244,21 @@ Status WriteBeneath(int dirfd, const char* name, std::string_view data) {
   return {};
 }
 
-// A directory `name` beneath `dirfd`, made by us now (or, `may_exist`, already there), opened
-// without following a link.
 Result<Fd> MakeDirBeneath(int dirfd, const std::string& name, bool may_exist) {
-  if (::mkdirat(dirfd, name.c_str(), 0755) != 0 && !(may_exist && errno == EEXIST)) {
-    return MakeError(fmt::format("cannot create the directory {}: {}", name, std::strerror(errno)));
+  Fd fd;
+  const unsigned how = kBeneathNoSymlinks | (may_exist ? 0u : kBeneathFresh);
+  if (int err = MakeDirsBeneath(dirfd, name, how, &fd); err != 0) {
+    return MakeError(fmt::format("cannot create the directory {}: {}", name, std::strerror(err)));
   }
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return MakeError(fmt::format("cannot open the directory {}: {}", name, std::strerror(errno)));
-  return Fd(fd);
+  return fd;
+}
+
+Status MoveAside(int dirfd, const std::string& name) {
+  std::string aside;
+  if (int err = MoveAsideAt(dirfd, name, ".interrupted", &aside); err != 0) {
+    return MakeError(fmt::format("cannot move {} aside: {}", name, std::strerror(err)));
+  }
+  return {};
 }
 
 }  // namespace ae

@@ -62,11 +62,15 @@ Result<std::string> BatchGit(const std::string& cwd, const std::vector<std::stri
 // that batch's unconfined git would run. Returns the state to compare with later.
 Result<std::string> GitConfigState(const std::string& clone);
 
+// batch's files and directories, made through base/beneath.h and worded for its messages.
 // Creates `name` beneath `dirfd` for writing: never an existing file, never through a link.
 Result<Fd> CreateBeneath(int dirfd, const char* name);
 Status WriteBeneath(int dirfd, const char* name, std::string_view data);
 // A directory `name` beneath `dirfd`, made by us now (or, `may_exist`, already there), opened
 // without following a link.
 Result<Fd> MakeDirBeneath(int dirfd, const std::string& name, bool may_exist);
+// An interrupted task's directory `name`, when there is one, renamed to
+// ".interrupted-NAME-K" (base/beneath.h's MoveAsideAt) so the task starts afresh.
+Status MoveAside(int dirfd, const std::string& name);
 
 }  // namespace ae

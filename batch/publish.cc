@@ -8,6 +8,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/beneath.h"
 #include "base/fd.h"
 #include "base/json.h"
 #include "base/read_file.h"
@@ -202,20 +203,19 @@ int PublishBatch(const BatchPublishOptions& options, const std::vector<std::stri
     return FailWith(ExitCode::kUsage, fmt::format("{}: {}", options.out, std::strerror(errno)));
   }
   const Fd out(out_fd);
-  const int tasks_fd =
-      ::openat(out.get(), "tasks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (tasks_fd < 0) {
-    return FailWith(ExitCode::kUsage,
-                    fmt::format("{}/tasks: {}", options.out, std::strerror(errno)));
+  Fd tasks;
+  if (int err =
+          OpenBeneath(out.get(), "tasks", O_RDONLY | O_DIRECTORY, 0, kBeneathNoSymlinks, &tasks);
+      err != 0) {
+    return FailWith(ExitCode::kUsage, fmt::format("{}/tasks: {}", options.out, std::strerror(err)));
   }
-  const Fd tasks(tasks_fd);
-  const int log_fd = ::openat(out.get(), "publish.jsonl",
-                              O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
+  Fd log;
+  if (int err = OpenBeneath(out.get(), "publish.jsonl", O_WRONLY | O_APPEND | O_CREAT, 0644,
+                            kBeneathNoSymlinks, &log);
+      err != 0) {
     return FailWith(ExitCode::kUsage,
-                    fmt::format("{}/publish.jsonl: {}", options.out, std::strerror(errno)));
+                    fmt::format("{}/publish.jsonl: {}", options.out, std::strerror(err)));
   }
-  const Fd log(log_fd);
   const std::string work = options.work_dir.value_or(options.out + "/work");
   size_t counts[3] = {0, 0, 0};  // pushed (or forced), up to date, not on the remote
   for (const std::string& id : order) {

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/beneath.h"
 #include "base/cancel.h"
 #include "base/duration.h"
 #include "base/fd.h"
@@ -88,23 +89,6 @@ Status StageChanges(const std::string& clone, const std::vector<std::string>& en
     return MakeError(fmt::format("git add failed (exit {}): {}", added->exit_code, err));
   }
   return {};
-}
-
-// An earlier attempt's `name` beneath `dirfd` (an interrupted task, --resume) is moved aside
-// to ".interrupted-<name>-<k>", so the new attempt starts from nothing.
-Status MoveAside(int dirfd, const std::string& name) {
-  struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return {};
-    return MakeError(Errno(name.c_str()));
-  }
-  for (int k = 1; k < 10000; ++k) {
-    std::string aside = fmt::format(".interrupted-{}-{}", name, k);
-    if (::fstatat(dirfd, aside.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
-    if (::renameat(dirfd, name.c_str(), dirfd, aside.c_str()) == 0) return {};
-    return MakeError(fmt::format("cannot move {} aside: {}", name, std::strerror(errno)));
-  }
-  return MakeError(fmt::format("cannot move {} aside: too many earlier attempts", name));
 }
 
 // mkdir -p, before any task ran.
@@ -351,12 +335,11 @@ Status Batch::Prepare(size_t total, const std::vector<std::optional<std::string>
   if (fd < 0) return MakeError(fmt::format("--work-dir {}: {}", work_path_, std::strerror(errno)));
   work_fd_ = Fd(fd);
   if (Status ok = RefuseReachableRecords(sandboxes, out_real); !ok.ok()) return ok;
-  fd = ::openat(out_fd_.get(), "results.jsonl",
-                O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return MakeError(fmt::format("{}/results.jsonl: {}", options_.out, std::strerror(errno)));
+  if (int err = OpenBeneath(out_fd_.get(), "results.jsonl", O_WRONLY | O_APPEND | O_CREAT, 0644,
+                            kBeneathNoSymlinks, &results_fd_);
+      err != 0) {
+    return MakeError(fmt::format("{}/results.jsonl: {}", options_.out, std::strerror(err)));
   }
-  results_fd_ = Fd(fd);
   return {};
 }
 

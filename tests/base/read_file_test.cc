@@ -188,5 +188,38 @@ TEST_F(BeneathTest, ReplaceAtReplacesAPlantedLinkAndLeavesNoTemporary) {
   EXPECT_EQ(ReplaceAt(root_.get(), "..", "x", 0644, false), EINVAL);
 }
 
+// kBeneathFresh: the last directory must be made by this call; one already there (a
+// directory or a planted link) is refused, and the parents may exist.
+TEST_F(BeneathTest, AFreshDirectoryIsMadeNowOrRefused) {
+  Fd made;
+  ASSERT_EQ(MakeDirsBeneath(root_.get(), "sub/new", kBeneathNoSymlinks | kBeneathFresh, &made), 0);
+  EXPECT_TRUE(std::filesystem::is_directory(dir_.path() + "/root/sub/new"));
+  EXPECT_EQ(MakeDirsBeneath(root_.get(), "sub/new", kBeneathNoSymlinks | kBeneathFresh, &made),
+            EEXIST);
+  Link(dir_.path(), "planted");
+  EXPECT_EQ(MakeDirsBeneath(root_.get(), "planted", kBeneathNoSymlinks | kBeneathFresh, &made),
+            EEXIST);
+  EXPECT_EQ(MakeDirsBeneath(root_.get(), "sub/new", kBeneathNoSymlinks, &made), 0);
+}
+
+// An earlier attempt's entry moves to the first free ".tag-NAME-K"; a missing one is no error;
+// a planted link is moved, never followed.
+TEST_F(BeneathTest, MoveAsideAtTakesTheFirstFreeNameAndMovesLinksThemselves) {
+  std::string aside;
+  EXPECT_EQ(MoveAsideAt(root_.get(), "none", ".tag", &aside), 0);
+  EXPECT_EQ(aside, "");
+  std::filesystem::create_directories(dir_.path() + "/root/.tag-sub-1");
+  ASSERT_EQ(MoveAsideAt(root_.get(), "sub", ".tag", &aside), 0);
+  EXPECT_EQ(aside, ".tag-sub-2");
+  EXPECT_EQ(*ReadRegularFile(dir_.path() + "/root/.tag-sub-2/doc.md"), "inside");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/root/sub"));
+  Link(dir_.path() + "/secret", "link");
+  ASSERT_EQ(MoveAsideAt(root_.get(), "link", ".tag", &aside), 0);
+  EXPECT_EQ(aside, ".tag-link-1");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_.path() + "/root/.tag-link-1"));
+  EXPECT_EQ(*ReadRegularFile(dir_.path() + "/secret"), "outside");
+  EXPECT_EQ(MoveAsideAt(root_.get(), "a/b", ".tag", &aside), EINVAL);
+}
+
 }  // namespace
 }  // namespace ae
