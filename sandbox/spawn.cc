@@ -264,142 +264,316 @@ RunResult SetupFailure(int exit_code, std::string error, Clock::time_point start
 
 }  // namespace
 
-Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) {
-  if (spec.argv.empty()) return MakeError("cannot run an empty command");
-  const auto start = Clock::now();
+namespace {
+
+// A command agentexec refuses before forking: a failure with no time spent.
+Spawned Refused(int exit_code, std::string error) {
   Spawned spawned;
+  spawned.failure = SetupFailure(exit_code, std::move(error), Clock::now());
+  spawned.failure.duration = std::chrono::milliseconds(0);
+  return spawned;
+}
 
-  // The kernel reads each string up to its first NUL: `echo hi\0; rm x` would run `echo hi`
-  // while the item shows the whole text. Refused like any other command that cannot start.
-  if (std::optional<std::string> nul = FindNulByte(spec)) {
-    spawned.failure = SetupFailure(126, *nul, start);
-    spawned.failure.duration = std::chrono::milliseconds(0);
-    return spawned;
-  }
+// The NULL-terminated array execve takes, pointing into `strings`.
+std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
 
-  std::string path = FindExecutable(spec.argv[0], spec.env);
-  if (path.empty()) {
-    spawned.failure = SetupFailure(
-        127, fmt::format("execve: {}: No such file or directory", spec.argv[0]), start);
-    spawned.failure.duration = std::chrono::milliseconds(0);
-    return spawned;
-  }
-
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  Fd out_r, out_w, in_r, in_w, err_r, err_w, master, slave;
-  if (spec.tty) {
-    if (Status s = OpenTerminal(spec, &master, &slave); !s.ok()) return s.error();
-    out_r = std::move(master);
-    in_w = Fd(::fcntl(out_r.get(), F_DUPFD_CLOEXEC, 3));
-    if (!in_w) return MakeError(fmt::format("cannot dup the terminal: {}", std::strerror(errno)));
-  } else {
-    if (Status made = OpenPipe("output", &out_r, &out_w); !made.ok()) return made.error();
-    if (spec.stdin_pipe) {
-      if (Status made = OpenPipe("input", &in_r, &in_w); !made.ok()) return made.error();
-    }
-    if (spec.separate_stderr) {
-      if (Status made = OpenPipe("error", &err_r, &err_w); !made.ok()) return made.error();
-    }
-  }
+// Every descriptor a spawn opens before fork: the parent keeps its ends, the child's are
+// closed here once it has forked.
+struct Channels {
+  Fd out_r, out_w, in_r, in_w, err_r, err_w, slave;
   Fd fail_r, fail_w;  // the child's report of a step that failed before execve
-  if (Status made = OpenPipe("failure", &fail_r, &fail_w); !made.ok()) return made.error();
-  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull) return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
-
-  std::unique_ptr<WriteWatch> watch;
-  const bool proxied = spec.sandbox != nullptr && spec.sandbox->network.proxy_port != 0;
-  if (spec.watch_writes || proxied) {
-    watch = std::make_unique<WriteWatch>(spec.sandbox, spec.watch_writes);
-  }
-  const int watch_fd = watch ? watch->child_fd() : -1;
+  Fd devnull;
   Fd proxy_parent, proxy_child;
-  if (proxied) {
-    if (Status made = MakeListenerChannel(&proxy_parent, &proxy_child); !made.ok()) {
-      return made.error();
-    }
+
+  void CloseChildEnds() {
+    out_w.reset();
+    err_w.reset();
+    in_r.reset();
+    slave.reset();
+    fail_w.reset();
+    devnull.reset();
+    proxy_child.reset();
   }
+};
+
+// The command's 0-2: a pseudo-terminal for both directions, or pipes.
+Status OpenStdio(const SpawnSpec& spec, Channels& ch) {
+  if (spec.tty) {
+    Fd master;
+    if (Status s = OpenTerminal(spec, &master, &ch.slave); !s.ok()) return s;
+    ch.out_r = std::move(master);
+    ch.in_w = Fd(::fcntl(ch.out_r.get(), F_DUPFD_CLOEXEC, 3));
+    if (!ch.in_w) {
+      return MakeError(fmt::format("cannot dup the terminal: {}", std::strerror(errno)));
+    }
+    return {};
+  }
+  if (Status made = OpenPipe("output", &ch.out_r, &ch.out_w); !made.ok()) return made;
+  if (spec.stdin_pipe) {
+    if (Status made = OpenPipe("input", &ch.in_r, &ch.in_w); !made.ok()) return made;
+  }
+  if (spec.separate_stderr) {
+    if (Status made = OpenPipe("error", &ch.err_r, &ch.err_w); !made.ok()) return made;
+  }
+  return {};
+}
+
+Status OpenFailurePipeAndDevNull(Channels& ch) {
+  if (Status made = OpenPipe("failure", &ch.fail_r, &ch.fail_w); !made.ok()) return made;
+  ch.devnull = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!ch.devnull) {
+    return MakeError(fmt::format("cannot open /dev/null: {}", std::strerror(errno)));
+  }
+  return {};
+}
+
+bool Proxied(const SpawnSpec& spec) {
+  return spec.sandbox != nullptr && spec.sandbox->network.proxy_port != 0;
+}
+
+// The child's list reads only this: built whole in the parent, since the child may not
+// allocate.
+ChildPlan MakePlan(const SpawnSpec& spec, const char* path, char* const* argv, char* const* envp,
+                   const Channels& ch, const WriteWatch* watch) {
   ChildPlan plan;
   plan.spawner = true;
   plan.sandbox = spec.sandbox;
-  plan.path = path.c_str();
-  plan.argv = argv.data();
-  plan.envp = envp.data();
+  plan.path = path;
+  plan.argv = argv;
+  plan.envp = envp;
   plan.cwd = spec.cwd.c_str();
-  plan.devnull = devnull.get();
-  plan.out_w = out_w.get();
-  plan.err_w2 = err_w.get();
-  plan.in_r = in_r.get();
-  plan.tty = slave.get();
+  plan.devnull = ch.devnull.get();
+  plan.out_w = ch.out_w.get();
+  plan.err_w2 = ch.err_w.get();
+  plan.in_r = ch.in_r.get();
+  plan.tty = ch.slave.get();
   plan.parent = ::getpid();
-  plan.watch_fd = watch_fd;
-  plan.watch_program = watch_fd >= 0 ? watch->program() : nullptr;
-  plan.proxy_fd = proxy_child.get();
+  plan.watch_fd = watch != nullptr ? watch->child_fd() : -1;
+  plan.watch_program = plan.watch_fd >= 0 ? watch->program() : nullptr;
+  plan.proxy_fd = ch.proxy_child.get();
+  return plan;
+}
 
-  // Block signals across fork so no handler of ours runs in the child before it resets them.
+// Block signals across fork so no handler of ours runs in the child before it resets them.
+Result<pid_t> ForkChild(const ChildPlan& plan, int fail_fd) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
-  if (pid == 0) RunChild(plan, fail_w.get());
+  if (pid == 0) RunChild(plan, fail_fd);
   int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return MakeError(fmt::format("fork failed: {}", std::strerror(fork_errno)));
+  return pid;
+}
 
-  // No setpgid(pid, pid) from this side: it would make the child a group leader, and its
-  // setsid would then fail. KillGroup also kills the pid itself.
-  out_w.reset();
-  err_w.reset();
-  in_r.reset();
-  slave.reset();
-  fail_w.reset();
-  devnull.reset();
-  proxy_child.reset();
-  if (watch) watch->Started();
-  if (on_spawned) on_spawned(pid);
-
-  // EOF at once on the failure pipe means execve succeeded (close-on-exec); a report is read
-  // to EOF, which comes when the child that failed exits.
+// EOF at once on the failure pipe means execve succeeded (close-on-exec); a report is read
+// to EOF, which comes when the child that failed exits.
+std::string ReadFailureReport(int fd) {
   std::string report;
   char chunk[4096];
   for (;;) {
-    const ssize_t got = ::read(fail_r.get(), chunk, sizeof chunk);
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     report.append(chunk, static_cast<size_t>(got));
   }
-  if (report.size() >= sizeof(int)) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    KillGroup(pid);
-    int err = 0;
-    std::memcpy(&err, report.data(), sizeof err);
-    spawned.failed_step = report.substr(sizeof err);
-    spawned.failed_errno = err;
-    spawned.failure =
-        SetupFailure(WIFEXITED(status) ? WEXITSTATUS(status) : 126,
-                     fmt::format("{}: {}", spawned.failed_step, std::strerror(err)), start);
-    return spawned;
-  }
+  return report;
+}
 
-  ::fcntl(out_r.get(), F_SETFL, ::fcntl(out_r.get(), F_GETFL) | O_NONBLOCK);
-  spawned.process.emplace(pid, std::move(out_r), std::move(in_w), Fd(PidfdOpen(pid)));
-  spawned.process->SetError(std::move(err_r));
+// The child reported a failed step: reap it, end its group, and say which step and why.
+void RecordChildFailure(pid_t pid, const std::string& report, Clock::time_point start,
+                        Spawned& spawned) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  KillGroup(pid);
+  int err = 0;
+  std::memcpy(&err, report.data(), sizeof err);
+  spawned.failed_step = report.substr(sizeof err);
+  spawned.failed_errno = err;
+  spawned.failure =
+      SetupFailure(WIFEXITED(status) ? WEXITSTATUS(status) : 126,
+                   fmt::format("{}: {}", spawned.failed_step, std::strerror(err)), start);
+}
+
+void AttachProcess(const SpawnSpec& spec, pid_t pid, Channels& ch,
+                   std::unique_ptr<WriteWatch> watch, Spawned& spawned) {
+  ::fcntl(ch.out_r.get(), F_SETFL, ::fcntl(ch.out_r.get(), F_GETFL) | O_NONBLOCK);
+  spawned.process.emplace(pid, std::move(ch.out_r), std::move(ch.in_w), Fd(PidfdOpen(pid)));
+  spawned.process->SetError(std::move(ch.err_r));
   spawned.process->SetWatch(std::move(watch));
-  if (proxied && spec.attach_network) {
+  if (Proxied(spec) && spec.attach_network) {
     // Sent before execve, so it is queued by now; a listener that never came leaves the
     // command's namespace without one: no network, which is closed, not open.
-    if (Fd listener = ReceiveListener(proxy_parent.get())) {
+    if (Fd listener = ReceiveListener(ch.proxy_parent.get())) {
       spawned.process->SetNetwork(spec.attach_network(std::move(listener)));
     }
   }
+}
+
+}  // namespace
+
+Result<Spawned> Spawn(const SpawnSpec& spec, const SpawnedCallback& on_spawned) {
+  if (spec.argv.empty()) return MakeError("cannot run an empty command");
+  const auto start = Clock::now();
+
+  // The kernel reads each string up to its first NUL: `echo hi\0; rm x` would run `echo hi`
+  // while the item shows the whole text. Refused like any other command that cannot start.
+  if (std::optional<std::string> nul = FindNulByte(spec)) return Refused(126, *nul);
+  std::string path = FindExecutable(spec.argv[0], spec.env);
+  if (path.empty()) {
+    return Refused(127, fmt::format("execve: {}: No such file or directory", spec.argv[0]));
+  }
+  std::vector<char*> argv = CStringArray(spec.argv);
+  std::vector<char*> envp = CStringArray(spec.env);
+
+  Channels ch;
+  if (Status made = OpenStdio(spec, ch); !made.ok()) return made.error();
+  if (Status made = OpenFailurePipeAndDevNull(ch); !made.ok()) return made.error();
+  std::unique_ptr<WriteWatch> watch;
+  if (spec.watch_writes || Proxied(spec)) {
+    watch = std::make_unique<WriteWatch>(spec.sandbox, spec.watch_writes);
+  }
+  if (Proxied(spec)) {
+    if (Status made = MakeListenerChannel(&ch.proxy_parent, &ch.proxy_child); !made.ok()) {
+      return made.error();
+    }
+  }
+  const ChildPlan plan = MakePlan(spec, path.c_str(), argv.data(), envp.data(), ch, watch.get());
+  Result<pid_t> pid = ForkChild(plan, ch.fail_w.get());
+  if (!pid.ok()) return pid.error();
+
+  // No setpgid(pid, pid) from this side: it would make the child a group leader, and its
+  // setsid would then fail. KillGroup also kills the pid itself.
+  ch.CloseChildEnds();
+  if (watch) watch->Started();
+  if (on_spawned) on_spawned(*pid);
+
+  Spawned spawned;
+  if (std::string report = ReadFailureReport(ch.fail_r.get()); report.size() >= sizeof(int)) {
+    RecordChildFailure(*pid, report, start, spawned);
+    return spawned;
+  }
+  AttachProcess(spec, *pid, ch, std::move(watch), spawned);
   return spawned;
 }
+
+namespace {
+
+// RunProcess's wait for the command: its output read as it comes, its exit, the timeout and
+// cancellation, until it has exited and its output is drained (or the drain time is up).
+class Wait {
+ public:
+  Wait(Process& proc, const RunLimits& limits, CancelToken& cancel, Clock::time_point start,
+       OutputCapture& capture, RunResult& result)
+      : proc_(proc),
+        limits_(limits),
+        cancel_(cancel),
+        capture_(capture),
+        result_(result),
+        has_deadline_(limits.timeout_ms > 0),
+        deadline_(start + std::chrono::milliseconds(limits.timeout_ms)),
+        buf_(64 * 1024, '\0') {}
+
+  void Run() {
+    while (!exited_ || pipe_open_) {
+      NoteExit();
+      if (exited_ && (!pipe_open_ || Clock::now() >= drain_deadline_)) break;
+      const int64_t wait_ms = PollTimeoutMs();
+      pollfd fds[3];
+      nfds_t n = 0;
+      int out_idx = -1, cancel_idx = -1;
+      if (pipe_open_) {
+        out_idx = static_cast<int>(n);
+        fds[n++] = {proc_.output_fd(), POLLIN, 0};
+      }
+      if (!exited_ && proc_.pidfd() >= 0) fds[n++] = {proc_.pidfd(), POLLIN, 0};
+      if (!killed_ && cancel_.wake_fd() >= 0) {
+        cancel_idx = static_cast<int>(n);
+        fds[n++] = {cancel_.wake_fd(), POLLIN, 0};
+      }
+      int rc = ::poll(fds, n, wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
+      if (rc < 0 && errno != EINTR) {
+        proc_.Kill();
+        killed_ = true;
+        break;
+      }
+      if (out_idx >= 0 && rc > 0 && fds[out_idx].revents != 0) ReadOutput();
+      // The pidfd only wakes the poll; NoteExit at the top of the loop reads the state.
+      if (!killed_)
+        StopIfCancelledOrLate(cancel_idx >= 0 && rc > 0 && fds[cancel_idx].revents != 0);
+    }
+  }
+
+ private:
+  void NoteExit() {
+    if (exited_ || !proc_.HasExited()) return;
+    exited_ = true;
+    drain_deadline_ =
+        Clock::now() + std::chrono::milliseconds(std::max<int64_t>(limits_.drain_ms, 0));
+  }
+
+  // -1: no limit. Without a pidfd, the exit is polled for every 10 ms.
+  int64_t PollTimeoutMs() const {
+    int64_t wait_ms = -1;
+    if (exited_) wait_ms = MsUntil(drain_deadline_);
+    if (!killed_ && has_deadline_) {
+      int64_t left = MsUntil(deadline_);
+      wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
+    }
+    if (!exited_ && proc_.pidfd() < 0) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);
+    return wait_ms;
+  }
+
+  // A bounded number of reads per wake-up, so an endless writer cannot starve the timeout
+  // and cancellation checks.
+  void ReadOutput() {
+    for (int reads = 0; reads < 16; ++reads) {
+      ssize_t r = ::read(proc_.output_fd(), buf_.data(), buf_.size());
+      if (r > 0) {
+        capture_.Append(buf_.data(), static_cast<size_t>(r));
+        if (limits_.on_output) limits_.on_output(buf_.data(), static_cast<size_t>(r));
+        if (static_cast<size_t>(r) < buf_.size()) break;
+        continue;
+      }
+      // EOF; EIO is a terminal's end (every slave side closed).
+      if (r == 0 || (errno != EAGAIN && errno != EINTR)) pipe_open_ = false;
+      break;
+    }
+  }
+
+  void StopIfCancelledOrLate(bool cancel_woke) {
+    if (cancel_.cancelled() || cancel_woke) {
+      result_.cancelled = true;
+    } else if (has_deadline_ && !exited_ && Clock::now() >= deadline_) {
+      result_.timed_out = true;
+    }
+    if (result_.cancelled || result_.timed_out) {
+      proc_.Kill();
+      killed_ = true;
+    }
+  }
+
+  Process& proc_;
+  const RunLimits& limits_;
+  CancelToken& cancel_;
+  OutputCapture& capture_;
+  RunResult& result_;
+  const bool has_deadline_;
+  const Clock::time_point deadline_;
+  Clock::time_point drain_deadline_{};
+  bool exited_ = false, pipe_open_ = true, killed_ = false;
+  std::string buf_;
+};
+
+}  // namespace
 
 Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, CancelToken& cancel,
                              const SpawnedCallback& on_spawned) {
@@ -409,83 +583,8 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   if (!spawned->process) return std::move(spawned->failure);
   Process& proc = *spawned->process;
   RunResult result;
-
   OutputCapture capture(limits.max_output_bytes);
-  const bool has_deadline = limits.timeout_ms > 0;
-  const auto deadline = start + std::chrono::milliseconds(limits.timeout_ms);
-  Clock::time_point drain_deadline{};
-  bool exited = false, pipe_open = true, killed = false;
-  std::string buf(64 * 1024, '\0');
-
-  while (!exited || pipe_open) {
-    if (!exited && proc.HasExited()) {
-      exited = true;
-      drain_deadline =
-          Clock::now() + std::chrono::milliseconds(std::max<int64_t>(limits.drain_ms, 0));
-    }
-    if (exited && (!pipe_open || Clock::now() >= drain_deadline)) break;
-
-    int64_t wait_ms = -1;
-    if (exited) wait_ms = MsUntil(drain_deadline);
-    if (!killed && has_deadline) {
-      int64_t left = MsUntil(deadline);
-      wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
-    }
-    if (!exited && proc.pidfd() < 0) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);
-
-    pollfd fds[3];
-    nfds_t n = 0;
-    int out_idx = -1, cancel_idx = -1;
-    if (pipe_open) {
-      out_idx = static_cast<int>(n);
-      fds[n++] = {proc.output_fd(), POLLIN, 0};
-    }
-    if (!exited && proc.pidfd() >= 0) {
-      fds[n++] = {proc.pidfd(), POLLIN, 0};
-    }
-    if (!killed && cancel.wake_fd() >= 0) {
-      cancel_idx = static_cast<int>(n);
-      fds[n++] = {cancel.wake_fd(), POLLIN, 0};
-    }
-    int rc = ::poll(fds, n, wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
-    if (rc < 0 && errno != EINTR) {
-      proc.Kill();
-      killed = true;
-      break;
-    }
-
-    if (out_idx >= 0 && rc > 0 && fds[out_idx].revents != 0) {
-      // A bounded number of reads per wake-up, so an endless writer cannot starve the
-      // timeout and cancellation checks below.
-      for (int reads = 0; reads < 16; ++reads) {
-        ssize_t r = ::read(proc.output_fd(), buf.data(), buf.size());
-        if (r > 0) {
-          capture.Append(buf.data(), static_cast<size_t>(r));
-          if (limits.on_output) limits.on_output(buf.data(), static_cast<size_t>(r));
-          if (static_cast<size_t>(r) < buf.size()) break;
-          continue;
-        }
-        // EOF; EIO is a terminal's end (every slave side closed).
-        if (r == 0 || (errno != EAGAIN && errno != EINTR)) pipe_open = false;
-        break;
-      }
-    }
-    // The pidfd only wakes the poll; HasExited at the top of the loop reads the state.
-
-    if (!killed) {
-      bool cancelled =
-          cancel.cancelled() || (cancel_idx >= 0 && rc > 0 && fds[cancel_idx].revents != 0);
-      if (cancelled) {
-        result.cancelled = true;
-      } else if (has_deadline && !exited && Clock::now() >= deadline) {
-        result.timed_out = true;
-      }
-      if (result.cancelled || result.timed_out) {
-        proc.Kill();
-        killed = true;
-      }
-    }
-  }
+  Wait(proc, limits, cancel, start, capture, result).Run();
 
   proc.Reap(&result.exit_code, &result.term_signal);
   if (result.timed_out) result.exit_code = 124;
