@@ -275,6 +275,119 @@ bool MountPrivateTmp(const MountPlan& plan, const char** failed_step, int* err) 
   return true;
 }
 
+// Every root is its own mount in the child, and so is every directory between a root and a
+// root nested in it (a workspace under /tmp): a mount point cannot be renamed or removed, so a
+// command cannot move the workspace away and plant a fresh `.git` at its path. The price, as
+// with codex's bubblewrap: renaming a file from /tmp into such a workspace gives EXDEV, as
+// between two file systems.
+void AddWritableRoots(const Policy& policy, MountPlan* plan) {
+  for (const std::string& root : policy.writable_roots) {
+    AddUniquePath(plan->writable_roots, root);
+    std::string outer;
+    for (const std::string& other : policy.writable_roots) {
+      if (other != root && IsUnder(root, other) && other.size() > outer.size()) outer = other;
+    }
+    if (outer.empty()) continue;
+    for (size_t slash = root.find('/', outer.size() + 1); slash != std::string::npos;
+         slash = root.find('/', slash + 1)) {
+      AddUniquePath(plan->writable_roots, root.substr(0, slash));
+    }
+  }
+  // The directories between a root and a protected path (Policy::pinned), pinned the same
+  // way: a command cannot rename one to take the protected path along and make a new one.
+  for (const std::string& dir : policy.pinned) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      AddUniquePath(plan->writable_roots, dir);
+  }
+  std::stable_sort(plan->writable_roots.begin(), plan->writable_roots.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+}
+
+// Only the carve-outs under a writable root: elsewhere they are read-only already.
+void AddCarveouts(const Policy& policy, MountPlan* plan) {
+  for (const std::string& carveout : policy.read_only_carveouts) {
+    std::string target = ResolvePath(carveout);
+    if (!IsUnderAny(target, policy.writable_roots)) continue;
+    if (std::find(plan->carveouts.begin(), plan->carveouts.end(), target) !=
+        plan->carveouts.end()) {
+      continue;
+    }
+    plan->carveouts.push_back(target);
+  }
+}
+
+void AddPrivateDevShm(const Policy& policy, MountPlan* plan) {
+  plan->dev_shm = PrivateDevShmPath(policy);
+  if (plan->dev_shm.empty()) return;
+  // As large as the host's /dev/shm, so nothing that fits outside fails inside; pages are
+  // only used when written, and charged to the command's memory cgroup.
+  unsigned long long size = 64ULL << 20;
+  struct statvfs st;
+  if (::statvfs(plan->dev_shm.c_str(), &st) == 0 && st.f_blocks > 0) {
+    size = static_cast<unsigned long long>(st.f_blocks) * st.f_frsize;
+  }
+  plan->dev_shm_options = "size=" + std::to_string(size) + ",mode=1777";
+}
+
+// The host's terminals stay out of reach unless the policy hands the user /dev itself.
+void AddPrivateDevpts(const Policy& policy, MountPlan* plan) {
+  struct stat pts {
+  }, ptmx{};
+  if (::stat("/dev/pts", &pts) == 0 && S_ISDIR(pts.st_mode) &&
+      !IsUnderAny("/dev/pts", policy.writable_roots) && ::lstat("/dev/ptmx", &ptmx) == 0) {
+    plan->private_devpts = true;
+    plan->bind_ptmx = !S_ISLNK(ptmx.st_mode);
+  }
+}
+
+void NameSteps(MountPlan* plan) {
+  for (const std::string& root : plan->writable_roots) {
+    plan->root_steps.push_back("keep writable root " + root);
+  }
+  for (const std::string& carveout : plan->carveouts) {
+    plan->carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
+  }
+}
+
+std::string HoldError(const Policy& policy, const std::string& carveout, int hold_errno) {
+  struct rlimit limit {};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return fmt::format(
+      "sandbox: {} read-only paths are held open, one descriptor each, and {} ({}): {} "
+      "cannot be held; raise the open-file limit (ulimit -n, now {}) and run again",
+      policy.read_only_carveouts.size(),
+      hold_errno == EMFILE ? "the open-file limit is reached" : "the system's file table is full",
+      std::strerror(hold_errno), carveout, static_cast<unsigned long long>(limit.rlim_cur));
+}
+
+// Each carve-out that exists now, held by identity (HeldCarveout), and "/" with the first.
+void HoldCarveouts(const Policy& policy, MountPlan* plan) {
+  for (const std::string& carveout : plan->carveouts) {
+    HeldCarveout& held = plan->held.emplace_back();
+    held.fd = HoldPath(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const int hold_errno = errno;
+    if (!held.fd.valid() && (hold_errno == EMFILE || hold_errno == ENFILE) &&
+        plan->hold_error.empty()) {
+      plan->hold_error = HoldError(policy, carveout, hold_errno);
+    }
+    struct stat st;
+    if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
+      held.fd.reset();  // absent now: protected by path when it appears
+      continue;
+    }
+    held.dev = st.st_dev;
+    held.ino = st.st_ino;
+    held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
+    if (!plan->root.fd.valid()) {
+      plan->root.fd = HoldPath("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (plan->root.fd.valid()) {
+        plan->root.fd_link = "/proc/self/fd/" + std::to_string(plan->root.fd.get());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace) {
@@ -289,138 +402,48 @@ MountPlan BuildMountPlan(const Policy& policy, bool enabled, bool pid_namespace)
   // pointing at the read-only copy: then only the carve-outs are made read-only.
   plan.read_only_tree = std::find(policy.writable_roots.begin(), policy.writable_roots.end(),
                                   "/") == policy.writable_roots.end();
-  // Every root is its own mount in the child, and so is every directory between a root and
-  // a root nested in it (a workspace under /tmp): a mount point cannot be renamed or removed,
-  // so a command cannot move the workspace away and plant a fresh `.git` at its path. The
-  // price, as with codex's bubblewrap: renaming a file from /tmp into such a workspace gives
-  // EXDEV, as between two file systems.
-  if (plan.read_only_tree) {
-    for (const std::string& root : policy.writable_roots) {
-      AddUniquePath(plan.writable_roots, root);
-      std::string outer;
-      for (const std::string& other : policy.writable_roots) {
-        if (other != root && IsUnder(root, other) && other.size() > outer.size()) outer = other;
-      }
-      if (outer.empty()) continue;
-      for (size_t slash = root.find('/', outer.size() + 1); slash != std::string::npos;
-           slash = root.find('/', slash + 1)) {
-        AddUniquePath(plan.writable_roots, root.substr(0, slash));
-      }
-    }
-    // The directories between a root and a protected path (Policy::pinned), pinned the same
-    // way: a command cannot rename one to take the protected path along and make a new one.
-    for (const std::string& dir : policy.pinned) {
-      struct stat st {};
-      if (::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        AddUniquePath(plan.writable_roots, dir);
-    }
-    std::stable_sort(
-        plan.writable_roots.begin(), plan.writable_roots.end(),
-        [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-  }
-  for (const std::string& carveout : policy.read_only_carveouts) {
-    std::string target = ResolvePath(carveout);
-    if (!IsUnderAny(target, policy.writable_roots)) continue;  // read-only already
-    if (std::find(plan.carveouts.begin(), plan.carveouts.end(), target) != plan.carveouts.end()) {
-      continue;
-    }
-    plan.carveouts.push_back(target);
-  }
+  if (plan.read_only_tree) AddWritableRoots(policy, &plan);
+  AddCarveouts(policy, &plan);
   AddPrivateTmp(policy, &plan);
-  plan.dev_shm = PrivateDevShmPath(policy);
-  if (!plan.dev_shm.empty()) {
-    // As large as the host's /dev/shm, so nothing that fits outside fails inside; pages are
-    // only used when written, and charged to the command's memory cgroup.
-    unsigned long long size = 64ULL << 20;
-    struct statvfs st;
-    if (::statvfs(plan.dev_shm.c_str(), &st) == 0 && st.f_blocks > 0) {
-      size = static_cast<unsigned long long>(st.f_blocks) * st.f_frsize;
-    }
-    plan.dev_shm_options = "size=" + std::to_string(size) + ",mode=1777";
-  }
-  // The host's terminals stay out of reach unless the policy hands the user /dev itself.
-  struct stat pts {
-  }, ptmx{};
-  if (::stat("/dev/pts", &pts) == 0 && S_ISDIR(pts.st_mode) &&
-      !IsUnderAny("/dev/pts", policy.writable_roots) && ::lstat("/dev/ptmx", &ptmx) == 0) {
-    plan.private_devpts = true;
-    plan.bind_ptmx = !S_ISLNK(ptmx.st_mode);
-  }
-  for (const std::string& root : plan.writable_roots) {
-    plan.root_steps.push_back("keep writable root " + root);
-  }
-  for (const std::string& carveout : plan.carveouts) {
-    plan.carveout_steps.push_back(std::string(kCarveoutStep) + carveout);
-    HeldCarveout& held = plan.held.emplace_back();
-    held.fd = HoldPath(carveout.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    const int hold_errno = errno;
-    if (!held.fd.valid() && (hold_errno == EMFILE || hold_errno == ENFILE) &&
-        plan.hold_error.empty()) {
-      struct rlimit limit {};
-      ::getrlimit(RLIMIT_NOFILE, &limit);
-      plan.hold_error = fmt::format(
-          "sandbox: {} read-only paths are held open, one descriptor each, and {} ({}): {} "
-          "cannot be held; raise the open-file limit (ulimit -n, now {}) and run again",
-          policy.read_only_carveouts.size(),
-          hold_errno == EMFILE ? "the open-file limit is reached"
-                               : "the system's file table is full",
-          std::strerror(hold_errno), carveout, static_cast<unsigned long long>(limit.rlim_cur));
-    }
-    struct stat st;
-    if (!held.fd.valid() || ::fstat(held.fd.get(), &st) != 0) {
-      held.fd.reset();  // absent now: protected by path when it appears
-      continue;
-    }
-    held.dev = st.st_dev;
-    held.ino = st.st_ino;
-    held.fd_link = "/proc/self/fd/" + std::to_string(held.fd.get());
-    if (!plan.root.fd.valid()) {
-      plan.root.fd = HoldPath("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-      if (plan.root.fd.valid()) {
-        plan.root.fd_link = "/proc/self/fd/" + std::to_string(plan.root.fd.get());
-      }
-    }
-  }
+  AddPrivateDevShm(policy, &plan);
+  AddPrivateDevpts(policy, &plan);
+  NameSteps(&plan);
+  HoldCarveouts(policy, &plan);
   return plan;
 }
 
-bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
-                    const char** failed_step, int* err) noexcept {
-  *dev_shm_mounted = false;
-  if (!plan.enabled) return true;
-  // The working directory still refers to the mount it was entered on, which is about to
-  // become read-only underneath the writable copy: re-enter it by name at the end.
-  char cwd[4096];
-  if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return FailStep("getcwd", failed_step, err);
+namespace {
+
+// --- In the child: system calls only ----------------------------------------------------
+
+// A new mount namespace (and PID namespace when asked), in a user namespace of its own when
+// agentexec lacks CAP_SYS_ADMIN.
+bool EnterNamespaces(const MountPlan& plan, const char** failed_step, int* err) noexcept {
   const int pid_ns = plan.new_pid_ns ? CLONE_NEWPID : 0;
-  // The session's list of mounts, opened before unshare so it keeps listing the session's
-  // namespace: a held carve-out that cannot be found is looked up there (Detached).
-  Fd mountinfo;
-  if (plan.root.fd.valid()) mountinfo.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
-  if (plan.new_user_ns) {
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | pid_ns) != 0) {
-      return FailStep("unshare", failed_step, err);
-    }
-    // An unprivileged process may map only itself, and only once setgroups is denied.
-    if (!WriteFile("/proc/self/setgroups", "deny")) {
-      return FailStep("write /proc/self/setgroups", failed_step, err);
-    }
-    if (!WriteFile("/proc/self/uid_map", plan.uid_map)) {
-      return FailStep("write /proc/self/uid_map", failed_step, err);
-    }
-    if (!WriteFile("/proc/self/gid_map", plan.gid_map)) {
-      return FailStep("write /proc/self/gid_map", failed_step, err);
-    }
-  } else if (::unshare(CLONE_NEWNS | pid_ns) != 0) {
+  if (!plan.new_user_ns) {
+    if (::unshare(CLONE_NEWNS | pid_ns) != 0) return FailStep("unshare", failed_step, err);
+    return true;
+  }
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | pid_ns) != 0) {
     return FailStep("unshare", failed_step, err);
   }
-  // Nothing done below may propagate back to the parent's namespace.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return FailStep("make / private", failed_step, err);
+  // An unprivileged process may map only itself, and only once setgroups is denied.
+  if (!WriteFile("/proc/self/setgroups", "deny")) {
+    return FailStep("write /proc/self/setgroups", failed_step, err);
   }
-  // Detached copies of the writable roots, taken while they still have their own flags (a
-  // read-only volume inside a root stays read-only).
-  int root_fds[kMaxWritableRoots];
+  if (!WriteFile("/proc/self/uid_map", plan.uid_map)) {
+    return FailStep("write /proc/self/uid_map", failed_step, err);
+  }
+  if (!WriteFile("/proc/self/gid_map", plan.gid_map)) {
+    return FailStep("write /proc/self/gid_map", failed_step, err);
+  }
+  return true;
+}
+
+// Detached copies of the writable roots, taken while they still have their own flags (a
+// read-only volume inside a root stays read-only); -1 for a root that is gone.
+bool CloneWritableRoots(const MountPlan& plan, int* root_fds, const char** failed_step,
+                        int* err) noexcept {
   if (plan.writable_roots.size() > kMaxWritableRoots) {
     errno = E2BIG;
     return FailStep("too many writable roots", failed_step, err);
@@ -439,9 +462,12 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
       return FailStep(plan.root_steps[i].c_str(), failed_step, err);
     }
   }
-  if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
-    return FailStep("make / read-only", failed_step, err);
-  }
+  return true;
+}
+
+// The copies CloneWritableRoots took, mounted back at their paths over the read-only tree.
+bool PutBackWritableRoots(const MountPlan& plan, const int* root_fds, const char** failed_step,
+                          int* err) noexcept {
   for (size_t i = 0; i < plan.writable_roots.size(); ++i) {
     if (root_fds[i] < 0) continue;
     if (MoveMountTo(root_fds[i], plan.writable_roots[i].c_str()) != 0) {
@@ -449,76 +475,132 @@ bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
     }
     ::close(root_fds[i]);
   }
-  if (!MountPrivateTmp(plan, failed_step, err)) return false;
-  // POSIX shared memory and semaphores (Python's multiprocessing locks, pytest-xdist, pools)
-  // need a writable /dev/shm; a fresh tmpfs keeps them off the host's. No exec, as Docker's.
-  if (!plan.dev_shm.empty()) {
-    if (::mount("tmpfs", plan.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                plan.dev_shm_options.c_str()) == 0) {
-      *dev_shm_mounted = true;
-    } else if (errno != ENOENT) {  // gone since the plan was made: stays absent
-      return FailStep("mount a private tmpfs on /dev/shm", failed_step, err);
-    }
+  return true;
+}
+
+// POSIX shared memory and semaphores (Python's multiprocessing locks, pytest-xdist, pools)
+// need a writable /dev/shm; a fresh tmpfs keeps them off the host's. No exec, as Docker's.
+bool MountDevShm(const MountPlan& plan, bool* dev_shm_mounted, const char** failed_step,
+                 int* err) noexcept {
+  if (plan.dev_shm.empty()) return true;
+  if (::mount("tmpfs", plan.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              plan.dev_shm_options.c_str()) == 0) {
+    *dev_shm_mounted = true;
+  } else if (errno != ENOENT) {  // gone since the plan was made: stays absent
+    return FailStep("mount a private tmpfs on /dev/shm", failed_step, err);
   }
-  if (plan.private_devpts) {
-    // mode=0620 as the host's; no gid= option: the tty group may not be mapped in a user
-    // namespace, and the default (the mounter's group) always is.
-    if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                "newinstance,ptmxmode=0666,mode=0620") == 0) {
-      if (plan.bind_ptmx && ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
-        return FailStep("bind /dev/ptmx to the private devpts", failed_step, err);
-      }
-    } else if (::mount("tmpfs", "/dev/pts", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                       "size=4k,mode=0755") != 0) {
-      // No devpts instance of our own here (some container runtimes): an empty read-only
-      // directory still hides the host's terminals. The command's ptys (via /dev/ptmx) then
-      // live in the host's instance, reachable only through TIOCGPTPEER, as glibc's openpty
-      // opens them.
-      return FailStep("mount a private devpts on /dev/pts", failed_step, err);
+  return true;
+}
+
+bool MountDevpts(const MountPlan& plan, const char** failed_step, int* err) noexcept {
+  if (!plan.private_devpts) return true;
+  // mode=0620 as the host's; no gid= option: the tty group may not be mapped in a user
+  // namespace, and the default (the mounter's group) always is.
+  if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") == 0) {
+    if (plan.bind_ptmx && ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
+      return FailStep("bind /dev/ptmx to the private devpts", failed_step, err);
     }
+  } else if (::mount("tmpfs", "/dev/pts", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                     "size=4k,mode=0755") != 0) {
+    // No devpts instance of our own here (some container runtimes): an empty read-only
+    // directory still hides the host's terminals. The command's ptys (via /dev/ptmx) then
+    // live in the host's instance, reachable only through TIOCGPTPEER, as glibc's openpty
+    // opens them.
+    return FailStep("mount a private devpts on /dev/pts", failed_step, err);
   }
-  // Without /proc (a bare chroot) held carve-outs cannot be found: they are then protected by
-  // path, as those that did not exist when the session started.
-  char root[4096];
-  ssize_t root_len = plan.root.fd.valid() ? ReadLink(plan.root, root, sizeof root) : -1;
-  if (root_len < 0 && errno != ENOENT && plan.root.fd.valid()) {
+  return true;
+}
+
+// The session's root as a path prefix to take off held links (MountPlan::root): its length
+// in *root_len, 0 for "/", -1 when unknown. Without /proc (a bare chroot) held carve-outs
+// cannot be found: they are then protected by path, as those that did not exist when the
+// session started.
+bool FindRoot(const MountPlan& plan, char* root, size_t size, ssize_t* root_len,
+              const char** failed_step, int* err) noexcept {
+  *root_len = plan.root.fd.valid() ? ReadLink(plan.root, root, size) : -1;
+  if (*root_len < 0 && errno != ENOENT && plan.root.fd.valid()) {
     return FailStep("find the root directory's path", failed_step, err);
   }
-  if (root_len == 1) root_len = 0;  // "/": nothing to take off
-  for (size_t i = 0; i < plan.carveouts.size(); ++i) {
-    const HeldCarveout& held = plan.held[i];
-    const char* fake_vanish =
-        command && plan.fake_vanish == plan.carveouts[i] ? plan.fake_vanish.c_str() : nullptr;
-    // Where the carve-out is now: a command may have renamed a parent directory (only the
-    // carve-out itself is a mount point in its namespace).
-    if (held.fd.valid() && root_len >= 0) {
-      int here = -1;
-      if (!LocateHeld(held, root, static_cast<size_t>(root_len), mountinfo.get(), &here)) {
-        return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
-      }
-      if (here >= 0) {
-        bool ok = MountReadOnlyOnto(here, fake_vanish);
-        int saved = errno;
-        ::close(here);
-        errno = saved;
-        if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
-      }
-    }
-    // And whatever is at its path now (one that did not exist at Prepare, or something put in
-    // the place of the one that moved); symlinks followed, as for any path git would use.
-    int at_path = ::open(plan.carveouts[i].c_str(), O_PATH | O_CLOEXEC);
-    if (at_path < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) continue;  // nothing there (yet)
+  if (*root_len == 1) *root_len = 0;  // "/": nothing to take off
+  return true;
+}
+
+// Carve-out i mounted read-only where its held inode is now and at its path. `root` and
+// `root_len` as FindRoot gave them.
+bool ProtectCarveout(const MountPlan& plan, size_t i, bool command, const char* root,
+                     ssize_t root_len, int mountinfo, const char** failed_step, int* err) noexcept {
+  const HeldCarveout& held = plan.held[i];
+  const char* fake_vanish =
+      command && plan.fake_vanish == plan.carveouts[i] ? plan.fake_vanish.c_str() : nullptr;
+  // Where the carve-out is now: a command may have renamed a parent directory (only the
+  // carve-out itself is a mount point in its namespace).
+  if (held.fd.valid() && root_len >= 0) {
+    int here = -1;
+    if (!LocateHeld(held, root, static_cast<size_t>(root_len), mountinfo, &here)) {
       return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
     }
-    struct stat st;
-    bool same = held.fd.valid() && ::fstat(at_path, &st) == 0 && st.st_dev == held.dev &&
-                st.st_ino == held.ino;
-    bool ok = same || MountReadOnlyOnto(at_path, fake_vanish);
-    int saved = errno;
-    ::close(at_path);
-    errno = saved;
-    if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+    if (here >= 0) {
+      bool ok = MountReadOnlyOnto(here, fake_vanish);
+      int saved = errno;
+      ::close(here);
+      errno = saved;
+      if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+    }
+  }
+  // And whatever is at its path now (one that did not exist at Prepare, or something put in
+  // the place of the one that moved); symlinks followed, as for any path git would use.
+  int at_path = ::open(plan.carveouts[i].c_str(), O_PATH | O_CLOEXEC);
+  if (at_path < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return true;  // nothing there (yet)
+    return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+  }
+  struct stat st;
+  bool same = held.fd.valid() && ::fstat(at_path, &st) == 0 && st.st_dev == held.dev &&
+              st.st_ino == held.ino;
+  bool ok = same || MountReadOnlyOnto(at_path, fake_vanish);
+  int saved = errno;
+  ::close(at_path);
+  errno = saved;
+  if (!ok) return FailStep(plan.carveout_steps[i].c_str(), failed_step, err);
+  return true;
+}
+
+}  // namespace
+
+bool ApplyMountPlan(const MountPlan& plan, bool command, bool* dev_shm_mounted,
+                    const char** failed_step, int* err) noexcept {
+  *dev_shm_mounted = false;
+  if (!plan.enabled) return true;
+  // The working directory still refers to the mount it was entered on, which is about to
+  // become read-only underneath the writable copy: re-enter it by name at the end.
+  char cwd[4096];
+  if (::syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return FailStep("getcwd", failed_step, err);
+  // The session's list of mounts, opened before unshare so it keeps listing the session's
+  // namespace: a held carve-out that cannot be found is looked up there (Detached).
+  Fd mountinfo;
+  if (plan.root.fd.valid()) mountinfo.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  if (!EnterNamespaces(plan, failed_step, err)) return false;
+  // Nothing done below may propagate back to the parent's namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return FailStep("make / private", failed_step, err);
+  }
+  int root_fds[kMaxWritableRoots];
+  if (!CloneWritableRoots(plan, root_fds, failed_step, err)) return false;
+  if (plan.read_only_tree && SetReadOnly(AT_FDCWD, "/", 0) != 0) {
+    return FailStep("make / read-only", failed_step, err);
+  }
+  if (!PutBackWritableRoots(plan, root_fds, failed_step, err)) return false;
+  if (!MountPrivateTmp(plan, failed_step, err)) return false;
+  if (!MountDevShm(plan, dev_shm_mounted, failed_step, err)) return false;
+  if (!MountDevpts(plan, failed_step, err)) return false;
+  char root[4096];
+  ssize_t root_len = -1;
+  if (!FindRoot(plan, root, sizeof root, &root_len, failed_step, err)) return false;
+  for (size_t i = 0; i < plan.carveouts.size(); ++i) {
+    if (!ProtectCarveout(plan, i, command, root, root_len, mountinfo.get(), failed_step, err)) {
+      return false;
+    }
   }
   if (::chdir(cwd) != 0) return FailStep("re-enter the working directory", failed_step, err);
   return true;
