@@ -382,54 +382,42 @@ unsigned WalkThreads() {
   return static_cast<unsigned>(std::clamp(cpus, 1, static_cast<int>(kMaxWalkThreads)));
 }
 
-bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
-                const std::function<bool()>& stop, const NestedVisitor& visit, unsigned threads) {
-  if (stop()) return false;
-  Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) {
-    if (OutOfResources()) return false;
-    // Nothing there to walk, or a root a command closed to us: then all of it is unknown.
-    if (OursButClosed(AT_FDCWD, root.c_str(), errno)) visit(NestedHit::kUnsearchable, root);
-    return true;
-  }
-  std::mutex visit_mutex;
-  const NestedVisitor serialized = [&](NestedHit hit, const std::string& dir) {
-    const std::lock_guard<std::mutex> lock(visit_mutex);
-    visit(hit, dir);
-  };
-  WalkShared shared{root, skip, threads > 1 ? serialized : visit};
-  struct stat st {};
-  if (::fstat(fd.get(), &st) == 0) {
-    shared.root_dev = st.st_dev;
-    shared.root_keeps_nlink = KeepsSubdirectoryCount(fd.get());
-  }
-  const bool toward_skip = !skip.empty();
-  std::vector<char> buffer(kBufferBytes);
-  auto open_subtree = [&](const Subtree& subtree) {
-    Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
-    if (!dir) ReportIfClosed(shared, subtree.parent->get(), subtree.name, subtree.path);
-    return dir;
-  };
-  if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);
+namespace {
 
-  // Breadth first until there are subtrees enough to share among the threads, each of which
-  // then takes the next subtree not yet taken and walks it whole, depth first.
+Fd OpenSubtree(const WalkShared& shared, const Subtree& subtree) {
+  Fd dir(::openat(subtree.parent->get(), subtree.name.c_str(), kOpenFlags));
+  if (!dir) ReportIfClosed(shared, subtree.parent->get(), subtree.name, subtree.path);
+  return dir;
+}
+
+// Breadth first from the root until there are subtrees enough to share among `threads`.
+// False when `stop` ended it first or descriptors ran out.
+bool ShareOut(const WalkShared& shared, Fd root_fd, bool toward_skip, unsigned threads,
+              const std::function<bool()>& stop, std::vector<char>& buffer,
+              std::vector<Subtree>* subtrees) {
   std::deque<Subtree> queue;
-  if (!Walk(shared, root, buffer).Expand(std::move(fd), toward_skip, &queue, stop)) return false;
+  if (!Walk(shared, shared.root, buffer).Expand(std::move(root_fd), toward_skip, &queue, stop)) {
+    return false;
+  }
   while (!queue.empty() && queue.size() < threads * kSubtreesPerThread) {
     if (stop()) return false;
     Subtree next = std::move(queue.front());
     queue.pop_front();
-    Fd dir = open_subtree(next);
+    Fd dir = OpenSubtree(shared, next);
     if (!dir && OutOfResources()) return false;
     if (!dir) continue;
     if (!Walk(shared, next.path, buffer).Expand(std::move(dir), next.toward_skip, &queue, stop)) {
       return false;
     }
   }
-  std::vector<Subtree> subtrees(std::make_move_iterator(queue.begin()),
-                                std::make_move_iterator(queue.end()));
-  queue.clear();
+  subtrees->assign(std::make_move_iterator(queue.begin()), std::make_move_iterator(queue.end()));
+  return true;
+}
+
+// Each of `threads` threads (this one among them) takes the next subtree not yet taken and
+// walks it whole, depth first.
+bool WalkSubtrees(const WalkShared& shared, std::vector<Subtree>& subtrees, unsigned threads,
+                  const std::function<bool()>& stop, std::vector<char>& buffer) {
   std::atomic<size_t> taken{0};
   std::atomic<bool> stopped{false};
   auto work = [&](std::vector<char>& own_buffer) {
@@ -437,7 +425,7 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
       const size_t i = taken.fetch_add(1);
       if (i >= subtrees.size() || stopped.load()) return;
       Subtree& subtree = subtrees[i];
-      Fd dir = open_subtree(subtree);
+      Fd dir = OpenSubtree(shared, subtree);
       const bool out_of_resources = !dir && OutOfResources();
       subtree.parent.reset();
       if (out_of_resources) {
@@ -465,6 +453,39 @@ bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
   work(buffer);
   for (std::thread& helper : helpers) helper.join();
   return !stopped.load();
+}
+
+}  // namespace
+
+bool WalkNested(const std::string& root, const std::vector<std::string>& skip,
+                const std::function<bool()>& stop, const NestedVisitor& visit, unsigned threads) {
+  if (stop()) return false;
+  Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    if (OutOfResources()) return false;
+    // Nothing there to walk, or a root a command closed to us: then all of it is unknown.
+    if (OursButClosed(AT_FDCWD, root.c_str(), errno)) visit(NestedHit::kUnsearchable, root);
+    return true;
+  }
+  std::mutex visit_mutex;
+  const NestedVisitor serialized = [&](NestedHit hit, const std::string& dir) {
+    const std::lock_guard<std::mutex> lock(visit_mutex);
+    visit(hit, dir);
+  };
+  WalkShared shared{root, skip, threads > 1 ? serialized : visit};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0) {
+    shared.root_dev = st.st_dev;
+    shared.root_keeps_nlink = KeepsSubdirectoryCount(fd.get());
+  }
+  const bool toward_skip = !skip.empty();
+  std::vector<char> buffer(kBufferBytes);
+  if (threads <= 1) return Walk(shared, root, buffer).Run(std::move(fd), toward_skip, stop);
+  std::vector<Subtree> subtrees;
+  if (!ShareOut(shared, std::move(fd), toward_skip, threads, stop, buffer, &subtrees)) {
+    return false;
+  }
+  return WalkSubtrees(shared, subtrees, threads, stop, buffer);
 }
 
 }  // namespace ae::sandbox
