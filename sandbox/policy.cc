@@ -254,6 +254,72 @@ bool Policy::CanWrite(std::string_view path) const {
   return ConfinedFs(*this).Target(std::string(path), &resolved) == 0;
 }
 
+namespace {
+
+// Optional roots that do not exist are skipped with a warning, never made up.
+void AddOptionalRoot(const std::string& cwd, const std::string& given, const std::string& what,
+                     Policy* policy) {
+  std::string canonical, reason;
+  if (Canonical(JoinPath(cwd, given), &canonical, &reason)) {
+    AddUnique(policy->writable_roots, canonical);
+  } else {
+    policy->warnings.push_back(
+        fmt::format("sandbox: {} {} is not writable in this run: {}", what, given, reason));
+  }
+}
+
+// The run's own /tmp when it has one; else the host's /tmp and $TMPDIR unless excluded.
+Status AddTmpRoots(const Settings& settings, const std::string& cwd, Policy* policy) {
+  if (!settings.private_tmp.empty()) {
+    std::string own, reason;
+    if (!Canonical(settings.private_tmp, &own, &reason)) {
+      return MakeError(fmt::format("sandbox: cannot use the run's private /tmp {}: {}",
+                                   settings.private_tmp, reason));
+    }
+    AddUnique(policy->writable_roots, own);
+    policy->private_tmp = own;
+    return {};
+  }
+  if (!settings.exclude_slash_tmp) {
+    std::string tmp, reason;
+    if (Canonical("/tmp", &tmp, &reason)) AddUnique(policy->writable_roots, tmp);
+  }
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (settings.exclude_tmpdir_env_var || tmpdir == nullptr || *tmpdir == '\0') return {};
+  if (tmpdir[0] == '/') {
+    AddOptionalRoot(cwd, tmpdir, "$TMPDIR", policy);
+  } else {
+    policy->warnings.push_back(fmt::format(
+        "sandbox: $TMPDIR {} is not writable in this run: not an absolute path", tmpdir));
+  }
+  return {};
+}
+
+// Every git dir git would use: the repository the working directory is in (its root may be
+// above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
+// roots. Those outside every writable root are read-only anyway.
+void AddCarveouts(const Settings& settings, const std::string& root, Policy* policy) {
+  CarveoutList carveouts(&policy->read_only_carveouts);
+  for (const std::string& writable : policy->writable_roots) AddGitCarveouts(carveouts, writable);
+  AddProtectedPaths(settings, policy, carveouts);
+  AddParentRepositories(carveouts, root);
+  for (const char* name : {"GIT_DIR", "GIT_COMMON_DIR"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') {
+      AddCarveout(carveouts, ResolvePath(JoinPath(root, value)));
+    }
+  }
+  for (const std::string& writable : policy->writable_roots) {
+    AddParentRepositories(carveouts, writable);
+  }
+  for (const std::string& carveout : policy->read_only_carveouts) {
+    struct stat st;
+    if (::stat(carveout.c_str(), &st) == 0) policy->carveout_ids.emplace_back(st.st_dev, st.st_ino);
+  }
+}
+
+}  // namespace
+
 Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::string& cwd) {
   Policy policy;
   policy.mode = settings.mode;
@@ -279,64 +345,12 @@ Result<Policy> BuildPolicyWithoutNested(const Settings& settings, const std::str
   // network_access = true means everything, as codex has it; an allow-list only without it.
   if (!settings.network_access) policy.proxy_port = settings.proxy_port;
   AddUnique(policy.writable_roots, root);
-
-  // Optional roots that do not exist are skipped with a warning, never made up.
-  auto add_optional = [&](const std::string& given, const std::string& what) {
-    std::string canonical, reason;
-    if (Canonical(JoinPath(cwd, given), &canonical, &reason)) {
-      AddUnique(policy.writable_roots, canonical);
-    } else {
-      policy.warnings.push_back(
-          fmt::format("sandbox: {} {} is not writable in this run: {}", what, given, reason));
-    }
-  };
-  if (!settings.private_tmp.empty()) {
-    std::string own, reason;
-    if (!Canonical(settings.private_tmp, &own, &reason)) {
-      return MakeError(fmt::format("sandbox: cannot use the run's private /tmp {}: {}",
-                                   settings.private_tmp, reason));
-    }
-    AddUnique(policy.writable_roots, own);
-    policy.private_tmp = own;
+  if (Status added = AddTmpRoots(settings, cwd, &policy); !added.ok()) return added.error();
+  for (const std::string& dir : settings.writable_roots) {
+    AddOptionalRoot(cwd, dir, "writable root", &policy);
   }
-  if (!settings.exclude_slash_tmp && settings.private_tmp.empty()) {
-    std::string tmp, reason;
-    if (Canonical("/tmp", &tmp, &reason)) AddUnique(policy.writable_roots, tmp);
-  }
-  if (!settings.exclude_tmpdir_env_var && settings.private_tmp.empty()) {
-    const char* tmpdir = std::getenv("TMPDIR");
-    if (tmpdir != nullptr && *tmpdir != '\0') {
-      if (tmpdir[0] == '/') {
-        add_optional(tmpdir, "$TMPDIR");
-      } else {
-        policy.warnings.push_back(fmt::format(
-            "sandbox: $TMPDIR {} is not writable in this run: not an absolute path", tmpdir));
-      }
-    }
-  }
-  for (const std::string& dir : settings.writable_roots) add_optional(dir, "writable root");
-  for (const std::string& dir : settings.add_dirs) add_optional(dir, "--add-dir");
-
-  CarveoutList carveouts(&policy.read_only_carveouts);
-  for (const std::string& writable : policy.writable_roots) AddGitCarveouts(carveouts, writable);
-  AddProtectedPaths(settings, &policy, carveouts);
-  // Every git dir git would use: the repository the working directory is in (its root may be
-  // above the cwd, e.g. under /tmp), $GIT_DIR / $GIT_COMMON_DIR, and repositories inside the
-  // roots. Those outside every writable root are read-only anyway.
-  AddParentRepositories(carveouts, root);
-  for (const char* name : {"GIT_DIR", "GIT_COMMON_DIR"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') {
-      AddCarveout(carveouts, ResolvePath(JoinPath(root, value)));
-    }
-  }
-  for (const std::string& writable : policy.writable_roots) {
-    AddParentRepositories(carveouts, writable);
-  }
-  for (const std::string& carveout : policy.read_only_carveouts) {
-    struct stat st;
-    if (::stat(carveout.c_str(), &st) == 0) policy.carveout_ids.emplace_back(st.st_dev, st.st_ino);
-  }
+  for (const std::string& dir : settings.add_dirs) AddOptionalRoot(cwd, dir, "--add-dir", &policy);
+  AddCarveouts(settings, root, &policy);
   return policy;
 }
 
