@@ -207,62 +207,54 @@ Result<PreparedPtr> Prepare(const Policy& policy) {
   return Prepare(policy, found);
 }
 
-Result<PreflightReport> Preflight(const Policy& policy) {
-  PreflightReport report;
-  report.warnings = policy.warnings;  // skipped roots: shown with the kernel's findings
-  if (policy.unrestricted()) {
-    report.description = "no sandbox";
-    return report;
-  }
-  int abi = FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK") ? (errno = ENOSYS, -1) : landlock::Abi();
-  if (abi < 1) return MakeError(LandlockUnavailableMessage(policy.mode, errno));
-  report.landlock_abi = abi;
+namespace {
 
-  // Where the full sandbox applies (the common case), one probe says so: it takes every step
-  // of the core below. Otherwise the core is probed alone, then what namespaces remain.
-  ProbeFailure mount_why, pid_why;
+// Which namespaces the sandbox gets here; an error when even its core (Landlock, seccomp, the
+// capability drop) cannot be enforced. *mount_why and *pid_why: why a namespace could not be
+// had. Where the full sandbox applies (the common case), one probe says so: it takes every
+// step of the core. Otherwise the core is probed alone, then what namespaces remain.
+Result<Isolation> ProbeSandbox(const Policy& policy, ProbeFailure* mount_why,
+                               ProbeFailure* pid_why) {
   std::optional<ProbeFailure> full_failed;
-  Isolation isolation;
   if (!FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP") &&
       !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS") && !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS")) {
     ProbeFailure why;
     if (ProbeOptions(policy, FullOptions(), &why)) {
+      Isolation isolation;
       isolation.mount_namespace = isolation.pid_namespace = true;
-    } else {
-      full_failed = why;
+      return isolation;
     }
+    full_failed = why;
   }
-  if (!isolation.mount_namespace) {
-    // Landlock + seccomp (+ the capability drop) must work, or nothing runs.
-    PrepareOptions core;
-    core.mount_namespace = false;
-    Result<PreparedPtr> prepared = Prepare(policy, core);
-    if (!prepared.ok()) return prepared.error();
-    std::optional<ProbeFailure> failure;
-    if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP")) {
-      failure = ProbeFailure{"prctl(PR_SET_SECCOMP)", EINVAL};
-    } else {
-      Result<std::optional<ProbeFailure>> probed = ProbeInChild(**prepared);
-      if (!probed.ok()) return probed.error();
-      failure = *probed;
-    }
-    if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
+  // Landlock + seccomp (+ the capability drop) must work, or nothing runs.
+  PrepareOptions core;
+  core.mount_namespace = false;
+  Result<PreparedPtr> prepared = Prepare(policy, core);
+  if (!prepared.ok()) return prepared.error();
+  std::optional<ProbeFailure> failure;
+  if (FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_SECCOMP")) {
+    failure = ProbeFailure{"prctl(PR_SET_SECCOMP)", EINVAL};
+  } else {
+    Result<std::optional<ProbeFailure>> probed = ProbeInChild(**prepared);
+    if (!probed.ok()) return probed.error();
+    failure = *probed;
+  }
+  if (failure) return MakeError(CannotEnforce(policy.mode, *failure));
 
-    // The namespaces are best effort: without them, say loudly what is not protected, to
-    // every user (an unprivileged one loses the carve-outs and the tree containment as well).
-    isolation = ProbeIsolation(policy, &mount_why, &pid_why, full_failed);
-  }
-  report.mount_namespace = isolation.mount_namespace;
-  report.pid_namespace = isolation.pid_namespace;
-  report.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
-  report.description = fmt::format("landlock abi {} + seccomp", abi);
-  if (report.mount_namespace) report.description += " + mount namespace";
-  if (report.pid_namespace) report.description += " + pid namespace";
+  // The namespaces are best effort: without them, say loudly what is not protected, to
+  // every user (an unprivileged one loses the carve-outs and the tree containment as well).
+  return ProbeIsolation(policy, mount_why, pid_why, full_failed);
+}
+
+// What a run without the mount namespace or the PID namespace does not protect, as a
+// degradation and a warning each.
+void ReportDegradations(const Policy& policy, const ProbeFailure& mount_why,
+                        const ProbeFailure& pid_why, PreflightReport* report) {
   auto degrade = [&](std::string text) {
-    report.degradations.push_back(text);
-    report.warnings.push_back(std::move(text));
+    report->degradations.push_back(text);
+    report->warnings.push_back(std::move(text));
   };
-  if (!report.mount_namespace) {
+  if (!report->mount_namespace) {
     const std::string cause = Cause(mount_why);
     if (policy.mode == Mode::kWorkspaceWrite) {
       degrade(fmt::format(
@@ -289,22 +281,50 @@ Result<PreflightReport> Preflight(const Policy& policy) {
           cause));
     }
   }
-  if (!report.pid_namespace) {
+  if (!report->pid_namespace) {
     degrade(fmt::format(
         "sandbox: processes a command leaves running (setsid, daemons) can outlive it in this "
         "run: could not create a PID namespace ({})",
-        Cause(report.mount_namespace ? pid_why : mount_why)));
+        Cause(report->mount_namespace ? pid_why : mount_why)));
   }
-  if (policy.require_full_isolation && !report.degradations.empty()) {
-    std::string reasons;
-    for (const std::string& d : report.degradations) {
-      reasons += reasons.empty() ? "" : "; ";
-      reasons += d.substr(std::string_view("sandbox: ").size());
-    }
-    return MakeError(fmt::format(
-        "sandbox: cannot enforce {} with full isolation (require_full_isolation = true): {}",
-        ModeName(policy.mode), reasons));
+}
+
+Status RefuseDegradedIfFullRequired(const Policy& policy, const PreflightReport& report) {
+  if (!policy.require_full_isolation || report.degradations.empty()) return {};
+  std::string reasons;
+  for (const std::string& d : report.degradations) {
+    reasons += reasons.empty() ? "" : "; ";
+    reasons += d.substr(std::string_view("sandbox: ").size());
   }
+  return MakeError(fmt::format(
+      "sandbox: cannot enforce {} with full isolation (require_full_isolation = true): {}",
+      ModeName(policy.mode), reasons));
+}
+
+}  // namespace
+
+Result<PreflightReport> Preflight(const Policy& policy) {
+  PreflightReport report;
+  report.warnings = policy.warnings;  // skipped roots: shown with the kernel's findings
+  if (policy.unrestricted()) {
+    report.description = "no sandbox";
+    return report;
+  }
+  int abi = FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK") ? (errno = ENOSYS, -1) : landlock::Abi();
+  if (abi < 1) return MakeError(LandlockUnavailableMessage(policy.mode, errno));
+  report.landlock_abi = abi;
+
+  ProbeFailure mount_why, pid_why;
+  Result<Isolation> isolation = ProbeSandbox(policy, &mount_why, &pid_why);
+  if (!isolation.ok()) return isolation.error();
+  report.mount_namespace = isolation->mount_namespace;
+  report.pid_namespace = isolation->pid_namespace;
+  report.write_watch = !FakeEnv("AGENTEXEC_SANDBOX_FAKE_NO_WATCH");
+  report.description = fmt::format("landlock abi {} + seccomp", abi);
+  if (report.mount_namespace) report.description += " + mount namespace";
+  if (report.pid_namespace) report.description += " + pid namespace";
+  ReportDegradations(policy, mount_why, pid_why, &report);
+  if (Status full = RefuseDegradedIfFullRequired(policy, report); !full.ok()) return full.error();
   return report;
 }
 
