@@ -252,41 +252,42 @@ Result<std::vector<sock_filter>> CompileWatchProgram(WatchSet set) {
   return Export(ctx.get());
 }
 
-Result<std::vector<sock_filter>> CompileProgram(const Policy& policy) {
-  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return MakeError("sandbox: seccomp_init failed");
-  // Only the native ABI: i386 (socketcall hides its arguments) and x32 would get around the
-  // argument checks below, so they end the process.
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-      rc != 0) {
-    return LibError("bad-arch action", rc);
-  }
-  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+Status RefuseAlwaysRefused(scmp_filter_ctx ctx) {
   for (const char* name : kAlwaysRefused) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // unknown to this libseccomp: nothing to refuse
-    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 0); rc != 0) return LibError(name, rc);
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0); rc != 0) {
+      return LibError(name, rc);
+    }
   }
-  // Pushing characters into the terminal's input queue would type commands into the shell
-  // that started us, outside the sandbox.
-  // TIOCSETD swaps the line discipline and TIOCCONS redirects console output, both of a
-  // terminal the command may share with the user. Every other request works, so a terminal
-  // of the command's own (a pty it opened) behaves normally.
+  return {};
+}
+
+// Pushing characters into the terminal's input queue would type commands into the shell
+// that started us, outside the sandbox.
+// TIOCSETD swaps the line discipline and TIOCCONS redirects console output, both of a
+// terminal the command may share with the user. Every other request works, so a terminal
+// of the command's own (a pty it opened) behaves normally.
+Status RefuseTerminalTakeover(scmp_filter_ctx ctx) {
   for (unsigned long request :
        {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
         static_cast<unsigned long>(TIOCSETD), static_cast<unsigned long>(TIOCCONS)}) {
-    if (int rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
         rc != 0) {
       return LibError("ioctl", rc);
     }
   }
-  // Set-id bits: a setuid-root file root leaves in the workspace stays one outside the
-  // sandbox, where nosuid and no_new_privs no longer apply. Refused wherever a mode is given:
-  // chmod family, and open/creat/mknod creating a file (the mode is ignored without O_CREAT,
-  // and callers pass 0 or permission bits there). openat2 carries its mode in a struct the
-  // filter cannot read: ENOSYS, which callers treat as "use openat". File capabilities need
-  // CAP_SETFCAP, which the capability drop removes (capabilities.h).
+  return {};
+}
+
+// Set-id bits: a setuid-root file root leaves in the workspace stays one outside the
+// sandbox, where nosuid and no_new_privs no longer apply. Refused wherever a mode is given:
+// chmod family, and open/creat/mknod creating a file (the mode is ignored without O_CREAT,
+// and callers pass 0 or permission bits there). openat2 carries its mode in a struct the
+// filter cannot read: ENOSYS, which callers treat as "use openat". File capabilities need
+// CAP_SETFCAP, which the capability drop removes (capabilities.h).
+Status RefuseSetIdModes(scmp_filter_ctx ctx) {
   struct ModeArg {
     const char* name;
     unsigned arg;
@@ -299,52 +300,77 @@ Result<std::vector<sock_filter>> CompileProgram(const Policy& policy) {
     if (nr == __NR_SCMP_ERROR) continue;
     for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
       scmp_arg_cmp cmp = {call.arg, SCMP_CMP_MASKED_EQ, bit, bit};
-      if (int rc = seccomp_rule_add_array(ctx.get(), eperm, nr, 1, &cmp); rc != 0) {
+      if (int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp); rc != 0) {
         return LibError(call.name, rc);
       }
     }
   }
   if (int nr = seccomp_syscall_resolve_name("openat2"); nr != __NR_SCMP_ERROR) {
-    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0); rc != 0) {
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0); rc != 0) {
       return LibError("openat2", rc);
     }
   }
-  if (!policy.network_access && policy.proxy_port == 0) {
-    // Only Unix sockets can be created, so connect/bind/sendto/... can only ever act on Unix
-    // sockets: their address arguments are pointers seccomp cannot read, and they need no
-    // rule of their own. io_uring (refused above) would otherwise create sockets.
-    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
-      if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-          rc != 0) {
-        return LibError("socket", rc);
-      }
-    }
-  } else if (!policy.network_access) {
-    // Proxied: IP sockets act in the command's own network namespace, where only the proxy
-    // listens; netlink lets resolvers and `ip` see that namespace. Every other family is
-    // refused: some are not confined by a network namespace at all (AF_VSOCK reaches the
-    // hypervisor, AF_BLUETOOTH the host's radios).
-    // One rule per refused family (a rule compares an argument once), and one for every
-    // family past the last this kernel's headers know.
-    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
-      for (int family = 0; family < AF_MAX; ++family) {
-        if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) {
-          continue;
-        }
-        if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
-                                      SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)));
-            rc != 0) {
-          return LibError("socket", rc);
-        }
-      }
-      if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
-                                    SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX)));
-          rc != 0) {
-        return LibError("socket", rc);
-      }
+  return {};
+}
+
+// No network: only Unix sockets can be created, so connect/bind/sendto/... can only ever act
+// on Unix sockets: their address arguments are pointers seccomp cannot read, and they need no
+// rule of their own. io_uring (always refused) would otherwise create sockets.
+Status RefuseAllButUnixSockets(scmp_filter_ctx ctx) {
+  for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        rc != 0) {
+      return LibError("socket", rc);
     }
   }
+  return {};
+}
 
+// Proxied: IP sockets act in the command's own network namespace, where only the proxy
+// listens; netlink lets resolvers and `ip` see that namespace. Every other family is
+// refused: some are not confined by a network namespace at all (AF_VSOCK reaches the
+// hypervisor, AF_BLUETOOTH the host's radios).
+// One rule per refused family (a rule compares an argument once), and one for every
+// family past the last this kernel's headers know.
+Status RefuseUnconfinedFamilies(scmp_filter_ctx ctx) {
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    for (int family = 0; family < AF_MAX; ++family) {
+      if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) {
+        continue;
+      }
+      if (int rc = seccomp_rule_add(ctx, eperm, nr, 1,
+                                    SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)));
+          rc != 0) {
+        return LibError("socket", rc);
+      }
+    }
+    if (int rc = seccomp_rule_add(ctx, eperm, nr, 1,
+                                  SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX)));
+        rc != 0) {
+      return LibError("socket", rc);
+    }
+  }
+  return {};
+}
+
+Result<std::vector<sock_filter>> CompileProgram(const Policy& policy) {
+  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return MakeError("sandbox: seccomp_init failed");
+  // Only the native ABI: i386 (socketcall hides its arguments) and x32 would get around the
+  // argument checks below, so they end the process.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+      rc != 0) {
+    return LibError("bad-arch action", rc);
+  }
+  if (Status s = RefuseAlwaysRefused(ctx.get()); !s.ok()) return s.error();
+  if (Status s = RefuseTerminalTakeover(ctx.get()); !s.ok()) return s.error();
+  if (Status s = RefuseSetIdModes(ctx.get()); !s.ok()) return s.error();
+  if (!policy.network_access) {
+    Status s = policy.proxy_port == 0 ? RefuseAllButUnixSockets(ctx.get())
+                                      : RefuseUnconfinedFamilies(ctx.get());
+    if (!s.ok()) return s.error();
+  }
   return Export(ctx.get());
 }
 
