@@ -56,6 +56,83 @@ bool ParseDomain(std::string given, Socks5Request* request) {
   return true;
 }
 
+// Why the client is refused, and the reply it gets (none: the connection just closes).
+struct Failure {
+  std::string why;
+  std::optional<Socks5Reply> code;
+};
+
+uint8_t ByteAt(const std::string& buffer, size_t i) {
+  return static_cast<uint8_t>(buffer[i]);
+}
+
+// The length of the message being read (the greeting, then the request), as far as its bytes
+// so far tell; 0, with *failure set, when it can never be read.
+size_t MessageLength(const std::string& buffer, bool greeted, Failure* failure) {
+  auto b = [&](size_t i) { return ByteAt(buffer, i); };
+  if (buffer.empty())
+    return 1;  // VER alone first: anything but SOCKS5 is refused at its first byte
+  if (b(0) != kVersion) {
+    *failure = {"not a SOCKS5 client", std::nullopt};
+    return 0;
+  }
+  if (!greeted) return buffer.size() < 2 ? 2 : 2 + b(1);  // VER NMETHODS METHODS
+  if (buffer.size() < 4) return 4;                        // VER CMD RSV ATYP
+  if (b(3) == kIpv4) return 4 + 4 + 2;
+  if (b(3) == kIpv6) return 4 + 16 + 2;
+  if (b(3) == kDomain) {
+    if (buffer.size() < 5) return 5;
+    if (b(4) != 0) return 5 + b(4) + 2;
+    *failure = {"the host name is empty", Socks5Reply::kGeneralFailure};
+    return 0;
+  }
+  // Its length is unknown, so nothing after it can be read either.
+  *failure = {"address type " + std::to_string(b(3)) + " is not supported",
+              Socks5Reply::kAddressTypeNotSupported};
+  return 0;
+}
+
+// The whole greeting: the method selection goes into *reply.
+std::optional<Failure> ReadGreeting(const std::string& buffer, std::string* reply) {
+  const bool no_auth_offered =
+      std::find(buffer.begin() + 2, buffer.end(), static_cast<char>(kNoAuth)) != buffer.end();
+  if (!no_auth_offered) {
+    *reply += {static_cast<char>(kVersion), static_cast<char>(kNoAcceptable)};
+    return Failure{"no acceptable authentication method", std::nullopt};
+  }
+  *reply += {static_cast<char>(kVersion), static_cast<char>(kNoAuth)};
+  return std::nullopt;
+}
+
+// The whole request, `length` bytes: a CONNECT's destination into *request.
+std::optional<Failure> ReadRequest(const std::string& buffer, size_t length,
+                                   Socks5Request* request) {
+  auto b = [&](size_t i) { return ByteAt(buffer, i); };
+  const uint8_t command = b(1);
+  if (command == kBind) return Failure{"BIND is not supported", Socks5Reply::kCommandNotSupported};
+  if (command == kUdpAssociate) {
+    return Failure{"UDP ASSOCIATE is not supported", Socks5Reply::kCommandNotSupported};
+  }
+  if (command != kConnect) {
+    return Failure{"command " + std::to_string(command) + " is not supported",
+                   Socks5Reply::kCommandNotSupported};
+  }
+  request->port = static_cast<uint16_t>(b(length - 2) << 8 | b(length - 1));
+  if (request->port == 0) return Failure{"the port is 0", Socks5Reply::kGeneralFailure};
+  if (b(3) == kDomain) {
+    if (!ParseDomain(buffer.substr(5, b(4)), request)) {
+      return Failure{"the host is not a name", Socks5Reply::kGeneralFailure};
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> text =
+      LiteralText(b(3) == kIpv4 ? AF_INET : AF_INET6, buffer.data() + 4);
+  if (!text) return Failure{"the address cannot be formatted", Socks5Reply::kGeneralFailure};
+  request->host = std::move(*text);
+  request->host_is_name = false;
+  return std::nullopt;
+}
+
 }  // namespace
 
 size_t Socks5Reader::Feed(const char* data, size_t n, std::string* reply) {
@@ -63,42 +140,19 @@ size_t Socks5Reader::Feed(const char* data, size_t n, std::string* reply) {
   if (state_ != State::kNeedMore) return 0;
   size_t used = 0;
   // A failure's reply follows the method selection when both are due after this feed.
-  auto fail = [&](std::string why, std::optional<Socks5Reply> code) {
+  auto fail = [&](Failure failure) {
     state_ = State::kFailed;
-    error_ = std::move(why);
-    if (code) *reply += Reply(*code);
+    error_ = std::move(failure.why);
+    if (failure.code) *reply += Reply(*failure.code);
     buffer_.clear();
     return used;
   };
-  auto b = [&](size_t i) { return static_cast<uint8_t>(buffer_[i]); };
   // One message at a time (the greeting, then the request), taking from `data` no more than it
   // still needs, so what follows the request is left for the tunnel whatever the split.
   for (;;) {
-    if (!buffer_.empty() && b(0) != kVersion) return fail("not a SOCKS5 client", std::nullopt);
-    size_t want = 0;  // the message's length, as far as its bytes so far tell
-    if (buffer_.empty()) {
-      want = 1;  // VER alone first: anything but SOCKS5 is refused at its first byte
-    } else if (!greeted_) {
-      want = buffer_.size() < 2 ? 2 : 2 + b(1);  // VER NMETHODS METHODS
-    } else if (buffer_.size() < 4) {
-      want = 4;  // VER CMD RSV ATYP
-    } else if (b(3) == kIpv4) {
-      want = 4 + 4 + 2;
-    } else if (b(3) == kIpv6) {
-      want = 4 + 16 + 2;
-    } else if (b(3) == kDomain) {
-      if (buffer_.size() < 5) {
-        want = 5;
-      } else if (b(4) == 0) {
-        return fail("the host name is empty", Socks5Reply::kGeneralFailure);
-      } else {
-        want = 5 + b(4) + 2;
-      }
-    } else {
-      // Its length is unknown, so nothing after it can be read either.
-      return fail("address type " + std::to_string(b(3)) + " is not supported",
-                  Socks5Reply::kAddressTypeNotSupported);
-    }
+    Failure failure;
+    const size_t want = MessageLength(buffer_, greeted_, &failure);
+    if (want == 0) return fail(std::move(failure));
     if (buffer_.size() < want) {
       if (used == n) return used;
       const size_t take = std::min(want - buffer_.size(), n - used);
@@ -106,41 +160,16 @@ size_t Socks5Reader::Feed(const char* data, size_t n, std::string* reply) {
       used += take;
       continue;
     }
-
     if (!greeted_) {
-      const bool no_auth_offered = std::find(buffer_.begin() + 2, buffer_.end(),
-                                             static_cast<char>(kNoAuth)) != buffer_.end();
-      if (!no_auth_offered) {
-        *reply += {static_cast<char>(kVersion), static_cast<char>(kNoAcceptable)};
-        return fail("no acceptable authentication method", std::nullopt);
+      if (std::optional<Failure> refused = ReadGreeting(buffer_, reply)) {
+        return fail(std::move(*refused));
       }
-      *reply += {static_cast<char>(kVersion), static_cast<char>(kNoAuth)};
       greeted_ = true;
       buffer_.clear();
       continue;
     }
-
-    const uint8_t command = b(1);
-    if (command == kBind) return fail("BIND is not supported", Socks5Reply::kCommandNotSupported);
-    if (command == kUdpAssociate) {
-      return fail("UDP ASSOCIATE is not supported", Socks5Reply::kCommandNotSupported);
-    }
-    if (command != kConnect) {
-      return fail("command " + std::to_string(command) + " is not supported",
-                  Socks5Reply::kCommandNotSupported);
-    }
-    request_.port = static_cast<uint16_t>(b(want - 2) << 8 | b(want - 1));
-    if (request_.port == 0) return fail("the port is 0", Socks5Reply::kGeneralFailure);
-    if (b(3) == kDomain) {
-      if (!ParseDomain(buffer_.substr(5, b(4)), &request_)) {
-        return fail("the host is not a name", Socks5Reply::kGeneralFailure);
-      }
-    } else {
-      std::optional<std::string> text =
-          LiteralText(b(3) == kIpv4 ? AF_INET : AF_INET6, buffer_.data() + 4);
-      if (!text) return fail("the address cannot be formatted", Socks5Reply::kGeneralFailure);
-      request_.host = std::move(*text);
-      request_.host_is_name = false;
+    if (std::optional<Failure> refused = ReadRequest(buffer_, want, &request_)) {
+      return fail(std::move(*refused));
     }
     state_ = State::kRequest;
     buffer_.clear();
