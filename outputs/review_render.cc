@@ -314,24 +314,14 @@ std::string ReviewMarkdown(const ReviewItem& review, const std::string& repo_roo
   return SanitizeUtf8(md);
 }
 
-CiReport ReviewSarif(const ReviewItem& review, const std::string& repo_root,
-                     std::string_view version) {
-  CiReport report;
-  std::vector<Placed> placed = Place(review, repo_root, report.notes);
-  JsonWriter w;
-  w.StartObject();
-  w.Key("$schema"), w.String("https://json.schemastore.org/sarif-2.1.0.json");
-  w.Key("version"), w.String("2.1.0");
-  w.Key("runs");
-  w.StartArray();
-  w.StartObject();
-  w.Key("tool");
-  w.StartObject();
+namespace {
+
+// Every priority's rule, always in the same order, so ruleIndex means the same in every log.
+void WriteSarifDriver(JsonWriter& w, std::string_view version) {
   w.Key("driver");
   w.StartObject();
   w.Key("name"), w.String("agentexec");
   w.Key("version"), w.String(version);
-  // Every priority's rule, always in the same order, so ruleIndex means the same in every log.
   w.Key("rules");
   w.StartArray();
   for (const PriorityRule& rule : kRules) {
@@ -350,72 +340,99 @@ CiReport ReviewSarif(const ReviewItem& review, const std::string& repo_root,
   }
   w.EndArray();
   w.EndObject();
-  w.EndObject();
-  w.Key("results");
+}
+
+void WriteSarifLocation(JsonWriter& w, const Placed& p) {
+  w.Key("locations");
   w.StartArray();
-  for (const Placed& p : placed) {
-    const ReviewFinding& f = *p.finding;
+  w.StartObject();
+  w.Key("physicalLocation");
+  w.StartObject();
+  w.Key("artifactLocation");
+  w.StartObject();
+  w.Key("uri"), w.String(UriPath(p.path));
+  w.Key("uriBaseId"), w.String("%SRCROOT%");
+  w.EndObject();
+  w.Key("region");
+  w.StartObject();
+  w.Key("startLine"), w.Int64(p.start);
+  w.Key("endLine"), w.Int64(p.end);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+}
+
+void WriteSarifResult(JsonWriter& w, const Placed& p) {
+  const ReviewFinding& f = *p.finding;
+  w.StartObject();
+  w.Key("ruleId"), w.String(p.rule->id);
+  w.Key("ruleIndex"), w.Int(static_cast<int>(p.rule - kRules));
+  w.Key("level"), w.String(p.rule->sarif_level);
+  w.Key("message");
+  w.StartObject();
+  std::string text = f.title.empty() ? std::string("(untitled finding)") : f.title;
+  if (!f.body.empty()) text += "\n\n" + f.body;
+  w.Key("text"), w.String(text);
+  w.EndObject();
+  WriteSarifLocation(w, p);
+  // Path and title, not lines: the same finding keeps its alert when code above it moves.
+  w.Key("partialFingerprints");
+  w.StartObject();
+  w.Key("agentexecFinding/v1"), w.String(Fingerprint({p.path, f.title}));
+  w.EndObject();
+  w.Key("properties");
+  w.StartObject();
+  w.Key("confidence"), w.Double(f.confidence_score);
+  w.Key("priority"), w.Int(static_cast<int>(p.rule - kRules));
+  w.EndObject();
+  w.EndObject();
+}
+
+// The notes (findings left out, repairs made) as the run's warnings.
+void WriteSarifNotes(JsonWriter& w, const std::vector<std::string>& notes) {
+  w.Key("invocations");
+  w.StartArray();
+  w.StartObject();
+  w.Key("executionSuccessful"), w.Bool(true);
+  w.Key("toolExecutionNotifications");
+  w.StartArray();
+  for (const std::string& note : notes) {
     w.StartObject();
-    w.Key("ruleId"), w.String(p.rule->id);
-    w.Key("ruleIndex"), w.Int(static_cast<int>(p.rule - kRules));
-    w.Key("level"), w.String(p.rule->sarif_level);
+    w.Key("level"), w.String("warning");
     w.Key("message");
     w.StartObject();
-    std::string text = f.title.empty() ? std::string("(untitled finding)") : f.title;
-    if (!f.body.empty()) text += "\n\n" + f.body;
-    w.Key("text"), w.String(text);
-    w.EndObject();
-    w.Key("locations");
-    w.StartArray();
-    w.StartObject();
-    w.Key("physicalLocation");
-    w.StartObject();
-    w.Key("artifactLocation");
-    w.StartObject();
-    w.Key("uri"), w.String(UriPath(p.path));
-    w.Key("uriBaseId"), w.String("%SRCROOT%");
-    w.EndObject();
-    w.Key("region");
-    w.StartObject();
-    w.Key("startLine"), w.Int64(p.start);
-    w.Key("endLine"), w.Int64(p.end);
-    w.EndObject();
-    w.EndObject();
-    w.EndObject();
-    w.EndArray();
-    // Path and title, not lines: the same finding keeps its alert when code above it moves.
-    w.Key("partialFingerprints");
-    w.StartObject();
-    w.Key("agentexecFinding/v1"), w.String(Fingerprint({p.path, f.title}));
-    w.EndObject();
-    w.Key("properties");
-    w.StartObject();
-    w.Key("confidence"), w.Double(f.confidence_score);
-    w.Key("priority"), w.Int(static_cast<int>(p.rule - kRules));
+    w.Key("text"), w.String(note);
     w.EndObject();
     w.EndObject();
   }
   w.EndArray();
-  if (!report.notes.empty()) {
-    w.Key("invocations");
-    w.StartArray();
-    w.StartObject();
-    w.Key("executionSuccessful"), w.Bool(true);
-    w.Key("toolExecutionNotifications");
-    w.StartArray();
-    for (const std::string& note : report.notes) {
-      w.StartObject();
-      w.Key("level"), w.String("warning");
-      w.Key("message");
-      w.StartObject();
-      w.Key("text"), w.String(note);
-      w.EndObject();
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    w.EndArray();
-  }
+  w.EndObject();
+  w.EndArray();
+}
+
+}  // namespace
+
+CiReport ReviewSarif(const ReviewItem& review, const std::string& repo_root,
+                     std::string_view version) {
+  CiReport report;
+  std::vector<Placed> placed = Place(review, repo_root, report.notes);
+  JsonWriter w;
+  w.StartObject();
+  w.Key("$schema"), w.String("https://json.schemastore.org/sarif-2.1.0.json");
+  w.Key("version"), w.String("2.1.0");
+  w.Key("runs");
+  w.StartArray();
+  w.StartObject();
+  w.Key("tool");
+  w.StartObject();
+  WriteSarifDriver(w, version);
+  w.EndObject();
+  w.Key("results");
+  w.StartArray();
+  for (const Placed& p : placed) WriteSarifResult(w, p);
+  w.EndArray();
+  if (!report.notes.empty()) WriteSarifNotes(w, report.notes);
   w.Key("properties");
   w.StartObject();
   w.Key("overall_correctness"), w.String(review.overall_correctness);
