@@ -163,30 +163,93 @@ void HttpTransport::Shutdown() {
   if (on_close_) on_close_("has been shut down");
 }
 
-Status HttpTransport::WriteLine(const std::string& line, int64_t timeout_ms, CancelToken* cancel) {
-  if (shut_down_) return MakeError("the server has been shut down");
-  // What is sent: a request needs its answer in the reply; initialize's answer fixes the
-  // protocol version for every later POST.
-  std::optional<std::string> request_id;
+namespace {
+
+// What is sent: a request needs its answer in the reply; initialize's answer fixes the
+// protocol version for every later POST.
+struct Sent {
+  std::optional<std::string> request_id;  // a request's id, as JSON
   bool initialize = false;
-  if (Result<rapidjson::Document> sent = ParseJson(line, "message");
-      sent.ok() && sent->IsObject()) {
-    auto id = sent->FindMember("id");
-    auto method = sent->FindMember("method");
-    if (id != sent->MemberEnd() && method != sent->MemberEnd() && !id->value.IsNull()) {
-      request_id = ToJson(id->value);
-      initialize =
+};
+
+Sent Inspect(const std::string& line) {
+  Sent sent;
+  if (Result<rapidjson::Document> doc = ParseJson(line, "message"); doc.ok() && doc->IsObject()) {
+    auto id = doc->FindMember("id");
+    auto method = doc->FindMember("method");
+    if (id != doc->MemberEnd() && method != doc->MemberEnd() && !id->value.IsNull()) {
+      sent.request_id = ToJson(id->value);
+      sent.initialize =
           method->value.IsString() && std::string_view(method->value.GetString()) == "initialize";
     }
   }
+  return sent;
+}
 
+// The POST of `line`, bounded by `bound` ms as a whole; the session's headers not yet added.
+HttpRequest MakeRequest(const std::string& url, const std::string& line,
+                        const std::vector<std::string>& headers, int64_t bound) {
   HttpRequest request;
-  request.url = url_;
+  request.url = url;
   request.body = line;
   request.accept_json = true;
-  request.headers = headers_;
+  request.headers = headers;
   request.headers.push_back("Content-Type: application/json");
   request.headers.push_back("Accept: application/json, text/event-stream");
+  request.connect_timeout_ms = std::min(bound, kMaxConnectTimeoutMs);
+  request.header_timeout_ms = bound;
+  request.idle_timeout_ms = bound;
+  request.total_timeout_ms = bound;
+  return request;
+}
+
+// An error unless the transfer ended with a 2xx status.
+Status TransferError(const HttpResponse& r, const std::string& url, int64_t bound,
+                     const ReplySink& sink) {
+  using O = HttpResponse::Outcome;
+  switch (r.outcome) {
+    case O::kCancelled:
+      return MakeError("the request was cancelled");
+    case O::kIdleTimeout:
+    case O::kTotalTimeout:
+      return MakeError(fmt::format("{} did not answer within {} ms", url, bound));
+    case O::kTransportError:
+      return MakeError(fmt::format("cannot reach {} ({})", url, r.error));
+    case O::kAbortedBySink:
+      return MakeError(fmt::format("{} sent a reply that cannot be read: {}", url, sink.error()));
+    case O::kDone:
+      break;
+  }
+  if (r.status < 200 || r.status >= 300) {
+    std::string body = Excerpt(r.error_body);
+    return MakeError(fmt::format("{} answered {}{}", url, StatusText(r.status),
+                                 body.empty() ? "" : ": " + body));
+  }
+  return {};
+}
+
+// Whether `message` is the answer to the request `request_id`; *protocol_version: the
+// protocolVersion of its result, if any.
+bool IsAnswer(const std::string& message, const std::string& request_id,
+              std::string* protocol_version) {
+  Result<rapidjson::Document> doc = ParseJson(message, "message");
+  if (!doc.ok() || !doc->IsObject() || doc->HasMember("method")) return false;
+  auto id = doc->FindMember("id");
+  if (id == doc->MemberEnd() || ToJson(id->value) != request_id) return false;
+  auto result = doc->FindMember("result");
+  if (result != doc->MemberEnd() && result->value.IsObject()) {
+    *protocol_version = StringMember(result->value, "protocolVersion");
+  }
+  return true;
+}
+
+}  // namespace
+
+Status HttpTransport::WriteLine(const std::string& line, int64_t timeout_ms, CancelToken* cancel) {
+  if (shut_down_) return MakeError("the server has been shut down");
+  const Sent sent = Inspect(line);
+  const int64_t bound = std::max<int64_t>(1, timeout_ms);
+  HttpRequest request = MakeRequest(url_, line, headers_, bound);
   {
     std::lock_guard lock(mu_);
     if (!session_id_.empty()) request.headers.push_back("Mcp-Session-Id: " + session_id_);
@@ -194,36 +257,12 @@ Status HttpTransport::WriteLine(const std::string& line, int64_t timeout_ms, Can
       request.headers.push_back("MCP-Protocol-Version: " + protocol_version_);
     }
   }
-  const int64_t bound = std::max<int64_t>(1, timeout_ms);
-  request.connect_timeout_ms = std::min(bound, kMaxConnectTimeoutMs);
-  request.header_timeout_ms = bound;
-  request.idle_timeout_ms = bound;
-  request.total_timeout_ms = bound;
-
   CancelToken never;
   HttpClient client;
   ReplySink sink;
   HttpResponse r = client.Post(request, sink, cancel != nullptr ? *cancel : never);
-  using O = HttpResponse::Outcome;
-  switch (r.outcome) {
-    case O::kCancelled:
-      return MakeError("the request was cancelled");
-    case O::kIdleTimeout:
-    case O::kTotalTimeout:
-      return MakeError(fmt::format("{} did not answer within {} ms", url_, bound));
-    case O::kTransportError:
-      return MakeError(fmt::format("cannot reach {} ({})", url_, r.error));
-    case O::kAbortedBySink:
-      return MakeError(fmt::format("{} sent a reply that cannot be read: {}", url_, sink.error()));
-    case O::kDone:
-      break;
-  }
-  if (r.status < 200 || r.status >= 300) {
-    std::string body = Excerpt(r.error_body);
-    return MakeError(fmt::format("{} answered {}{}", url_, StatusText(r.status),
-                                 body.empty() ? "" : ": " + body));
-  }
-  if (initialize) {
+  if (Status ok = TransferError(r, url_, bound, sink); !ok.ok()) return ok;
+  if (sent.initialize) {
     auto sid = r.headers.find("mcp-session-id");
     if (sid != r.headers.end()) {
       if (std::string why = UnusableHeader("Mcp-Session-Id", sid->second); !why.empty()) {
@@ -234,7 +273,7 @@ Status HttpTransport::WriteLine(const std::string& line, int64_t timeout_ms, Can
     }
   }
   if (r.status == 202) {
-    if (request_id) {
+    if (sent.request_id) {
       return MakeError(fmt::format("{} accepted the request without answering it", url_));
     }
     return {};
@@ -246,28 +285,18 @@ Status HttpTransport::WriteLine(const std::string& line, int64_t timeout_ms, Can
   }
   bool answered = false;
   for (std::string& message : *messages) {
-    if (request_id) {
-      Result<rapidjson::Document> doc = ParseJson(message, "message");
-      if (doc.ok() && doc->IsObject() && !doc->HasMember("method")) {
-        auto id = doc->FindMember("id");
-        if (id != doc->MemberEnd() && ToJson(id->value) == *request_id) {
-          answered = true;
-          if (initialize) {
-            auto result = doc->FindMember("result");
-            if (result != doc->MemberEnd() && result->value.IsObject()) {
-              std::string version = StringMember(result->value, "protocolVersion");
-              if (!version.empty() && UnusableHeader("MCP-Protocol-Version", version).empty()) {
-                std::lock_guard lock(mu_);
-                protocol_version_ = version;
-              }
-            }
-          }
-        }
+    std::string version;
+    if (sent.request_id && IsAnswer(message, *sent.request_id, &version)) {
+      answered = true;
+      if (sent.initialize && !version.empty() &&
+          UnusableHeader("MCP-Protocol-Version", version).empty()) {
+        std::lock_guard lock(mu_);
+        protocol_version_ = version;
       }
     }
     if (on_line_) on_line_(std::move(message));
   }
-  if (request_id && !answered) {
+  if (sent.request_id && !answered) {
     return MakeError(fmt::format("{} replied without an answer to the request", url_));
   }
   return {};
