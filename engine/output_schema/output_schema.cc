@@ -69,6 +69,22 @@ class Checker {
   explicit Checker(const Value& root) : root_(root) {}
 
   Status Schema(const Value& s, const std::string& ptr, bool is_root) {
+    bool is_object = false;
+    if (Status ok = Keywords(s, ptr); !ok.ok()) return ok;
+    if (Status ok = Kind(s, ptr, is_root, &is_object); !ok.ok()) return ok;
+    if (Status ok = Definitions(s, ptr); !ok.ok()) return ok;
+    if (Status ok = Subschemas(s, ptr); !ok.ok()) return ok;
+    if (Status ok = Bounds(s, ptr); !ok.ok()) return ok;
+    if (Status ok = Strings(s, ptr); !ok.ok()) return ok;
+    if (is_object || s.HasMember("properties") || s.HasMember("required") ||
+        s.HasMember("additionalProperties")) {
+      return Object(s, ptr);
+    }
+    return {};
+  }
+
+ private:
+  static Status Keywords(const Value& s, const std::string& ptr) {
     if (!s.IsObject()) return At(ptr, "a schema must be a JSON object");
     for (auto m = s.MemberBegin(); m != s.MemberEnd(); ++m) {
       std::string key = Str(m->name);
@@ -77,9 +93,13 @@ class Checker {
                   fmt::format("keyword \"{}\" is not supported by strict structured output", key));
       }
     }
-    bool is_object = false;
+    return {};
+  }
+
+  // "type" (the root's an object), or another keyword that says what the value is.
+  static Status Kind(const Value& s, const std::string& ptr, bool is_root, bool* is_object) {
     if (auto t = s.FindMember("type"); t != s.MemberEnd()) {
-      Status ok = Type(t->value, Child(ptr, "type"), &is_object);
+      Status ok = Type(t->value, Child(ptr, "type"), is_object);
       if (!ok.ok()) return ok;
     }
     if (is_root) {
@@ -92,6 +112,10 @@ class Checker {
         !s.HasMember("anyOf") && !s.HasMember("$ref")) {
       return At(ptr, "a schema needs \"type\", \"enum\", \"const\", \"anyOf\" or \"$ref\"");
     }
+    return {};
+  }
+
+  Status Definitions(const Value& s, const std::string& ptr) {
     for (const char* defs : {"$defs", "definitions"}) {
       if (auto d = s.FindMember(defs); d != s.MemberEnd()) {
         if (!d->value.IsObject()) return At(Child(ptr, defs), "must be an object of schemas");
@@ -101,6 +125,11 @@ class Checker {
         }
       }
     }
+    return {};
+  }
+
+  // enum, and the schemas inside this one: anyOf's, the $ref's target, items.
+  Status Subschemas(const Value& s, const std::string& ptr) {
     if (auto e = s.FindMember("enum"); e != s.MemberEnd()) {
       if (!e->value.IsArray() || e->value.Empty()) {
         return At(Child(ptr, "enum"), "must be a non-empty array");
@@ -123,6 +152,11 @@ class Checker {
       Status ok = Schema(i->value, Child(ptr, "items"), false);
       if (!ok.ok()) return ok;
     }
+    return {};
+  }
+
+  // The array and number bounds.
+  static Status Bounds(const Value& s, const std::string& ptr) {
     for (const char* n : {"minItems", "maxItems"}) {
       if (auto v = s.FindMember(n); v != s.MemberEnd() && !v->value.IsUint()) {
         return At(Child(ptr, n), "must be a non-negative integer");
@@ -137,6 +171,11 @@ class Checker {
         v != s.MemberEnd() && (!v->value.IsNumber() || v->value.GetDouble() <= 0)) {
       return At(Child(ptr, "multipleOf"), "must be a number greater than 0");
     }
+    return {};
+  }
+
+  // The annotations, and the string rules: pattern and format.
+  static Status Strings(const Value& s, const std::string& ptr) {
     for (const char* n : {"description", "title", "$comment", "$schema", "$id"}) {
       if (auto v = s.FindMember(n); v != s.MemberEnd() && !v->value.IsString()) {
         return At(Child(ptr, n), "must be a string");
@@ -157,15 +196,10 @@ class Checker {
                   "hostname, ipv4, ipv6, uuid)");
       }
     }
-    if (is_object || s.HasMember("properties") || s.HasMember("required") ||
-        s.HasMember("additionalProperties")) {
-      return Object(s, ptr);
-    }
-    return Status();
+    return {};
   }
 
- private:
-  Status Type(const Value& t, const std::string& ptr, bool* is_object) {
+  static Status Type(const Value& t, const std::string& ptr, bool* is_object) {
     auto one = [&](const Value& v, const std::string& at) -> Status {
       if (!v.IsString()) return At(at, "a type must be a string");
       if (!kTypes.contains(Str(v))) {
