@@ -305,21 +305,99 @@ Status CheckWritable(const Patch& patch, const std::string& cwd, const sandbox::
   return {};
 }
 
-Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd, const sandbox::ConfinedFs& cfs) {
+namespace {
+
+// `lines` with the replacements made, joined with the file's own line ends.
+std::string ApplyReplacements(const Lines& lines, const std::vector<Replacement>& reps) {
+  std::vector<std::string_view> result;
+  result.reserve(lines.lines.size() + 16);
+  size_t pos = 0;
+  for (const Replacement& r : reps) {
+    for (; pos < r.start; ++pos) result.push_back(lines.lines[pos]);
+    for (const auto& l : r.new_lines) result.push_back(l);
+    pos = std::max(pos, r.start + r.old_len);
+  }
+  for (; pos < lines.lines.size(); ++pos) result.push_back(lines.lines[pos]);
+  return Join(result, lines.crlf);
+}
+
+// PlanPatch's work, one hunk at a time: each file's content as the hunks so far left it (read
+// from the disk the first time one touches it), the changes to report and the summary.
+class Planner {
+ public:
+  Planner(const std::string& cwd, const sandbox::ConfinedFs& cfs) : cwd_(cwd), cfs_(cfs) {}
+
+  Status Add(const Hunk& h, const std::string& abs) {
+    auto s = StateOf(abs);
+    if (!s.ok()) return MakeError(fmt::format("Failed to write file {}: {}", abs, s.message()));
+    (*s)->op.content = h.contents;
+    changes_[abs] = FileChange{abs, FileChangeKind::kAdd,
+                               WholeFileDiff(h.contents, true, "b/" + Rel(abs, cwd_))};
+    added_.push_back(h.path);
+    return {};
+  }
+
+  Status Delete(const Hunk& h, const std::string& abs) {
+    auto s = StateOf(abs);
+    if (!s.ok()) return MakeError(fmt::format("Failed to read {}: {}", abs, s.message()));
+    if (!(*s)->op.content) {
+      return MakeError(fmt::format("Failed to read {}: {}", abs, OsError(ENOENT)));
+    }
+    changes_[abs] = FileChange{abs, FileChangeKind::kDelete,
+                               WholeFileDiff(*(*s)->op.content, false, "a/" + Rel(abs, cwd_))};
+    (*s)->op.content.reset();
+    deleted_.push_back(h.path);
+    return {};
+  }
+
+  Status Update(const Hunk& h, const std::string& abs) {
+    auto s = StateOf(abs);
+    if (!s.ok()) {
+      return MakeError(fmt::format("Failed to read file to update {}: {}", abs, s.message()));
+    }
+    if (!(*s)->op.content) {
+      return MakeError(fmt::format("Failed to read file to update {}: {}", abs, OsError(ENOENT)));
+    }
+    const std::string current = *(*s)->op.content;
+    Lines lines = SplitFile(current);
+    auto reps = ComputeReplacements(lines.lines, abs, h.chunks);
+    if (!reps.ok()) return reps.error();
+    std::string updated = ApplyReplacements(lines, *reps);
+    std::string dest_abs = h.move_to.empty() ? abs : ResolvePath(cwd_, h.move_to);
+    std::string diff =
+        UnifiedDiff(lines.lines, *reps, "a/" + Rel(abs, cwd_), "b/" + Rel(dest_abs, cwd_));
+    if (!h.move_to.empty()) return Move(h, abs, dest_abs, **s, std::move(updated), diff);
+    (*s)->op.content = std::move(updated);
+    changes_[abs] = FileChange{abs, FileChangeKind::kUpdate, std::move(diff)};
+    modified_.push_back(h.path);
+    return {};
+  }
+
+  Plan Finish() {
+    Plan plan;
+    for (auto& [path, s] : files_) plan.ops.push_back(std::move(s.op));
+    for (auto& [path, c] : changes_) plan.changes.push_back(std::move(c));
+    for (const auto& p : added_) plan.summary += "A " + p + "\n";
+    for (const auto& p : modified_) plan.summary += "M " + p + "\n";
+    for (const auto& p : deleted_) plan.summary += "D " + p + "\n";
+    return plan;
+  }
+
+ private:
   struct State {
     FileOp op;
     bool loaded = false;
   };
-  std::map<std::string, State> files;  // by resolved path
+
   // Current (in-patch) state of the file `abs` lands on, reading the disk the first time.
-  auto state = [&](const std::string& abs) -> Result<State*> {
+  Result<State*> StateOf(const std::string& abs) {
     std::string canon;
-    if (int err = cfs.Target(abs, &canon); err != 0) return MakeError(OsError(err));
-    State& s = files[canon];
+    if (int err = cfs_.Target(abs, &canon); err != 0) return MakeError(OsError(err));
+    State& s = files_[canon];
     if (!s.loaded) {
-      auto loaded = Load(cfs, canon);
+      auto loaded = Load(cfs_, canon);
       if (!loaded.ok()) {
-        files.erase(canon);
+        files_.erase(canon);
         return loaded.error();
       }
       s.op.path = canon;
@@ -329,91 +407,55 @@ Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd, const sandbox
       s.loaded = true;
     }
     return &s;
-  };
+  }
 
-  Plan plan;
-  std::vector<std::string> added, modified, deleted;
-  std::map<std::string, FileChange> changes;
+  // An update that also moves the file: `from` goes, `dest_abs` gets the updated content.
+  Status Move(const Hunk& h, const std::string& abs, const std::string& dest_abs, State& from,
+              std::string updated, const std::string& diff) {
+    mode_t mode = from.op.mode;
+    from.op.content.reset();
+    auto d = StateOf(dest_abs);
+    if (!d.ok()) {
+      return MakeError(fmt::format("Failed to write file {}: {}", dest_abs, d.message()));
+    }
+    (*d)->op.content = std::move(updated);
+    if (!(*d)->op.original) (*d)->op.mode = mode;  // a moved file keeps its mode
+    changes_[abs] = FileChange{abs, FileChangeKind::kDelete, ""};
+    changes_[dest_abs] = FileChange{
+        dest_abs, FileChangeKind::kAdd,
+        fmt::format("rename from {}\nrename to {}\n{}", Rel(abs, cwd_), Rel(dest_abs, cwd_), diff)};
+    modified_.push_back(h.move_to);
+    return {};
+  }
+
+  const std::string& cwd_;
+  const sandbox::ConfinedFs& cfs_;
+  std::map<std::string, State> files_;  // by resolved path
+  std::vector<std::string> added_, modified_, deleted_;
+  std::map<std::string, FileChange> changes_;
+};
+
+}  // namespace
+
+Result<Plan> PlanPatch(const Patch& patch, const std::string& cwd, const sandbox::ConfinedFs& cfs) {
+  Planner planner(cwd, cfs);
   for (const Hunk& h : patch.hunks) {
     const std::string abs = ResolvePath(cwd, h.path);
+    Status done;
     switch (h.kind) {
-      case Hunk::Kind::kAdd: {
-        auto s = state(abs);
-        if (!s.ok()) return MakeError(fmt::format("Failed to write file {}: {}", abs, s.message()));
-        (*s)->op.content = h.contents;
-        changes[abs] = FileChange{abs, FileChangeKind::kAdd,
-                                  WholeFileDiff(h.contents, true, "b/" + Rel(abs, cwd))};
-        added.push_back(h.path);
+      case Hunk::Kind::kAdd:
+        done = planner.Add(h, abs);
         break;
-      }
-      case Hunk::Kind::kDelete: {
-        auto s = state(abs);
-        if (!s.ok()) return MakeError(fmt::format("Failed to read {}: {}", abs, s.message()));
-        if (!(*s)->op.content) {
-          return MakeError(fmt::format("Failed to read {}: {}", abs, OsError(ENOENT)));
-        }
-        changes[abs] = FileChange{abs, FileChangeKind::kDelete,
-                                  WholeFileDiff(*(*s)->op.content, false, "a/" + Rel(abs, cwd))};
-        (*s)->op.content.reset();
-        deleted.push_back(h.path);
+      case Hunk::Kind::kDelete:
+        done = planner.Delete(h, abs);
         break;
-      }
-      case Hunk::Kind::kUpdate: {
-        auto s = state(abs);
-        if (!s.ok()) {
-          return MakeError(fmt::format("Failed to read file to update {}: {}", abs, s.message()));
-        }
-        if (!(*s)->op.content) {
-          return MakeError(
-              fmt::format("Failed to read file to update {}: {}", abs, OsError(ENOENT)));
-        }
-        const std::string current = *(*s)->op.content;
-        Lines lines = SplitFile(current);
-        auto reps = ComputeReplacements(lines.lines, abs, h.chunks);
-        if (!reps.ok()) return reps.error();
-        std::vector<std::string_view> result;
-        result.reserve(lines.lines.size() + 16);
-        size_t pos = 0;
-        for (const Replacement& r : *reps) {
-          for (; pos < r.start; ++pos) result.push_back(lines.lines[pos]);
-          for (const auto& l : r.new_lines) result.push_back(l);
-          pos = std::max(pos, r.start + r.old_len);
-        }
-        for (; pos < lines.lines.size(); ++pos) result.push_back(lines.lines[pos]);
-        std::string updated = Join(result, lines.crlf);
-
-        std::string dest_abs = h.move_to.empty() ? abs : ResolvePath(cwd, h.move_to);
-        std::string diff =
-            UnifiedDiff(lines.lines, *reps, "a/" + Rel(abs, cwd), "b/" + Rel(dest_abs, cwd));
-        if (h.move_to.empty()) {
-          (*s)->op.content = std::move(updated);
-          changes[abs] = FileChange{abs, FileChangeKind::kUpdate, std::move(diff)};
-          modified.push_back(h.path);
-        } else {
-          mode_t mode = (*s)->op.mode;
-          (*s)->op.content.reset();
-          auto d = state(dest_abs);
-          if (!d.ok()) {
-            return MakeError(fmt::format("Failed to write file {}: {}", dest_abs, d.message()));
-          }
-          (*d)->op.content = std::move(updated);
-          if (!(*d)->op.original) (*d)->op.mode = mode;  // a moved file keeps its mode
-          changes[abs] = FileChange{abs, FileChangeKind::kDelete, ""};
-          changes[dest_abs] = FileChange{dest_abs, FileChangeKind::kAdd,
-                                         fmt::format("rename from {}\nrename to {}\n{}",
-                                                     Rel(abs, cwd), Rel(dest_abs, cwd), diff)};
-          modified.push_back(h.move_to);
-        }
+      case Hunk::Kind::kUpdate:
+        done = planner.Update(h, abs);
         break;
-      }
     }
+    if (!done.ok()) return done.error();
   }
-  for (auto& [path, s] : files) plan.ops.push_back(std::move(s.op));
-  for (auto& [path, c] : changes) plan.changes.push_back(std::move(c));
-  for (const auto& p : added) plan.summary += "A " + p + "\n";
-  for (const auto& p : modified) plan.summary += "M " + p + "\n";
-  for (const auto& p : deleted) plan.summary += "D " + p + "\n";
-  return plan;
+  return planner.Finish();
 }
 
 Status Commit(const Plan& plan, const sandbox::ConfinedFs& cfs) {
