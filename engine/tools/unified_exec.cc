@@ -201,87 +201,139 @@ Result<std::shared_ptr<UnifiedExec::Session>> UnifiedExec::Start(const sandbox::
 
 // The manager's thread: spawns, reads every session's output, notices exits, kills on
 // cancellation, timeouts and requests.
+namespace {
+
+// A bounded number of reads per wake-up, so one endless writer cannot starve the others.
+void ReadSome(UnifiedExec::Session& s, std::string& buf) {
+  for (int reads = 0; reads < 16 && s.output_open; ++reads) {
+    ssize_t r = ::read(s.process->output_fd(), buf.data(), buf.size());
+    if (r > 0) {
+      std::lock_guard lock(s.mu);
+      s.pending.Append(buf.data(), static_cast<size_t>(r));
+      s.aggregated.Append(buf.data(), static_cast<size_t>(r));
+      if (s.progress && !s.completed) s.progress->OnOutput(buf.data(), static_cast<size_t>(r));
+      if (static_cast<size_t>(r) < buf.size()) break;
+      continue;
+    }
+    // EOF; EIO is a terminal's end (every slave side closed).
+    if (r == 0 || (errno != EAGAIN && errno != EINTR)) s.output_open = false;
+    break;
+  }
+}
+
+// Kills the sessions whose time is up, that were cancelled or asked to stop; the milliseconds
+// until the next deadline (or a short poll where no pidfd wakes us), -1: none.
+int64_t KillDue(const std::vector<std::shared_ptr<UnifiedExec::Session>>& live, bool cancelled,
+                bool stopping) {
+  const auto now = Clock::now();
+  int64_t wait_ms = -1;
+  for (const auto& sp : live) {
+    UnifiedExec::Session& s = *sp;
+    bool kill = false;
+    {
+      std::lock_guard lock(s.mu);
+      if (cancelled && !s.kill_sent) s.cancelled = true;
+      if (s.deadline && now >= *s.deadline && !s.kill_sent) s.timed_out = true;
+      kill = !s.kill_sent && (s.kill_requested || s.cancelled || s.timed_out || stopping);
+    }
+    if (kill) {
+      s.process->Kill();
+      s.kill_sent = true;
+    }
+    if (s.deadline && !s.kill_sent) {
+      int64_t left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*s.deadline - now).count() + 1;
+      wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
+    }
+    if (s.process->pidfd() < 0 || s.drain_until) {
+      wait_ms = wait_ms < 0 ? 20 : std::min<int64_t>(wait_ms, 20);
+    }
+  }
+  return wait_ms;
+}
+
+// The manager's wake-up, the run's cancellation unless seen, and each session's output and
+// pidfd.
+std::vector<pollfd> PollSet(int wake_fd, const CancelToken* cancel,
+                            const std::vector<std::shared_ptr<UnifiedExec::Session>>& live,
+                            bool cancelled) {
+  std::vector<pollfd> fds;
+  fds.push_back({wake_fd, POLLIN, 0});
+  if (cancel != nullptr && !cancelled && cancel->wake_fd() >= 0) {
+    fds.push_back({cancel->wake_fd(), POLLIN, 0});
+  }
+  for (const auto& sp : live) {
+    if (sp->output_open) fds.push_back({sp->process->output_fd(), POLLIN, 0});
+    if (!sp->drain_until && sp->process->pidfd() >= 0) {
+      fds.push_back({sp->process->pidfd(), POLLIN, 0});
+    }
+  }
+  return fds;
+}
+
+// The command ended: kill what is left of its tree, then read what it left in the pipe
+// (bounded, in case something outside the group still holds it).
+void ReapIfExited(UnifiedExec::Session& s) {
+  if (s.drain_until || !s.process->HasExited()) return;
+  int code = 0, sig = 0;
+  s.process->Reap(&code, &sig);
+  sandbox::WriteEvidence writes = s.process->FinishWatch();
+  // Before the item completes: its connections' items come first, as in the foreground.
+  std::vector<std::string> notes =
+      s.finish_network ? s.finish_network(writes) : std::vector<std::string>{};
+  s.drain_until = Clock::now() + std::chrono::milliseconds(500);
+  std::lock_guard lock(s.mu);
+  s.writes = std::move(writes);
+  s.network_notes = std::move(notes);
+  s.exit_code = code;
+  s.term_signal = sig;
+  s.ended = Clock::now();
+}
+
+void CompleteIfDrained(UnifiedExec::Session& s) {
+  if (!s.drain_until || (s.output_open && Clock::now() < *s.drain_until)) return;
+  s.output_open = false;
+  std::lock_guard lock(s.mu);
+  s.exited = true;
+  CompleteLocked(s);
+  s.cv.notify_all();
+}
+
+}  // namespace
+
+bool UnifiedExec::StartQueued(std::vector<std::shared_ptr<Session>>& live) {
+  std::deque<std::shared_ptr<SpawnJob>> jobs;
+  bool stopping;
+  {
+    std::lock_guard lock(mu_);
+    jobs.swap(jobs_);
+    stopping = stopping_;
+  }
+  for (auto& job : jobs) {
+    Result<sandbox::Spawned> spawned = sandbox::Spawn(job->spec);
+    if (spawned.ok() && spawned->process) {
+      Session& s = *job->session;
+      s.process.emplace(std::move(*spawned->process));
+      spawned->process.reset();
+      std::lock_guard lock(s.mu);
+      s.input = s.process->TakeInput();
+      live.push_back(job->session);
+      job->running = true;
+    }
+    job->done.set_value(std::move(spawned));
+  }
+  return stopping;
+}
+
 void UnifiedExec::Loop() {
   std::vector<std::shared_ptr<Session>> live;
   std::string buf(64 * 1024, '\0');
-
-  auto read_some = [&](Session& s) {
-    for (int reads = 0; reads < 16 && s.output_open; ++reads) {
-      ssize_t r = ::read(s.process->output_fd(), buf.data(), buf.size());
-      if (r > 0) {
-        std::lock_guard lock(s.mu);
-        s.pending.Append(buf.data(), static_cast<size_t>(r));
-        s.aggregated.Append(buf.data(), static_cast<size_t>(r));
-        if (s.progress && !s.completed) s.progress->OnOutput(buf.data(), static_cast<size_t>(r));
-        if (static_cast<size_t>(r) < buf.size()) break;
-        continue;
-      }
-      // EOF; EIO is a terminal's end (every slave side closed).
-      if (r == 0 || (errno != EAGAIN && errno != EINTR)) s.output_open = false;
-      break;
-    }
-  };
-
   for (;;) {
-    std::deque<std::shared_ptr<SpawnJob>> jobs;
-    bool stopping;
-    {
-      std::lock_guard lock(mu_);
-      jobs.swap(jobs_);
-      stopping = stopping_;
-    }
-    for (auto& job : jobs) {
-      Result<sandbox::Spawned> spawned = sandbox::Spawn(job->spec);
-      if (spawned.ok() && spawned->process) {
-        Session& s = *job->session;
-        s.process.emplace(std::move(*spawned->process));
-        spawned->process.reset();
-        std::lock_guard lock(s.mu);
-        s.input = s.process->TakeInput();
-        live.push_back(job->session);
-        job->running = true;
-      }
-      job->done.set_value(std::move(spawned));
-    }
+    const bool stopping = StartQueued(live);
     if (stopping && live.empty()) return;
-
     const bool cancelled = cancel_ != nullptr && cancel_->cancelled();
-    const auto now = Clock::now();
-    int64_t wait_ms = -1;
-    for (auto& sp : live) {
-      Session& s = *sp;
-      bool kill = false;
-      {
-        std::lock_guard lock(s.mu);
-        if (cancelled && !s.kill_sent) s.cancelled = true;
-        if (s.deadline && now >= *s.deadline && !s.kill_sent) s.timed_out = true;
-        kill = !s.kill_sent && (s.kill_requested || s.cancelled || s.timed_out || stopping);
-      }
-      if (kill) {
-        s.process->Kill();
-        s.kill_sent = true;
-      }
-      if (s.deadline && !s.kill_sent) {
-        int64_t left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(*s.deadline - now).count() + 1;
-        wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
-      }
-      if (s.process->pidfd() < 0 || s.drain_until) {
-        wait_ms = wait_ms < 0 ? 20 : std::min<int64_t>(wait_ms, 20);
-      }
-    }
-
-    std::vector<pollfd> fds;
-    fds.push_back({wake_.get(), POLLIN, 0});
-    if (cancel_ != nullptr && !cancelled && cancel_->wake_fd() >= 0) {
-      fds.push_back({cancel_->wake_fd(), POLLIN, 0});
-    }
-    for (auto& sp : live) {
-      if (sp->output_open) fds.push_back({sp->process->output_fd(), POLLIN, 0});
-      if (!sp->drain_until && sp->process->pidfd() >= 0) {
-        fds.push_back({sp->process->pidfd(), POLLIN, 0});
-      }
-    }
+    const int64_t wait_ms = KillDue(live, cancelled, stopping);
+    std::vector<pollfd> fds = PollSet(wake_.get(), cancel_, live, cancelled);
     int rc =
         ::poll(fds.data(), fds.size(), wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
     if (rc < 0 && errno != EINTR) {
@@ -292,34 +344,10 @@ void UnifiedExec::Loop() {
       uint64_t n;
       [[maybe_unused]] ssize_t r = ::read(wake_.get(), &n, sizeof n);
     }
-
     for (auto& sp : live) {
-      Session& s = *sp;
-      if (s.output_open) read_some(s);
-      if (!s.drain_until && s.process->HasExited()) {
-        // The command ended: kill what is left of its tree, then read what it left in the
-        // pipe (bounded, in case something outside the group still holds it).
-        int code = 0, sig = 0;
-        s.process->Reap(&code, &sig);
-        sandbox::WriteEvidence writes = s.process->FinishWatch();
-        // Before the item completes: its connections' items come first, as in the foreground.
-        std::vector<std::string> notes =
-            s.finish_network ? s.finish_network(writes) : std::vector<std::string>{};
-        s.drain_until = Clock::now() + std::chrono::milliseconds(500);
-        std::lock_guard lock(s.mu);
-        s.writes = std::move(writes);
-        s.network_notes = std::move(notes);
-        s.exit_code = code;
-        s.term_signal = sig;
-        s.ended = Clock::now();
-      }
-      if (s.drain_until && (!s.output_open || Clock::now() >= *s.drain_until)) {
-        s.output_open = false;
-        std::lock_guard lock(s.mu);
-        s.exited = true;
-        CompleteLocked(s);
-        s.cv.notify_all();
-      }
+      if (sp->output_open) ReadSome(*sp, buf);
+      ReapIfExited(*sp);
+      CompleteIfDrained(*sp);
     }
     std::erase_if(live, [](const std::shared_ptr<Session>& s) {
       if (s->output_open || !s->drain_until) return false;
@@ -383,6 +411,52 @@ UnifiedExec::Registered UnifiedExec::Register(const std::shared_ptr<Session>& se
   return registered;
 }
 
+namespace {
+
+// A session for one attempt of `request`, not yet started.
+std::shared_ptr<UnifiedExec::Session> NewSession(const UnifiedExecRequest& request, ToolEnv& env,
+                                                 const std::string& item_id,
+                                                 const NetworkFinish& finish) {
+  const size_t item_cap = env.turn.command_output_max_bytes;
+  auto session = std::make_shared<UnifiedExec::Session>(item_cap, item_cap);
+  session->item_id = item_id;
+  session->finish_network = finish;
+  session->display = request.command.display;
+  session->tty = request.tty;
+  session->emitter = &env.emitter;
+  session->pending_cap = item_cap;
+  session->started = Clock::now();
+  session->last_used = session->started;
+  if (env.turn.progress_interval_ms > 0) {
+    UnifiedExec::Session* raw = session.get();
+    session->progress.emplace(
+        env.turn.progress_interval_ms, SteadyNowMs, [raw](const std::string& so_far) {
+          raw->emitter->Update(
+              raw->item_id,
+              CommandExecutionItem{raw->display, so_far, std::nullopt, ItemStatus::kInProgress});
+        });
+  }
+  if (request.command.timeout_ms > 0) {
+    session->deadline = session->started + std::chrono::milliseconds(request.command.timeout_ms);
+  }
+  return session;
+}
+
+// The reply for a command that ended within its yield.
+UnifiedExecReply FinishedReply(const CommandOutcome& outcome, const UnifiedExecRequest& request,
+                               const ToolEnv& env, double wall) {
+  UnifiedExecReply reply;
+  reply.text = Reply(outcome.run, outcome.run.exit_code, std::nullopt, request.budget_bytes, wall);
+  reply.success = outcome.run.exit_code == 0;
+  if (outcome.sandbox_denied) {
+    reply.text += SandboxDeniedNote(env.turn, outcome.denial->only_wording);
+  }
+  for (const std::string& note : outcome.network_notes) reply.text += "\n" + note;
+  return reply;
+}
+
+}  // namespace
+
 Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, ToolEnv& env) {
   if (request.command.require_escalated) {
     return MakeError(EscalationRefusal(env.turn.approval));
@@ -393,7 +467,6 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
   sandbox::RunResult first_run;  // what the model sees of a process left running
   double first_wall = 0;
   const auto start = Clock::now();
-  const size_t item_cap = env.turn.command_output_max_bytes;
 
   AttemptRunner runner =
       [&](const sandbox::SpawnSpec& base, const std::string& item_id,
@@ -401,27 +474,7 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
     sandbox::SpawnSpec spec = base;
     spec.tty = request.tty;
     spec.env = WithUnifiedExecEnv(std::move(spec.env));
-    auto session = std::make_shared<Session>(item_cap, item_cap);
-    session->item_id = item_id;
-    session->finish_network = finish;
-    session->display = request.command.display;
-    session->tty = request.tty;
-    session->emitter = &env.emitter;
-    session->pending_cap = item_cap;
-    session->started = Clock::now();
-    session->last_used = session->started;
-    if (env.turn.progress_interval_ms > 0) {
-      Session* raw = session.get();
-      session->progress.emplace(
-          env.turn.progress_interval_ms, SteadyNowMs, [raw](const std::string& so_far) {
-            raw->emitter->Update(
-                raw->item_id,
-                CommandExecutionItem{raw->display, so_far, std::nullopt, ItemStatus::kInProgress});
-          });
-    }
-    if (request.command.timeout_ms > 0) {
-      session->deadline = session->started + std::chrono::milliseconds(request.command.timeout_ms);
-    }
+    std::shared_ptr<Session> session = NewSession(request, env, item_id, finish);
     sandbox::RunResult failure;
     Result<std::shared_ptr<Session>> started = Start(spec, &failure, session);
     if (!started.ok()) return started.error();
@@ -439,23 +492,16 @@ Result<UnifiedExecReply> UnifiedExec::Exec(const UnifiedExecRequest& request, To
 
   auto outcome = env.orchestrator.RunCommand(request.command, env.emitter, env.cancel, runner);
   if (!outcome.ok()) return outcome.error();
-  UnifiedExecReply reply;
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   if (!outcome->running) {
-    reply.text =
-        Reply(outcome->run, outcome->run.exit_code, std::nullopt, request.budget_bytes, wall);
-    reply.success = outcome->run.exit_code == 0;
-    if (outcome->sandbox_denied) {
-      reply.text += SandboxDeniedNote(env.turn, outcome->denial->only_wording);
-    }
-    for (const std::string& note : outcome->network_notes) reply.text += "\n" + note;
-    return reply;
+    return FinishedReply(*outcome, request, env,
+                         std::chrono::duration<double>(Clock::now() - start).count());
   }
   {
     std::lock_guard lock(running->mu);
     env.emitter.Update(running->item_id, ItemOf(*running));
   }
   const Registered registered = Register(running);
+  UnifiedExecReply reply;
   if (registered.open >= warn_sessions_) {
     reply.model_warning = fmt::format(
         "The maximum number of unified exec processes you can keep open is {} and you currently "

@@ -91,6 +91,8 @@ class UnifiedExec {
                                          sandbox::RunResult* failure,
                                          std::shared_ptr<Session> session);
   void Loop();
+  // Spawns the queued jobs, adding the started sessions to `live`; whether the manager stops.
+  bool StartQueued(std::vector<std::shared_ptr<Session>>& live);
   void Wake();
   struct Registered {
     int id = 0;
