@@ -122,17 +122,22 @@ SessionResult RunSessionGuarded(const SessionConfig& session, const std::string&
   return failed;
 }
 
-int RunExec(const CliArgs& args) {
-  Result<LoadedRun> loaded = LoadRun(args, Environment::FromProcess());
-  if (!loaded.ok()) return FailWith(ExitCode::kUsage, loaded.message());
-  LoadedRun& run = *loaded;
-  if (run.print_config) {
-    Status printed = WriteAll(STDOUT_FILENO, FormatConfig(run.config));
-    if (!printed.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + printed.message());
-    return ToInt(ExitCode::kOk);
-  }
+namespace {
 
-  SessionConfig session = run.session;
+// A step that ended the command: the exit status to return (the message already printed).
+using Ended = std::optional<int>;
+
+// --print-config: the effective settings and their sources on stdout.
+int PrintConfig(const LoadedRun& run) {
+  Status printed = WriteAll(STDOUT_FILENO, FormatConfig(run.config));
+  if (!printed.ok()) return FailWith(ExitCode::kOutputFailed, "stdout: " + printed.message());
+  return ToInt(ExitCode::kOk);
+}
+
+// The session as the run will start it: homes, --ephemeral, and the thread `resume` or `fork`
+// continues (its model and provider kept unless configured otherwise).
+Ended PrepareSession(const CliArgs& args, const LoadedRun& run, SessionConfig& session) {
+  session = run.session;
   session.home = run.home;
   if (const char* codex_home = std::getenv("CODEX_HOME"); codex_home != nullptr && *codex_home) {
     std::error_code ec;
@@ -141,25 +146,35 @@ int RunExec(const CliArgs& args) {
   session.ephemeral = run.ephemeral;
   std::optional<ResumeTarget> target = run.resume;
   if (args.fork) target = ResumeTarget{false, args.session_id.value_or("")};
-  if (target) {
-    Result<std::optional<LoadedRollout>> resume = FindResume(run, *target, args.resume_all);
-    if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
-    if (!resume->has_value()) {
-      std::string note = fmt::format(
-          "resume --last: no earlier session for {} under {}/sessions, so a new thread starts",
-          args.resume_all ? std::string("any directory") : session.cwd, run.home);
-      session.warnings.push_back(std::move(note));
-    } else {
-      LoadedRollout& found = **resume;
-      Result<std::string> kept =
-          KeepResumedModel(found.meta.provider, found.meta.model, run.config, session);
-      if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
-      std::fprintf(stderr, "%s\n", kept->c_str());
-      session.resume = std::move(found);
-      session.fork = args.fork;
-    }
+  if (!target) return std::nullopt;
+  Result<std::optional<LoadedRollout>> resume = FindResume(run, *target, args.resume_all);
+  if (!resume.ok()) return FailWith(ExitCode::kUsage, resume.message());
+  if (!resume->has_value()) {
+    session.warnings.push_back(fmt::format(
+        "resume --last: no earlier session for {} under {}/sessions, so a new thread starts",
+        args.resume_all ? std::string("any directory") : session.cwd, run.home));
+    return std::nullopt;
   }
+  LoadedRollout& found = **resume;
+  Result<std::string> kept =
+      KeepResumedModel(found.meta.provider, found.meta.model, run.config, session);
+  if (!kept.ok()) return FailWith(ExitCode::kUsage, kept.message());
+  std::fprintf(stderr, "%s\n", kept->c_str());
+  session.resume = std::move(found);
+  session.fork = args.fork;
+  return std::nullopt;
+}
 
+// The files the run writes besides stdout, opened before any command runs: -o's directory
+// (the answer is written beneath it at the end: outputs/last_message.h), each review --report
+// FILE held the same way, and --events-file.
+struct RunFiles {
+  std::optional<OutputFile> last_message;
+  std::vector<std::pair<ReviewFormat, OutputFile>> reports;
+  Fd events;
+};
+
+Ended OpenRunFiles(const CliArgs& args, const LoadedRun& run, RunFiles& files) {
   // Checked before either is opened: opening the events file truncates it.
   if (run.output_last_message && args.events_file &&
       SameFile(*run.output_last_message, *args.events_file)) {
@@ -169,154 +184,188 @@ int RunExec(const CliArgs& args) {
                                 "own file",
                                 *args.events_file, *args.output_last_message));
   }
-  // -o's directory is opened now, before any command runs, and the answer is written beneath
-  // that descriptor at the end (outputs/last_message.h).
-  std::optional<OutputFile> output_file;
   if (run.output_last_message) {
     Result<OutputFile> prepared = PrepareOutputFile(*run.output_last_message);
     if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
-    output_file = std::move(*prepared);
+    files.last_message = std::move(*prepared);
   }
-  // review --report FORMAT=FILE: held like -o, each its own file.
-  std::vector<std::pair<ReviewFormat, OutputFile>> reports;
   for (const auto& [format, path] :
        args.review ? args.review->reports : std::vector<std::pair<ReviewFormat, std::string>>{}) {
     std::error_code ec;
     Result<OutputFile> prepared =
         PrepareOutputFile(std::filesystem::absolute(path, ec).string(), "--report");
     if (!prepared.ok()) return FailWith(ExitCode::kOutputFailed, prepared.message());
-    reports.emplace_back(format, std::move(*prepared));
+    files.reports.emplace_back(format, std::move(*prepared));
   }
-  Fd events_fd;
   if (args.events_file) {
     Result<Fd> opened = OpenEventsFile(*args.events_file);
     if (!opened.ok()) return FailWith(ExitCode::kOutputFailed, opened.message());
-    events_fd = std::move(*opened);
+    files.events = std::move(*opened);
   }
+  return std::nullopt;
+}
 
+// The user message: a review's (the change and its instructions), none for a fork without a
+// prompt (the new thread is recorded, no turn runs), else PROMPT and piped stdin.
+Result<std::string> ReadRunPrompt(const CliArgs& args, SessionConfig& session,
+                                  std::optional<ReviewRun>& review) {
   // A review and a fork read stdin only for `-`; a plain run whenever PROMPT is absent.
   const bool from_stdin =
       args.review || args.fork ? args.prompt == "-" : !args.prompt || *args.prompt == "-";
   if (from_stdin && !::isatty(STDIN_FILENO)) std::fputs("Reading prompt from stdin...\n", stderr);
-  std::optional<ReviewRun> review;
-  Result<std::string> prompt = MakeError("");
   if (args.review) {
     std::unique_ptr<Git> git = MakeSystemGit(session.cwd);
     Result<ReviewRun> prepared = PrepareReview(args, *git, session, STDIN_FILENO);
-    if (!prepared.ok()) return FailWith(ExitCode::kUsage, prepared.message());
+    if (!prepared.ok()) return prepared.error();
     review = std::move(*prepared);
-    prompt = review->prompt;
-  } else if (args.fork && !args.prompt) {
-    prompt = std::string();  // fork only: the new thread is recorded, no turn runs
-  } else {
-    PromptOptions options;
-    options.append_piped_stdin = true;
-    std::string note;
-    prompt = ReadPrompt(args.prompt, STDIN_FILENO, options, &note);
-    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+    return review->prompt;
   }
+  if (args.fork && !args.prompt) return std::string();
+  PromptOptions options;
+  options.append_piped_stdin = true;
+  std::string note;
+  Result<std::string> prompt = ReadPrompt(args.prompt, STDIN_FILENO, options, &note);
+  if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+  return prompt;
+}
+
+// Every sink of one run: the final message, stdout's JSON lines or the human log with its
+// progress, the --events-file lines, the review's item.
+class RunSinks {
+ public:
+  RunSinks(const CliArgs& args, const LoadedRun& run, const RunFiles& files,
+           const std::optional<ReviewRun>& review, const std::string& prompt, CancelToken& cancel)
+      : jsonl_(STDOUT_FILENO, &cancel),
+        human_(STDERR_FILENO, HumanOptions(run, review, prompt, cancel)) {
+    sinks_.push_back(&last_);
+    // --events-file: the same lines as --json's stdout, through a second sink of the same kind.
+    if (files.events) {
+      events_file_.emplace(files.events.get(), &cancel,
+                           fmt::format("--events-file '{}'", *args.events_file));
+      sinks_.push_back(&*events_file_);
+    }
+    if (run.json) {
+      sinks_.push_back(&jsonl_);
+    } else {
+      // Human mode: a long command shows a live line on a terminal, notices in a CI log.
+      ProgressOptions progress_options;
+      progress_options.terminal = ::isatty(STDERR_FILENO) != 0;
+      progress_.emplace(human_, STDERR_FILENO, progress_options);
+      sinks_.push_back(&*progress_);
+    }
+    if (review) sinks_.push_back(&review_);
+  }
+
+  const std::vector<EventSink*>& sinks() const { return sinks_; }
+  // Stops the progress ticker and erases a live line.
+  void Close() {
+    if (progress_) progress_->Close();
+  }
+  const LastMessageSink& last() const { return last_; }
+  std::optional<ReviewItem> review() const { return review_.review(); }
+  // The JSON lines sinks that lost lines (their reader went away, a full disk).
+  std::vector<const JsonlSink*> Failed() const {
+    std::vector<const JsonlSink*> failed;
+    for (const JsonlSink* sink : {&jsonl_, events_file_ ? &*events_file_ : nullptr}) {
+      if (sink != nullptr && sink->failed()) failed.push_back(sink);
+    }
+    return failed;
+  }
+
+ private:
+  static HumanSinkOptions HumanOptions(const LoadedRun& run, const std::optional<ReviewRun>& review,
+                                       const std::string& prompt, CancelToken& cancel) {
+    HumanSinkOptions options;
+    options.cancel = &cancel;
+    options.color = UseColor(run.color);
+    options.version = AGENTEXEC_VERSION;
+    options.prompt = review ? review->summary : prompt;
+    if (review) options.repo_root = review->repo_root;
+    return options;
+  }
+
+  LastMessageSink last_;
+  JsonlSink jsonl_;
+  HumanSink human_;
+  std::optional<ProgressSink> progress_;
+  std::optional<JsonlSink> events_file_;
+  ReviewSink review_;
+  std::vector<EventSink*> sinks_;
+};
+
+// After the turn: the final message to stdout (human mode), -o and each --report written, and
+// every output that failed reported. Returns the failure the exit code comes from: the turn's,
+// or output_unwritable when the turn completed and an output could not be written.
+ErrorCode FinishOutputs(const LoadedRun& run, const RunFiles& files, const RunSinks& sinks,
+                        const std::optional<ReviewRun>& review, const SessionResult& result) {
+  const bool completed = result.code == ErrorCode::kNone;
+  ErrorCode failure = result.code;
+  auto report = [&failure](const std::string& message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    if (failure == ErrorCode::kNone) failure = ErrorCode::kOutputUnwritable;
+  };
+  if (run.json && !completed && !result.error.empty()) {
+    std::fprintf(stderr, "error: %s\n", result.error.c_str());
+  }
+  // A review's final message is its structured result in the --format asked for.
+  std::optional<ReviewItem> reviewed = sinks.review();
+  const bool has_final = review ? reviewed.has_value() : sinks.last().has_message();
+  const std::string final_text =
+      review ? (reviewed ? FormatReview(*review, *reviewed) : "") : sinks.last().text();
+  for (const JsonlSink* sink : sinks.Failed()) report(sink->error());
+  // The session file could not be written (not --ephemeral): the run cannot be resumed. The
+  // warning item already told the event stream (and, in human mode, stderr).
+  if (!result.session_error.empty()) {
+    if (run.json) std::fprintf(stderr, "warning: %s\n", result.session_error.c_str());
+    if (failure == ErrorCode::kNone) failure = ErrorCode::kOutputUnwritable;
+  }
+  if (!run.json && completed && has_final) {
+    Status written =
+        WriteAll(STDOUT_FILENO, FinalMessageForStdout(final_text, ::isatty(STDOUT_FILENO)) + "\n");
+    if (!written.ok()) report("cannot write the final message to stdout: " + written.message());
+  }
+  if (files.last_message) {
+    // As codex: the last message without a trailing newline; an empty file when the turn
+    // failed, so a stale answer from an earlier run is never mistaken for this one's.
+    Status written = WriteOutputFile(*files.last_message, completed ? final_text : "");
+    if (!written.ok()) report(written.message());
+  }
+  for (const auto& [format, file] : files.reports) {
+    ReviewRun as = *review;
+    as.format = format;
+    Status written =
+        WriteOutputFile(file, completed && reviewed ? FormatReview(as, *reviewed) : "");
+    if (!written.ok()) report(written.message());
+  }
+  return failure;
+}
+
+}  // namespace
+
+int RunExec(const CliArgs& args) {
+  Result<LoadedRun> loaded = LoadRun(args, Environment::FromProcess());
+  if (!loaded.ok()) return FailWith(ExitCode::kUsage, loaded.message());
+  const LoadedRun& run = *loaded;
+  if (run.print_config) return PrintConfig(run);
+  SessionConfig session;
+  if (Ended ended = PrepareSession(args, run, session)) return *ended;
+  RunFiles files;
+  if (Ended ended = OpenRunFiles(args, run, files)) return *ended;
+  std::optional<ReviewRun> review;
+  Result<std::string> prompt = ReadRunPrompt(args, session, review);
   if (!prompt.ok()) return FailWith(ExitCode::kUsage, prompt.message());
 
   // In JSON mode stdout carries events only; warnings also go to stderr for the CI log.
   if (run.json) {
     for (const std::string& w : session.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
-
   CancelToken cancel;
   InstallSignalHandlers(cancel);
   Watchdog watchdog(cancel, run.timeout_ms);
-
-  LastMessageSink last;
-  JsonlSink jsonl(STDOUT_FILENO, &cancel);
-  HumanSinkOptions human_options;
-  human_options.cancel = &cancel;
-  human_options.color = UseColor(run.color);
-  human_options.version = AGENTEXEC_VERSION;
-  human_options.prompt = review ? review->summary : *prompt;
-  if (review) human_options.repo_root = review->repo_root;
-  HumanSink human(STDERR_FILENO, human_options);
-  std::vector<EventSink*> sinks{&last};
-  // Human mode: a long command shows a live line on a terminal, notices in a CI log.
-  std::optional<ProgressSink> progress;
-  // --events-file: the same lines as --json's stdout, through a second sink of the same kind.
-  std::optional<JsonlSink> events_file;
-  if (events_fd) {
-    events_file.emplace(events_fd.get(), &cancel,
-                        fmt::format("--events-file '{}'", *args.events_file));
-    sinks.push_back(&*events_file);
-  }
-  if (run.json) {
-    sinks.push_back(&jsonl);
-  } else {
-    ProgressOptions progress_options;
-    progress_options.terminal = ::isatty(STDERR_FILENO) != 0;
-    progress.emplace(human, STDERR_FILENO, progress_options);
-    sinks.push_back(&*progress);
-  }
-
-  ReviewSink review_sink;
-  if (review) sinks.push_back(&review_sink);
-
-  SessionResult result = RunSessionGuarded(session, *prompt, sinks, cancel);
-  if (progress) progress->Close();  // stops its ticker and erases a live line
-  const bool completed = result.code == ErrorCode::kNone;
-  // turn.failed's error.code; a completed turn whose outputs could not all be written ends
-  // as output_unwritable. ExitCodeFor maps the result, once, at the end.
-  ErrorCode failure = result.code;
-  auto output_failed = [&failure] {
-    if (failure == ErrorCode::kNone) failure = ErrorCode::kOutputUnwritable;
-  };
-
-  if (run.json && !completed && !result.error.empty()) {
-    std::fprintf(stderr, "error: %s\n", result.error.c_str());
-  }
-  // A review's final message is its structured result in the --format asked for.
-  std::optional<ReviewItem> reviewed = review_sink.review();
-  const bool has_final = review ? reviewed.has_value() : last.has_message();
-  const std::string final_text =
-      review ? (reviewed ? FormatReview(*review, *reviewed) : "") : last.text();
-  // stdout or the events file lost lines (its reader went away, a full disk): the run could
-  // not report itself.
-  for (const JsonlSink* sink : {&jsonl, events_file ? &*events_file : nullptr}) {
-    if (sink == nullptr || !sink->failed()) continue;
-    std::fprintf(stderr, "error: %s\n", sink->error().c_str());
-    output_failed();
-  }
-  // The session file could not be written (not --ephemeral): the run cannot be resumed. The
-  // warning item already told the event stream (and, in human mode, stderr).
-  if (!result.session_error.empty()) {
-    if (run.json) std::fprintf(stderr, "warning: %s\n", result.session_error.c_str());
-    output_failed();
-  }
-  if (!run.json && completed && has_final) {
-    Status written =
-        WriteAll(STDOUT_FILENO, FinalMessageForStdout(final_text, ::isatty(STDOUT_FILENO)) + "\n");
-    if (!written.ok()) {
-      std::fprintf(stderr, "error: cannot write the final message to stdout: %s\n",
-                   written.message().c_str());
-      output_failed();
-    }
-  }
-  if (output_file) {
-    // As codex: the last message without a trailing newline; an empty file when the turn
-    // failed, so a stale answer from an earlier run is never mistaken for this one's.
-    Status written = WriteOutputFile(*output_file, completed ? final_text : "");
-    if (!written.ok()) {
-      std::fprintf(stderr, "error: %s\n", written.message().c_str());
-      output_failed();
-    }
-  }
-  for (const auto& [format, file] : reports) {
-    ReviewRun as = *review;
-    as.format = format;
-    Status written =
-        WriteOutputFile(file, completed && reviewed ? FormatReview(as, *reviewed) : "");
-    if (!written.ok()) {
-      std::fprintf(stderr, "error: %s\n", written.message().c_str());
-      output_failed();
-    }
-  }
-  return ToInt(ExitCodeFor(failure));
+  RunSinks sinks(args, run, files, review, *prompt, cancel);
+  SessionResult result = RunSessionGuarded(session, *prompt, sinks.sinks(), cancel);
+  sinks.Close();
+  return ToInt(ExitCodeFor(FinishOutputs(run, files, sinks, review, result)));
 }
 
 }  // namespace ae
