@@ -333,6 +333,105 @@ int PrintWritableRoots(const CliArgs& args) {
   return 0;
 }
 
+namespace {
+
+// A step that ended the command: the exit status to return (the message already printed).
+using Ended = std::optional<int>;
+
+Ended Unavailable(const std::string& message) {
+  PrintLine(message);
+  return ToInt(ExitCode::kSandboxUnavailable);
+}
+
+// The kernel's report and the search for nested repositories, run side by side (both mostly
+// wait on the kernel; the command starts only once both are complete), then the placeholders
+// and the prepared sandbox. `report` is the kernel's.
+Result<sandbox::PreparedPtr> PrepareSandbox(sandbox::Policy& policy,
+                                            sandbox::Placeholders& placeholders,
+                                            sandbox::PreflightReport& report) {
+  const CancelToken never_cancelled;
+  sandbox::NestedScan nested(policy, never_cancelled);
+  nested.Start();
+  Result<sandbox::PreflightReport> preflight = sandbox::Preflight(policy);
+  if (!preflight.ok()) return preflight.error();
+  report = std::move(*preflight);
+  if (Status found = nested.Finish(&policy); !found.ok()) return found.error();
+  std::vector<std::string> warnings;
+  placeholders.Make(&policy, &warnings);
+  for (const std::string& warning : warnings) PrintLine("warning: " + warning);
+  for (const std::string& warning : report.warnings) PrintLine(warning);
+  sandbox::PrepareOptions options;
+  options.mount_namespace = report.mount_namespace;
+  options.pid_namespace = report.pid_namespace;
+  return sandbox::Prepare(policy, options);
+}
+
+// The allow-list's proxy (served by the process ForkToRemoveAfter leaves behind), with the
+// variables that point the command's clients at it; none without an allow-list.
+Result<std::unique_ptr<net::Proxy>> StartProxy(const sandbox::Policy& policy, net::Policy network) {
+  if (policy.proxy_port == 0) return std::unique_ptr<net::Proxy>();
+  std::string local_error;
+  std::unique_ptr<net::LocalAddresses> local = net::SystemLocalAddresses(&local_error);
+  if (!local_error.empty()) {
+    return MakeError("sandbox: network allow-list: cannot list this host's addresses: " +
+                     local_error);
+  }
+  auto proxy =
+      std::make_unique<net::Proxy>(std::move(network), net::SystemResolver(), std::move(local));
+  for (const std::string& kv : net::ProxyEnvironment(policy.proxy_port)) {
+    const size_t eq = kv.find('=');
+    ::setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+  }
+  return proxy;
+}
+
+// Confines this process for the command: the sandbox prepared, the helpers forked off (the
+// private /tmp and placeholders removed afterwards, the proxy served, the output pumped), the
+// descriptors past stdio closed on exec, and the child steps applied here. `proxy` is the
+// caller's, as `tmp` and `placeholders` are: nothing of them is destroyed before the exec.
+Ended Confine(sandbox::Policy& policy, net::Policy network, sandbox::PrivateTmp& tmp,
+              sandbox::Placeholders& placeholders, std::unique_ptr<net::Proxy>& proxy) {
+  sandbox::PreflightReport report;
+  Result<sandbox::PreparedPtr> prepared = PrepareSandbox(policy, placeholders, report);
+  if (!prepared.ok()) return Unavailable(prepared.message());
+  if (!policy.network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
+  if (const std::string tmpdir = sandbox::CommandTmpdir(**prepared); !tmpdir.empty()) {
+    ::setenv("TMPDIR", tmpdir.c_str(), 1);
+  }
+  Result<std::unique_ptr<net::Proxy>> started = StartProxy(policy, std::move(network));
+  if (!started.ok()) return Unavailable(started.message());
+  proxy = std::move(*started);
+  int proxy_fd = -1;
+  if (!tmp.path().empty() || !policy.placeholders.empty() || proxy) {
+    if (!ForkToRemoveAfter(tmp, placeholders, proxy.get(), &proxy_fd)) {
+      return Unavailable(fmt::format("agentexec sandbox: cannot fork: {}", std::strerror(errno)));
+    }
+  }
+  // Without the mount namespace the host's tree is writable to metadata calls anyway (the
+  // preflight warned): the caller's descriptors then add nothing.
+  StdioPlan stdio;
+  if (report.mount_namespace) stdio = PlanStdio(policy);
+  if (!stdio.pump.empty() && !ForkAndPump(stdio.pump)) {
+    return Unavailable(
+        fmt::format("agentexec sandbox: cannot pipe the output: {}", std::strerror(errno)));
+  }
+  // The command gets 0, 1 and 2 as given and nothing else: an inherited descriptor keeps
+  // the powers it was opened with (a file outside the roots, a socket, a directory to
+  // fchmod), which no confinement applied afterwards takes away.
+  CloseOnExecFrom3();
+  const char* step = "";
+  int err = 0;
+  std::fflush(nullptr);
+  CheckLeaksNow();
+  if (!sandbox::ApplyInChild(**prepared, proxy_fd, &step, &err)) {
+    return Unavailable(fmt::format("agentexec sandbox: {}: {}", step, std::strerror(err)));
+  }
+  if (!ReopenStdio(stdio)) return ToInt(ExitCode::kCannotExecute);
+  return std::nullopt;
+}
+
+}  // namespace
+
 int RunSandboxCommand(const CliArgs& args) {
   const Environment env = Environment::FromProcess();
   Result<LoadedLayers> layers = LoadLayers(LayerRequestFrom(args), env);
@@ -341,103 +440,24 @@ int RunSandboxCommand(const CliArgs& args) {
   sandbox::Settings settings =
       SandboxSettingsFrom(layers->config, layers->cwd, env.cwd, args.add_dirs);
   std::vector<std::string> command = *args.sandbox_command;
-  const int unavailable = ToInt(ExitCode::kSandboxUnavailable);
   Result<net::Policy> network = NetworkPolicyFrom(layers->config, args.allow_hosts, &settings);
   if (!network.ok()) return FailWith(ExitCode::kUsage, network.message());
   sandbox::PrivateTmp tmp;
   sandbox::Placeholders placeholders;
+  std::unique_ptr<net::Proxy> proxy;
   if (sandbox::WantsPrivateTmp(settings)) {
     Result<sandbox::PrivateTmp> made = sandbox::PrivateTmp::Create();
-    if (!made.ok()) {
-      PrintLine(made.message());
-      return unavailable;
-    }
+    if (!made.ok()) return *Unavailable(made.message());
     tmp = std::move(*made);
     settings.private_tmp = tmp.path();
   }
-
   Result<sandbox::Policy> policy = sandbox::BuildPolicyWithoutNested(settings, layers->cwd);
-  if (!policy.ok()) {
-    PrintLine(policy.message());
-    return unavailable;
-  }
-
+  if (!policy.ok()) return *Unavailable(policy.message());
   if (!policy->unrestricted()) {
-    // The search for nested repositories runs while the preflight's probe runs (both mostly
-    // wait on the kernel); the command starts only once it is complete.
-    const CancelToken never_cancelled;
-    sandbox::NestedScan nested(*policy, never_cancelled);
-    nested.Start();
-    Result<sandbox::PreflightReport> report = sandbox::Preflight(*policy);
-    if (!report.ok()) {
-      PrintLine(report.message());
-      return unavailable;
+    if (Ended ended = Confine(*policy, std::move(*network), tmp, placeholders, proxy)) {
+      return *ended;
     }
-    if (Status found = nested.Finish(&*policy); !found.ok()) {
-      PrintLine(found.message());
-      return unavailable;
-    }
-    std::vector<std::string> warnings;
-    placeholders.Make(&*policy, &warnings);
-    for (const std::string& warning : warnings) PrintLine("warning: " + warning);
-    for (const std::string& warning : report->warnings) PrintLine(warning);
-    sandbox::PrepareOptions options;
-    options.mount_namespace = report->mount_namespace;
-    options.pid_namespace = report->pid_namespace;
-    Result<sandbox::PreparedPtr> prepared = sandbox::Prepare(*policy, options);
-    if (!prepared.ok()) {
-      PrintLine(prepared.message());
-      return unavailable;
-    }
-    if (!policy->network_access) ::setenv("CODEX_SANDBOX_NETWORK_DISABLED", "1", 1);
-    if (const std::string tmpdir = sandbox::CommandTmpdir(**prepared); !tmpdir.empty()) {
-      ::setenv("TMPDIR", tmpdir.c_str(), 1);
-    }
-    std::unique_ptr<net::Proxy> proxy;
-    if (policy->proxy_port != 0) {
-      std::string local_error;
-      std::unique_ptr<net::LocalAddresses> local = net::SystemLocalAddresses(&local_error);
-      if (!local_error.empty()) {
-        PrintLine("sandbox: network allow-list: cannot list this host's addresses: " + local_error);
-        return unavailable;
-      }
-      proxy = std::make_unique<net::Proxy>(std::move(*network), net::SystemResolver(),
-                                           std::move(local));
-      for (const std::string& kv : net::ProxyEnvironment(policy->proxy_port)) {
-        const size_t eq = kv.find('=');
-        ::setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
-      }
-    }
-    int proxy_fd = -1;
-    if (!tmp.path().empty() || !policy->placeholders.empty() || proxy) {
-      if (!ForkToRemoveAfter(tmp, placeholders, proxy.get(), &proxy_fd)) {
-        PrintLine(fmt::format("agentexec sandbox: cannot fork: {}", std::strerror(errno)));
-        return unavailable;
-      }
-    }
-    // Without the mount namespace the host's tree is writable to metadata calls anyway (the
-    // preflight warned): the caller's descriptors then add nothing.
-    StdioPlan stdio;
-    if (report->mount_namespace) stdio = PlanStdio(*policy);
-    if (!stdio.pump.empty() && !ForkAndPump(stdio.pump)) {
-      PrintLine(fmt::format("agentexec sandbox: cannot pipe the output: {}", std::strerror(errno)));
-      return unavailable;
-    }
-    // The command gets 0, 1 and 2 as given and nothing else: an inherited descriptor keeps
-    // the powers it was opened with (a file outside the roots, a socket, a directory to
-    // fchmod), which no confinement applied afterwards takes away.
-    CloseOnExecFrom3();
-    const char* step = "";
-    int err = 0;
-    std::fflush(nullptr);
-    CheckLeaksNow();
-    if (!sandbox::ApplyInChild(**prepared, proxy_fd, &step, &err)) {
-      PrintLine(fmt::format("agentexec sandbox: {}: {}", step, std::strerror(err)));
-      return unavailable;
-    }
-    if (!ReopenStdio(stdio)) return ToInt(ExitCode::kCannotExecute);
   }
-
   std::vector<char*> argv;
   for (std::string& arg : command) argv.push_back(arg.data());
   argv.push_back(nullptr);
