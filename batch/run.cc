@@ -193,6 +193,18 @@ const char* StopName(StopReason r) {
   return "";
 }
 
+// What the phases of one task's run (Batch::RunTask) share.
+struct TaskRun {
+  const BatchTask& task;
+  BatchRecord rec;
+  int task_fd = -1;  // DIR/tasks/<id>, owned by RunTask's caller
+  Fd work_dir;       // --work-dir/<id>
+  std::string work, clone, cwd;
+  std::string prompt, answer, diffstat;
+  std::string git_config;   // .git/config as batch left it after the checkout
+  std::string write_error;  // the first record that could not be written
+};
+
 class Batch {
  public:
   Batch(const BatchRunOptions& options, std::string self)
@@ -220,13 +232,31 @@ class Batch {
   void Worker(size_t slot);
   // Prints the progress line every `every_ms` until finished_ (with the lock not held).
   void Heartbeat(int64_t every_ms);
+  // One task, phase by phase: its directories, the checkout, the agent, its answer, the
+  // commit of its changes, the check and what publish needs. Each phase's failure ends it.
   BatchRecord RunTask(const BatchTask& task, Fd* task_dir_out);
+  // The task's directories under --out and --work-dir, an interrupted attempt's moved aside.
+  Status OpenTaskDirs(TaskRun& run, Fd* task_dir_out);
+  // The clone on its branch, the working directory (`dir`) and the prompt.
+  Status Checkout(TaskRun& run);
   Status SetUpClone(const BatchTask& task, const std::string& clone);
+  // The task's `agentexec exec` command line: batch's exec options, then the task's own.
+  std::vector<std::string> ExecArgv(const TaskRun& run) const;
+  // The child agentexec: its events and stderr kept, the record filled from them.
+  Status RunAgent(TaskRun& run);
+  // final-message.md into the task's directory, its first line into the record.
+  void KeepAnswer(TaskRun& run);
+  // The changes staged, written as changes.patch and committed; only while git's view of the
+  // clone is still the one batch set up.
+  Status CommitChanges(TaskRun& run);
+  Status WritePatch(TaskRun& run);
+  // The task's or batch's --check, run once the turn succeeded.
+  Status RunTaskCheck(TaskRun& run);
   // branch.json, git-config and the pull request's title and body (batch/publish.h)
   // for a task that succeeded with changes.
-  Status WriteDelivery(const BatchTask& task, const std::string& prompt, const std::string& answer,
-                       const std::string& diffstat, const BatchRecord& rec,
-                       const std::string& clone, int task_fd, const std::string& git_config);
+  Status WriteDelivery(const TaskRun& run);
+  // Whether SIGINT/SIGTERM or --max-total-time stopped the batch (the task then "interrupted").
+  bool Stopped(TaskRun& run) const;
   void Finish(const BatchRecord& record, int task_dirfd);  // -1: no task directory
   StopReason ShouldStop();
   void Progress();
@@ -428,109 +458,103 @@ Status Batch::RefuseReachableRecords(const std::vector<std::optional<std::string
   return verdict;
 }
 
-BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
-  const Clock::time_point start = Clock::now();
-  BatchRecord rec;
-  rec.id = task.id;
-  rec.status = "failed";
-  auto elapsed = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-  };
-  auto fail = [&](const std::string& message) {
-    if (rec.status == "succeeded") rec.status = "failed";  // the run went well, what followed not
-    rec.error = message;
-    rec.duration_ms = elapsed();
-    return rec;
-  };
+bool Batch::Stopped(TaskRun& run) const {
+  if (!cancel_.cancelled() && !time_up_.cancelled()) return false;
+  run.rec.status = "interrupted";
+  return true;
+}
 
-  if (Status ok = MoveAside(tasks_fd_.get(), task.id); !ok.ok()) return fail(ok.message());
-  Result<Fd> task_dir = MakeDirBeneath(tasks_fd_.get(), task.id, false);
-  if (!task_dir.ok()) return fail(task_dir.message());
-  const int task_fd = task_dir->get();
+Status Batch::OpenTaskDirs(TaskRun& run, Fd* task_dir_out) {
+  const std::string& id = run.task.id;
+  if (Status ok = MoveAside(tasks_fd_.get(), id); !ok.ok()) return ok;
+  Result<Fd> task_dir = MakeDirBeneath(tasks_fd_.get(), id, false);
+  if (!task_dir.ok()) return task_dir.error();
+  run.task_fd = task_dir->get();
   *task_dir_out = std::move(*task_dir);
+  if (Status ok = MoveAside(work_fd_.get(), id); !ok.ok()) return ok;
+  Result<Fd> work_dir = MakeDirBeneath(work_fd_.get(), id, false);
+  if (!work_dir.ok()) return work_dir.error();
+  run.work_dir = std::move(*work_dir);
+  run.work = work_path_ + "/" + id;
+  run.clone = run.work + "/repo";
+  return {};
+}
 
-  if (Status ok = MoveAside(work_fd_.get(), task.id); !ok.ok()) return fail(ok.message());
-  Result<Fd> work_dir = MakeDirBeneath(work_fd_.get(), task.id, false);
-  if (!work_dir.ok()) return fail(work_dir.message());
-  const std::string work = work_path_ + "/" + task.id;
-  const std::string clone = work + "/repo";
-  // Stopped while the clone was made: the task did not run; --resume runs it.
-  auto stopped = [&] {
-    if (!cancel_.cancelled() && !time_up_.cancelled()) return false;
-    rec.status = "interrupted";
-    return true;
-  };
-  if (Status ok = SetUpClone(task, clone); !ok.ok()) {
-    stopped();
-    return fail(ok.message());
+Status Batch::Checkout(TaskRun& run) {
+  const BatchTask& task = run.task;
+  if (Status ok = SetUpClone(task, run.clone); !ok.ok()) {
+    Stopped(run);  // stopped while the clone was made: the task did not run; --resume runs it
+    return ok;
   }
-  rec.branch = "agentexec/" + task.id;
-  Result<std::string> git_config = GitConfigState(clone);
-  if (!git_config.ok()) return fail(git_config.message());
-
-  std::string cwd = clone;
+  run.rec.branch = "agentexec/" + task.id;
+  Result<std::string> git_config = GitConfigState(run.clone);
+  if (!git_config.ok()) return git_config.error();
+  run.git_config = std::move(*git_config);
+  run.cwd = run.clone;
   if (task.dir) {
     // The checkout decides what `dir` is: it must be a directory inside the clone.
-    const std::string real_clone = Canonical(clone);
-    const std::string real = Canonical(clone + "/" + *task.dir);
+    const std::string real_clone = Canonical(run.clone);
+    const std::string real = Canonical(run.clone + "/" + *task.dir);
     struct stat st {};
     if (!Inside(real, real_clone) || ::stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return fail(fmt::format("dir '{}' is not a directory inside the repository", *task.dir));
+      return MakeError(fmt::format("dir '{}' is not a directory inside the repository", *task.dir));
     }
-    cwd = real;
+    run.cwd = real;
   }
-
-  std::string prompt;
   if (task.prompt) {
-    prompt = *task.prompt;
-  } else {
-    Result<std::string> read = ReadRegularFile(*task.prompt_file);
-    if (!read.ok())
-      return fail(fmt::format("prompt_file {}: {}", *task.prompt_file, read.message()));
-    prompt = std::move(*read);
+    run.prompt = *task.prompt;
+    return {};
   }
+  Result<std::string> read = ReadRegularFile(*task.prompt_file);
+  if (!read.ok())
+    return MakeError(fmt::format("prompt_file {}: {}", *task.prompt_file, read.message()));
+  run.prompt = std::move(*read);
+  return {};
+}
 
+std::vector<std::string> Batch::ExecArgv(const TaskRun& run) const {
+  const BatchTask& task = run.task;
+  std::vector<std::string> argv = {self_, "exec", "--json"};
+  argv.insert(argv.end(), options_.exec_args.begin(), options_.exec_args.end());
+  if (task.model) argv.insert(argv.end(), {"-m", *task.model});
+  if (task.sandbox) argv.insert(argv.end(), {"-s", *task.sandbox});
+  if (task.max_turns) argv.insert(argv.end(), {"--max-turns", std::to_string(*task.max_turns)});
+  if (task.max_tokens) argv.insert(argv.end(), {"--max-tokens", std::to_string(*task.max_tokens)});
+  if (task.timeout) argv.insert(argv.end(), {"--timeout", *task.timeout});
+  if (task.output_schema) argv.insert(argv.end(), {"--output-schema", *task.output_schema});
+  argv.insert(argv.end(), {"-C", run.cwd, "-o", run.work + "/final-message.md", "-"});
+  return argv;
+}
+
+Status Batch::RunAgent(TaskRun& run) {
   sandbox::SpawnSpec spec;
-  spec.argv = {self_, "exec", "--json"};
-  spec.argv.insert(spec.argv.end(), options_.exec_args.begin(), options_.exec_args.end());
-  if (task.model) spec.argv.insert(spec.argv.end(), {"-m", *task.model});
-  if (task.sandbox) spec.argv.insert(spec.argv.end(), {"-s", *task.sandbox});
-  if (task.max_turns)
-    spec.argv.insert(spec.argv.end(), {"--max-turns", std::to_string(*task.max_turns)});
-  if (task.max_tokens)
-    spec.argv.insert(spec.argv.end(), {"--max-tokens", std::to_string(*task.max_tokens)});
-  if (task.timeout) spec.argv.insert(spec.argv.end(), {"--timeout", *task.timeout});
-  if (task.output_schema)
-    spec.argv.insert(spec.argv.end(), {"--output-schema", *task.output_schema});
-  const std::string final_path = work + "/final-message.md";
-  spec.argv.insert(spec.argv.end(), {"-C", cwd, "-o", final_path, "-"});
-  spec.cwd = cwd;
-
-  Result<Fd> events = CreateBeneath(task_fd, "events.jsonl");
-  if (!events.ok()) return fail(events.message());
-  Result<Fd> errlog = CreateBeneath(task_fd, "stderr.log");
-  if (!errlog.ok()) return fail(errlog.message());
+  spec.argv = ExecArgv(run);
+  spec.cwd = run.cwd;
+  Result<Fd> events = CreateBeneath(run.task_fd, "events.jsonl");
+  if (!events.ok()) return events.error();
+  Result<Fd> errlog = CreateBeneath(run.task_fd, "stderr.log");
+  if (!errlog.ok()) return errlog.error();
   EventScanner scanner;
-  std::string write_error;
   auto on_out = [&](const char* d, size_t n) {
     scanner.Feed(d, n);
     Status w = WriteAll(events->get(), std::string_view(d, n));
-    if (!w.ok() && write_error.empty()) write_error = "events.jsonl: " + w.message();
+    if (!w.ok() && run.write_error.empty()) run.write_error = "events.jsonl: " + w.message();
   };
   std::string err_tail;  // the end of stderr: the error of a child that failed before its turn
   auto on_err = [&](const char* d, size_t n) {
     err_tail.append(d, n);
     if (err_tail.size() > 4096) err_tail.erase(0, err_tail.size() - 4096);
     Status w = WriteAll(errlog->get(), std::string_view(d, n));
-    if (!w.ok() && write_error.empty()) write_error = "stderr.log: " + w.message();
+    if (!w.ok() && run.write_error.empty()) run.write_error = "stderr.log: " + w.message();
   };
-  if (stopped()) return fail("stopped before the task started");
+  if (Stopped(run)) return MakeError("stopped before the task started");
   // The credentials' copy for this child, made here where nothing returns before RunChild,
   // which wipes it once the child has started.
   spec.env = env_;
-  Result<ChildResult> child =
-      RunChild(std::move(spec), prompt, on_out, on_err, {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
-  if (!child.ok()) return fail("cannot start agentexec exec: " + child.message());
+  Result<ChildResult> child = RunChild(std::move(spec), run.prompt, on_out, on_err,
+                                       {cancel_.wake_fd(), time_up_.wake_fd()}, 0);
+  if (!child.ok()) return MakeError("cannot start agentexec exec: " + child.message());
+  BatchRecord& rec = run.rec;
   rec.exit_code = child->exit_code;
   rec.tokens = scanner.tokens;
   rec.hosts_reached = scanner.hosts_reached;
@@ -550,140 +574,172 @@ BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
   } else if (child->terminated_by_us) {
     rec.status = "interrupted";
   }
+  return {};
+}
 
+void Batch::KeepAnswer(TaskRun& run) {
   // The answer, from where the child wrote it (outside the clone) into the task's directory.
-  int final_fd = ::openat(work_dir->get(), "final-message.md",
+  int final_fd = ::openat(run.work_dir.get(), "final-message.md",
                           O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  std::string answer;
   if (final_fd >= 0) {
     Fd holder(final_fd);
     struct stat st {};
     if (::fstat(final_fd, &st) == 0 && S_ISREG(st.st_mode)) {
       Result<std::string> text =
           ReadRegularFile("/proc/self/fd/" + std::to_string(final_fd), kMaxFinalMessageBytes);
-      if (text.ok()) answer = std::move(*text);
+      if (text.ok()) run.answer = std::move(*text);
     }
   }
-  if (Status w = WriteBeneath(task_fd, "final-message.md", answer); !w.ok()) {
-    if (write_error.empty()) write_error = w.message();
+  if (Status w = WriteBeneath(run.task_fd, "final-message.md", run.answer); !w.ok()) {
+    if (run.write_error.empty()) run.write_error = w.message();
   }
-  rec.answer = FirstLine(answer);
+  run.rec.answer = FirstLine(run.answer);
+}
 
-  // The clone's changes: the patch (binary-safe, new files included) and a commit; only while
-  // git's view of the repository is still the one batch set up.
-  Result<std::string> config_after = GitConfigState(clone);
-  if (!config_after.ok() || *config_after != *git_config) {
-    return fail(fmt::format(
-        "the task changed the clone's git configuration ({}); batch runs no git command on it",
-        config_after.ok() ? ".git/config" : config_after.message()));
-  }
-  if (Status staged = StageChanges(clone, env_); !staged.ok()) return fail(staged.message());
-  Result<Fd> patch = CreateBeneath(task_fd, "changes.patch");
-  if (!patch.ok()) return fail(patch.message());
+Status Batch::WritePatch(TaskRun& run) {
+  Result<Fd> patch = CreateBeneath(run.task_fd, "changes.patch");
+  if (!patch.ok()) return patch.error();
   std::string git_err;
   Result<ChildResult> diff = RunChild(
-      GitSpec(clone,
+      GitSpec(run.clone,
               {"diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
                "HEAD", "--"},
               env_),
       "",
       [&](const char* d, size_t n) {
         Status w = WriteAll(patch->get(), std::string_view(d, n));
-        if (!w.ok() && write_error.empty()) write_error = "changes.patch: " + w.message();
+        if (!w.ok() && run.write_error.empty()) run.write_error = "changes.patch: " + w.message();
       },
       [&](const char* d, size_t n) {
         if (git_err.size() < 4096) git_err.append(d, std::min(n, size_t{4096}));
       },
       {}, kGitTimeoutMs);
   if (!diff.ok() || diff->exit_code != 0) {
-    return fail("git diff failed: " + (diff.ok() ? git_err : diff.message()));
+    return MakeError("git diff failed: " + (diff.ok() ? git_err : diff.message()));
   }
+  return {};
+}
+
+Status Batch::CommitChanges(TaskRun& run) {
+  // Only while git's view of the repository is still the one batch set up.
+  Result<std::string> config_after = GitConfigState(run.clone);
+  if (!config_after.ok() || *config_after != run.git_config) {
+    return MakeError(fmt::format(
+        "the task changed the clone's git configuration ({}); batch runs no git command on it",
+        config_after.ok() ? ".git/config" : config_after.message()));
+  }
+  if (Status staged = StageChanges(run.clone, env_); !staged.ok()) return staged;
+  if (Status patch = WritePatch(run); !patch.ok()) return patch;
   Result<std::string> names = BatchGit(
-      clone, {"diff", "--cached", "--name-only", "-z", "--no-ext-diff", "HEAD", "--"}, env_);
-  if (!names.ok()) return fail(names.message());
-  rec.files_changed = std::count(names->begin(), names->end(), '\0');
-  std::string diffstat;
-  if (rec.files_changed > 0) {
-    Result<std::string> stat = BatchGit(clone,
-                                        {"diff", "--cached", "--stat=100", "--no-ext-diff",
-                                         "--no-textconv", "--no-color", "HEAD", "--"},
-                                        env_);
-    if (!stat.ok()) return fail(stat.message());
-    diffstat = std::move(*stat);
-    std::vector<std::string> commit = {"commit", "--no-verify", "-q", "-m",
-                                       "agentexec batch: " + task.id};
-    std::vector<std::string> args;
-    if (std::getenv("GIT_AUTHOR_EMAIL") == nullptr) {
-      args = {"-c", "user.name=agentexec", "-c", "user.email=agentexec@localhost"};
-    }
-    args.insert(args.end(), commit.begin(), commit.end());
-    Result<std::string> committed = BatchGit(clone, args, env_);
-    if (!committed.ok()) return fail(committed.message());
+      run.clone, {"diff", "--cached", "--name-only", "-z", "--no-ext-diff", "HEAD", "--"}, env_);
+  if (!names.ok()) return names.error();
+  run.rec.files_changed = std::count(names->begin(), names->end(), '\0');
+  if (run.rec.files_changed == 0) return {};
+  Result<std::string> stat = BatchGit(run.clone,
+                                      {"diff", "--cached", "--stat=100", "--no-ext-diff",
+                                       "--no-textconv", "--no-color", "HEAD", "--"},
+                                      env_);
+  if (!stat.ok()) return stat.error();
+  run.diffstat = std::move(*stat);
+  std::vector<std::string> args;
+  if (std::getenv("GIT_AUTHOR_EMAIL") == nullptr) {
+    args = {"-c", "user.name=agentexec", "-c", "user.email=agentexec@localhost"};
   }
-  if (!write_error.empty()) {
+  args.insert(args.end(), {"commit", "--no-verify", "-q", "-m", "agentexec batch: " + run.task.id});
+  Result<std::string> committed = BatchGit(run.clone, args, env_);
+  if (!committed.ok()) return committed.error();
+  return {};
+}
+
+Status Batch::RunTaskCheck(TaskRun& run) {
+  const BatchTask& task = run.task;
+  const std::optional<std::string>& check = task.check ? task.check : options_.check;
+  if (!check || run.rec.status != "succeeded") return {};
+  int64_t timeout = options_.check_timeout_ms;
+  if (task.check_timeout) {
+    Result<int64_t> ms = ParseDurationMs(*task.check_timeout);  // checked with the manifest
+    if (ms.ok()) timeout = *ms;
+  }
+  Result<Fd> log = CreateBeneath(run.task_fd, "check.log");
+  if (!log.ok()) return log.error();
+  CheckRun checked = RunCheck(CheckArgv(self_, options_.exec_args, task.sandbox, *check), run.cwd,
+                              env_, log->get(), {cancel_.wake_fd(), time_up_.wake_fd()}, timeout);
+  BatchRecord& rec = run.rec;
+  rec.check = checked.check;
+  if (checked.interrupted) {
+    rec.status = "interrupted";
+  } else if (checked.check.exit_code != 0) {
+    rec.status = "failed";
+    rec.error = checked.check.timed_out
+                    ? "the check timed out after " + FormatDurationMs(timeout)
+                    : fmt::format("the check exited {}", checked.check.exit_code);
+  }
+  // It ran in the clone: publish pushes from there only while git's view is batch's.
+  Result<std::string> after_check = GitConfigState(run.clone);
+  if (!after_check.ok() || *after_check != run.git_config) {
+    return MakeError(
+        "the check changed the clone's git configuration; batch pushes nothing from it");
+  }
+  return {};
+}
+
+BatchRecord Batch::RunTask(const BatchTask& task, Fd* task_dir_out) {
+  const Clock::time_point start = Clock::now();
+  TaskRun run{task};
+  BatchRecord& rec = run.rec;
+  rec.id = task.id;
+  rec.status = "failed";
+  auto elapsed = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  };
+  auto fail = [&](const Status& failed) {
+    if (rec.status == "succeeded") rec.status = "failed";  // the run went well, what followed not
+    rec.error = failed.message();
+    rec.duration_ms = elapsed();
+    return rec;
+  };
+  if (Status ok = OpenTaskDirs(run, task_dir_out); !ok.ok()) return fail(ok);
+  if (Status ok = Checkout(run); !ok.ok()) return fail(ok);
+  if (Status ok = RunAgent(run); !ok.ok()) return fail(ok);
+  KeepAnswer(run);
+  // The clone's changes: the patch (binary-safe, new files included) and a commit.
+  if (Status ok = CommitChanges(run); !ok.ok()) return fail(ok);
+  if (!run.write_error.empty()) {
     rec.status = rec.status == "succeeded" ? "failed" : rec.status;
-    rec.error = write_error;
+    rec.error = run.write_error;
   }
   if (rec.status == "succeeded" && rec.files_changed == 0 && task.expect_change.value_or(true)) {
     rec.status = "no_change";
   }
   // The check, after the changes are committed (what it builds is not the task's change).
-  const std::optional<std::string>& check = task.check ? task.check : options_.check;
-  if (check && rec.status == "succeeded") {
-    int64_t timeout = options_.check_timeout_ms;
-    if (task.check_timeout) {
-      Result<int64_t> ms = ParseDurationMs(*task.check_timeout);  // checked with the manifest
-      if (ms.ok()) timeout = *ms;
-    }
-    Result<Fd> log = CreateBeneath(task_fd, "check.log");
-    if (!log.ok()) return fail(log.message());
-    CheckRun run = RunCheck(CheckArgv(self_, options_.exec_args, task.sandbox, *check), cwd, env_,
-                            log->get(), {cancel_.wake_fd(), time_up_.wake_fd()}, timeout);
-    rec.check = run.check;
-    if (run.interrupted) {
-      rec.status = "interrupted";
-    } else if (run.check.exit_code != 0) {
-      rec.status = "failed";
-      rec.error = run.check.timed_out ? "the check timed out after " + FormatDurationMs(timeout)
-                                      : fmt::format("the check exited {}", run.check.exit_code);
-    }
-    // It ran in the clone: publish pushes from there only while git's view is batch's.
-    Result<std::string> after_check = GitConfigState(clone);
-    if (!after_check.ok() || *after_check != *git_config) {
-      return fail("the check changed the clone's git configuration; batch pushes nothing from it");
-    }
-  }
+  if (Status ok = RunTaskCheck(run); !ok.ok()) return fail(ok);
   if (rec.status == "succeeded" && rec.files_changed > 0) {
-    if (Status ok = WriteDelivery(task, prompt, answer, diffstat, rec, clone, task_fd, *git_config);
-        !ok.ok()) {
-      return fail(ok.message());
-    }
+    if (Status ok = WriteDelivery(run); !ok.ok()) return fail(ok);
   }
   rec.duration_ms = elapsed();
   return rec;
 }
 
-Status Batch::WriteDelivery(const BatchTask& task, const std::string& prompt,
-                            const std::string& answer, const std::string& diffstat,
-                            const BatchRecord& rec, const std::string& clone, int task_fd,
-                            const std::string& git_config) {
-  Result<std::string> head = BatchGit(clone, {"rev-parse", "--verify", "HEAD^{commit}"}, env_);
+Status Batch::WriteDelivery(const TaskRun& run) {
+  const BatchTask& task = run.task;
+  const BatchRecord& rec = run.rec;
+  Result<std::string> head = BatchGit(run.clone, {"rev-parse", "--verify", "HEAD^{commit}"}, env_);
   if (!head.ok()) return head.error();
   BranchRecord branch{rec.branch.value_or(""), task.repo, head->substr(0, head->find('\n')),
                       task.ref};
   PullRequestInput pr{task.id,
-                      prompt,
-                      answer,
+                      run.prompt,
+                      run.answer,
                       task.check ? task.check : options_.check,
                       rec.check ? CheckSummary(*rec.check) : "",
-                      diffstat};
+                      run.diffstat};
   for (auto [name, text] :
-       {std::pair<const char*, std::string>{"git-config", git_config},
+       {std::pair<const char*, std::string>{"git-config", run.git_config},
         {"pr-title.txt", PullRequestTitle(pr)},
         {"pr-body.md", PullRequestBody(pr)},
         // Last: publish takes a task with branch.json as one whose files are all there.
         {"branch.json", BranchRecordJson(branch)}}) {
-    if (Status w = WriteBeneath(task_fd, name, text); !w.ok()) return w;
+    if (Status w = WriteBeneath(run.task_fd, name, text); !w.ok()) return w;
   }
   return {};
 }
@@ -841,6 +897,90 @@ Result<std::unordered_set<std::string>> CompletedIds(const std::string& out) {
 
 }  // namespace
 
+namespace {
+
+// Where the records go, before anything runs.
+struct OutPlan {
+  std::string out_real, work_real;            // --out and --work-dir, canonical
+  std::unordered_set<std::string> completed;  // --resume: the ids with a completed record
+};
+
+// --out: created if missing, never inside --work-dir; one that already holds a batch only with
+// --resume, which then skips the tasks it completed.
+Result<OutPlan> PlanOut(const BatchRunOptions& options) {
+  struct stat st {};
+  if (::stat(options.out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return MakeError(fmt::format("--out {}: not a directory", options.out));
+  }
+  if (Status made = MakeDirs(options.out); !made.ok()) {
+    return MakeError(fmt::format("--out {}: {}", options.out, made.message()));
+  }
+  OutPlan plan;
+  plan.out_real = Canonical(options.out);
+  plan.work_real = Canonical(options.work_dir ? *options.work_dir : options.out + "/work");
+  if (Inside(plan.out_real, plan.work_real)) {
+    return MakeError(fmt::format(
+        "--out {} is inside --work-dir {}, where the tasks' clones are: choose a directory "
+        "outside it",
+        options.out, plan.work_real));
+  }
+  const bool has_results = ::stat((options.out + "/results.jsonl").c_str(), &st) == 0;
+  if (!options.resume && has_results) {
+    return MakeError(fmt::format(
+        "--out {} already holds a batch (results.jsonl): use --resume to finish it, or another "
+        "directory",
+        options.out));
+  }
+  if (options.resume && has_results) {
+    Result<std::unordered_set<std::string>> ids = CompletedIds(options.out);
+    if (!ids.ok()) return ids.error();
+    plan.completed = std::move(*ids);
+  }
+  return plan;
+}
+
+// What this shard will run, read once through the manifest before anything starts.
+struct ShardTasks {
+  size_t total = 0;
+  std::vector<std::optional<std::string>> sandboxes;  // each distinct task `sandbox`, once
+};
+
+// Counts this shard's tasks still to run, and refuses --out and --work-dir inside any task's
+// local repository (a command the task runs could reach them).
+Result<ShardTasks> ScanShard(const BatchRunOptions& options, const Shard& shard,
+                             const OutPlan& plan) {
+  Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
+  if (!reader.ok()) return reader.error();
+  ShardTasks tasks;
+  for (;;) {
+    Result<std::optional<BatchTask>> next = reader->Next();
+    if (!next.ok()) return next.error();
+    if (!*next) break;
+    const BatchTask& task = **next;
+    if (!task.repo_is_url) {
+      const std::string repo_real = Canonical(task.repo);
+      for (auto [flag, dir] : {std::pair<const char*, const std::string*>{"--out", &plan.out_real},
+                               {"--work-dir", &plan.work_real}}) {
+        if (Inside(*dir, repo_real)) {
+          return MakeError(fmt::format(
+              "{} {} is inside the repository of task '{}' ({}): a command the task runs could "
+              "reach it; choose a directory outside it",
+              flag, *dir, task.id, repo_real));
+        }
+      }
+    }
+    if (!shard.Takes(task.index) || plan.completed.count(task.id) != 0) continue;
+    ++tasks.total;
+    if (std::find(tasks.sandboxes.begin(), tasks.sandboxes.end(), task.sandbox) ==
+        tasks.sandboxes.end()) {
+      tasks.sandboxes.push_back(task.sandbox);
+    }
+  }
+  return tasks;
+}
+
+}  // namespace
+
 int RunBatch(const BatchRunOptions& options) {
   Result<std::vector<std::string>> errors = CheckManifest(options.manifest);
   if (!errors.ok()) return FailWith(ExitCode::kUsage, errors.message());
@@ -850,69 +990,10 @@ int RunBatch(const BatchRunOptions& options) {
   }
   Result<Shard> shard = ResolveShard(options.shard, options.shard_total, ShardEnvironment());
   if (!shard.ok()) return FailWith(ExitCode::kUsage, shard.message());
-
-  // --out: created if missing; refused inside a task's repository (a command could reach it).
-  struct stat st {};
-  if (::stat(options.out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-    return FailWith(ExitCode::kUsage, fmt::format("--out {}: not a directory", options.out));
-  }
-  if (Status made = MakeDirs(options.out); !made.ok()) {
-    return FailWith(ExitCode::kUsage, fmt::format("--out {}: {}", options.out, made.message()));
-  }
-  const std::string out_real = Canonical(options.out);
-  const std::string work_real =
-      Canonical(options.work_dir ? *options.work_dir : options.out + "/work");
-  if (Inside(out_real, work_real)) {
-    return FailWith(ExitCode::kUsage,
-                    fmt::format("--out {} is inside --work-dir {}, where the tasks' clones are: "
-                                "choose a directory outside it",
-                                options.out, work_real));
-  }
-  const bool has_results = ::stat((options.out + "/results.jsonl").c_str(), &st) == 0;
-  if (!options.resume && has_results) {
-    return FailWith(ExitCode::kUsage,
-                    fmt::format("--out {} already holds a batch (results.jsonl): use --resume to "
-                                "finish it, or another directory",
-                                options.out));
-  }
-  std::unordered_set<std::string> completed;
-  if (options.resume && has_results) {
-    Result<std::unordered_set<std::string>> ids = CompletedIds(options.out);
-    if (!ids.ok()) return FailWith(ExitCode::kUsage, ids.message());
-    completed = std::move(*ids);
-  }
-
-  size_t total = 0;
-  std::vector<std::optional<std::string>> sandboxes;  // each distinct task `sandbox`, once
-  {
-    Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
-    if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
-    for (;;) {
-      Result<std::optional<BatchTask>> next = reader->Next();
-      if (!next.ok()) return FailWith(ExitCode::kUsage, next.message());
-      if (!*next) break;
-      const BatchTask& task = **next;
-      if (!task.repo_is_url) {
-        const std::string repo_real = Canonical(task.repo);
-        for (auto [flag, dir] : {std::pair<const char*, const std::string*>{"--out", &out_real},
-                                 {"--work-dir", &work_real}}) {
-          if (Inside(*dir, repo_real)) {
-            return FailWith(ExitCode::kUsage,
-                            fmt::format("{} {} is inside the repository of task '{}' ({}): a "
-                                        "command the task runs could reach it; choose a "
-                                        "directory outside it",
-                                        flag, *dir, task.id, repo_real));
-          }
-        }
-      }
-      if (shard->Takes(task.index) && completed.count(task.id) == 0) {
-        ++total;
-        if (std::find(sandboxes.begin(), sandboxes.end(), task.sandbox) == sandboxes.end()) {
-          sandboxes.push_back(task.sandbox);
-        }
-      }
-    }
-  }
+  Result<OutPlan> plan = PlanOut(options);
+  if (!plan.ok()) return FailWith(ExitCode::kUsage, plan.message());
+  Result<ShardTasks> tasks = ScanShard(options, *shard, *plan);
+  if (!tasks.ok()) return FailWith(ExitCode::kUsage, tasks.message());
 
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -920,7 +1001,7 @@ int RunBatch(const BatchRunOptions& options) {
   self[n] = '\0';
 
   Batch batch(options, self);
-  if (Status ok = batch.Prepare(total, sandboxes, out_real); !ok.ok()) {
+  if (Status ok = batch.Prepare(tasks->total, tasks->sandboxes, plan->out_real); !ok.ok()) {
     return FailWith(ExitCode::kUsage, ok.message());
   }
   if (!shard->source.empty()) {
@@ -929,7 +1010,7 @@ int RunBatch(const BatchRunOptions& options) {
   }
   Result<ManifestReader> reader = ManifestReader::Open(options.manifest);
   if (!reader.ok()) return FailWith(ExitCode::kUsage, reader.message());
-  return batch.Run(*reader, *shard, completed);
+  return batch.Run(*reader, *shard, plan->completed);
 }
 
 }  // namespace ae
