@@ -176,57 +176,66 @@ Status ForEachLine(const std::string& path, bool missing_ok,
   }
 }
 
-Result<std::optional<BatchTask>> ManifestReader::Next() {
-  std::optional<std::string> line;
-  for (;;) {
-    Result<std::optional<std::string>> read = lines_.Next();
-    if (!read.ok()) return read.error();
-    if (!*read) return std::optional<BatchTask>();
-    if (!IsWhitespace(**read)) {
-      line = std::move(**read);
-      break;
-    }
-  }
-  BatchTask task;
-  task.line = lines_.line();
-  task.index = index_++;
-  const std::string at = fmt::format("{}:{}", path_, task.line);
-  auto field_error = [&](std::string_view field, const std::string& what) {
-    return MakeError(fmt::format("{}: field '{}': {}", at, field, what));
-  };
+namespace {
 
-  rapidjson::Document doc;
-  if (auto e = ParseJsonInto(*line, &doc)) {
-    return MakeError(
-        fmt::format("{}: the line is not valid JSON: {} (at byte {})", at, e->reason, e->offset));
-  }
-  if (!doc.IsObject()) return MakeError(fmt::format("{}: the line must be a JSON object", at));
-  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
-    std::string_view name(it->name.GetString(), it->name.GetStringLength());
-    if (!KnownField(name)) {
-      return field_error(name, fmt::format("unknown field (known: {})", FieldList()));
-    }
-  }
+// One manifest line's fields, read by type; every error names the line and the field.
+class TaskFields {
+ public:
+  TaskFields(const rapidjson::Document& doc, std::string at) : doc_(doc), at_(std::move(at)) {}
 
-  auto string_field = [&](const char* name, std::optional<std::string>* out) -> Status {
-    const rapidjson::Value* v = FindJsonMember(doc, name);
+  Error Bad(std::string_view field, const std::string& what) const {
+    return MakeError(fmt::format("{}: field '{}': {}", at_, field, what));
+  }
+  // A non-empty string without NUL bytes.
+  Status String(const char* name, std::optional<std::string>* out) const {
+    const rapidjson::Value* v = FindJsonMember(doc_, name);
     if (v == nullptr) return {};
-    if (!v->IsString()) return field_error(name, "must be a string");
+    if (!v->IsString()) return Bad(name, "must be a string");
     std::string s(v->GetString(), v->GetStringLength());
-    if (s.empty()) return field_error(name, "must not be empty");
-    if (s.find('\0') != std::string::npos) return field_error(name, "must not hold a NUL byte");
+    if (s.empty()) return Bad(name, "must not be empty");
+    if (s.find('\0') != std::string::npos) return Bad(name, "must not hold a NUL byte");
     *out = std::move(s);
     return {};
-  };
-  auto int_field = [&](const char* name, std::optional<int64_t>* out) -> Status {
-    const rapidjson::Value* v = FindJsonMember(doc, name);
+  }
+  Status Positive(const char* name, std::optional<int64_t>* out) const {
+    const rapidjson::Value* v = FindJsonMember(doc_, name);
     if (v == nullptr) return {};
-    if (!v->IsInt64() || v->GetInt64() <= 0) return field_error(name, "must be a positive integer");
+    if (!v->IsInt64() || v->GetInt64() <= 0) return Bad(name, "must be a positive integer");
     *out = v->GetInt64();
     return {};
-  };
+  }
+  // A duration as text ("90s") or a number of seconds, kept as text for the task's exec.
+  Status Duration(const char* name, std::optional<std::string>* out) const {
+    const rapidjson::Value* v = FindJsonMember(doc_, name);
+    if (v == nullptr) return {};
+    if (v->IsString()) {
+      *out = std::string(v->GetString(), v->GetStringLength());
+    } else if (v->IsInt64() && v->GetInt64() > 0) {
+      *out = std::to_string(v->GetInt64());
+    } else {
+      return Bad(name, "must be a duration such as \"90s\", \"10m\" or \"1h30m\"");
+    }
+    if (!ParseDurationMs(**out).ok()) {
+      return Bad(name, fmt::format("'{}' is not a duration such as 90s, 10m, 1h30m", **out));
+    }
+    return {};
+  }
+  Status Bool(const char* name, std::optional<bool>* out) const {
+    const rapidjson::Value* v = FindJsonMember(doc_, name);
+    if (v == nullptr) return {};
+    if (!v->IsBool()) return Bad(name, "must be true or false");
+    *out = v->GetBool();
+    return {};
+  }
 
-  std::optional<std::string> id, repo;
+ private:
+  const rapidjson::Document& doc_;
+  std::string at_;
+};
+
+// Every field of the line into `task` (id and repo as given, into `id` and `repo`).
+Status ReadTaskFields(const TaskFields& fields, BatchTask& task, std::optional<std::string>& id,
+                      std::optional<std::string>& repo) {
   for (auto [name, out] : {std::pair<const char*, std::optional<std::string>*>{"id", &id},
                            {"repo", &repo},
                            {"ref", &task.ref},
@@ -237,98 +246,124 @@ Result<std::optional<BatchTask>> ManifestReader::Next() {
                            {"sandbox", &task.sandbox},
                            {"output_schema", &task.output_schema},
                            {"check", &task.check}}) {
-    if (Status ok = string_field(name, out); !ok.ok()) return ok.error();
+    if (Status ok = fields.String(name, out); !ok.ok()) return ok;
   }
-  if (Status ok = int_field("max_turns", &task.max_turns); !ok.ok()) return ok.error();
-  if (Status ok = int_field("max_tokens", &task.max_tokens); !ok.ok()) return ok.error();
+  if (Status ok = fields.Positive("max_turns", &task.max_turns); !ok.ok()) return ok;
+  if (Status ok = fields.Positive("max_tokens", &task.max_tokens); !ok.ok()) return ok;
   if (task.max_turns && *task.max_turns > 1000000) {
-    return field_error("max_turns", "must be at most 1000000");
+    return fields.Bad("max_turns", "must be at most 1000000");
   }
-  auto duration_field = [&](const char* name, std::optional<std::string>* out) -> Status {
-    const rapidjson::Value* v = FindJsonMember(doc, name);
-    if (v == nullptr) return {};
-    if (v->IsString()) {
-      *out = std::string(v->GetString(), v->GetStringLength());
-    } else if (v->IsInt64() && v->GetInt64() > 0) {
-      *out = std::to_string(v->GetInt64());
-    } else {
-      return field_error(name, "must be a duration such as \"90s\", \"10m\" or \"1h30m\"");
-    }
-    if (!ParseDurationMs(**out).ok()) {
-      return field_error(name,
-                         fmt::format("'{}' is not a duration such as 90s, 10m, 1h30m", **out));
-    }
-    return {};
-  };
-  if (Status ok = duration_field("timeout", &task.timeout); !ok.ok()) return ok.error();
-  if (Status ok = duration_field("check_timeout", &task.check_timeout); !ok.ok()) {
-    return ok.error();
-  }
-  if (const rapidjson::Value* v = FindJsonMember(doc, "expect_change")) {
-    if (!v->IsBool()) return field_error("expect_change", "must be true or false");
-    task.expect_change = v->GetBool();
-  }
+  if (Status ok = fields.Duration("timeout", &task.timeout); !ok.ok()) return ok;
+  if (Status ok = fields.Duration("check_timeout", &task.check_timeout); !ok.ok()) return ok;
+  return fields.Bool("expect_change", &task.expect_change);
+}
 
-  if (!id) return field_error("id", "missing");
+// `dir` must stay inside the repository: relative, with no ".." component.
+bool DirStaysInside(const std::string& d) {
+  if (d[0] == '/') return false;
+  size_t start = 0;
+  while (start <= d.size()) {
+    size_t end = d.find('/', start);
+    if (end == std::string::npos) end = d.size();
+    if (end - start == 2 && d.compare(start, 2, "..") == 0) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// The fields that must be there, and the values that would do harm or fail later.
+Status CheckTaskFields(const TaskFields& fields, BatchTask& task,
+                       const std::optional<std::string>& id,
+                       const std::optional<std::string>& repo) {
+  if (!id) return fields.Bad("id", "missing");
   if (!IsUsableTaskId(*id)) {
-    return field_error("id", fmt::format("'{}' cannot name a file and a branch: use only "
-                                         "A-Z a-z 0-9 . _ -, not starting with '.' or '-'",
-                                         *id));
+    return fields.Bad("id", fmt::format("'{}' cannot name a file and a branch: use only "
+                                        "A-Z a-z 0-9 . _ -, not starting with '.' or '-'",
+                                        *id));
   }
   task.id = *id;
-  if (!repo) return field_error("repo", "missing");
+  if (!repo) return fields.Bad("repo", "missing");
   if (task.prompt && task.prompt_file) {
-    return field_error("prompt_file", "cannot be used with 'prompt'");
+    return fields.Bad("prompt_file", "cannot be used with 'prompt'");
   }
   if (!task.prompt && !task.prompt_file) {
-    return field_error("prompt", "missing (give 'prompt' or 'prompt_file')");
+    return fields.Bad("prompt", "missing (give 'prompt' or 'prompt_file')");
   }
   // Passed on to the task's exec as -s; checked here by the same table, so a bad value stops
   // the batch before anything ran.
   if (task.sandbox && !FromName(sandbox::kModeNames, *task.sandbox)) {
-    return field_error("sandbox", fmt::format("'{}' is not one of {}", *task.sandbox,
-                                              JoinNames(sandbox::kModeNames, ", ")));
+    return fields.Bad("sandbox", fmt::format("'{}' is not one of {}", *task.sandbox,
+                                             JoinNames(sandbox::kModeNames, ", ")));
   }
   if (task.ref && (task.ref->starts_with("-") || task.ref->find("..") != std::string::npos)) {
-    return field_error("ref", fmt::format("'{}' is not a branch, tag or commit", *task.ref));
+    return fields.Bad("ref", fmt::format("'{}' is not a branch, tag or commit", *task.ref));
   }
-  if (task.dir) {
-    const std::string& d = *task.dir;
-    bool bad = d[0] == '/';
-    size_t start = 0;
-    while (!bad && start <= d.size()) {
-      size_t end = d.find('/', start);
-      if (end == std::string::npos) end = d.size();
-      if (d.compare(start, end - start, "..") == 0 && end - start == 2) bad = true;
-      start = end + 1;
-    }
-    if (bad) return field_error("dir", fmt::format("'{}' must be a path inside the repository", d));
+  if (task.dir && !DirStaysInside(*task.dir)) {
+    return fields.Bad("dir", fmt::format("'{}' must be a path inside the repository", *task.dir));
   }
+  return {};
+}
 
-  task.repo_is_url = LooksLikeUrl(*repo);
+// The repository (a URL, or a directory relative to the manifest) and the files the task
+// names, resolved and checked now.
+Status ResolveTaskPaths(const TaskFields& fields, const std::string& base_dir,
+                        const std::string& repo, BatchTask& task) {
+  task.repo_is_url = LooksLikeUrl(repo);
   if (task.repo_is_url) {
-    if (repo->starts_with("-") || repo->starts_with("ext::")) {
-      return field_error("repo", fmt::format("'{}' is not a repository URL", *repo));
+    if (repo.starts_with("-") || repo.starts_with("ext::")) {
+      return fields.Bad("repo", fmt::format("'{}' is not a repository URL", repo));
     }
-    task.repo = *repo;
+    task.repo = repo;
   } else {
-    task.repo = Resolve(base_dir_, *repo);
+    task.repo = Resolve(base_dir, repo);
     struct stat st {};
     if (::stat(task.repo.c_str(), &st) != 0) {
-      return field_error("repo", fmt::format("{}: {}", task.repo, std::strerror(errno)));
+      return fields.Bad("repo", fmt::format("{}: {}", task.repo, std::strerror(errno)));
     }
-    if (!S_ISDIR(st.st_mode)) {
-      return field_error("repo", fmt::format("{}: not a directory", task.repo));
-    }
+    if (!S_ISDIR(st.st_mode))
+      return fields.Bad("repo", fmt::format("{}: not a directory", task.repo));
   }
   for (auto [name, value] :
        {std::pair<const char*, std::optional<std::string>*>{"prompt_file", &task.prompt_file},
         {"output_schema", &task.output_schema}}) {
     if (!*value) continue;
-    **value = Resolve(base_dir_, **value);
+    **value = Resolve(base_dir, **value);
     Result<Fd> fd = OpenRegularFile(**value);
-    if (!fd.ok()) return field_error(name, fmt::format("{}: {}", **value, fd.message()));
+    if (!fd.ok()) return fields.Bad(name, fmt::format("{}: {}", **value, fd.message()));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<std::optional<BatchTask>> ManifestReader::Next() {
+  std::optional<std::string> line;
+  while (!line) {
+    Result<std::optional<std::string>> read = lines_.Next();
+    if (!read.ok()) return read.error();
+    if (!*read) return std::optional<BatchTask>();
+    if (!IsWhitespace(**read)) line = std::move(**read);
+  }
+  BatchTask task;
+  task.line = lines_.line();
+  task.index = index_++;
+  const std::string at = fmt::format("{}:{}", path_, task.line);
+  rapidjson::Document doc;
+  if (auto e = ParseJsonInto(*line, &doc)) {
+    return MakeError(
+        fmt::format("{}: the line is not valid JSON: {} (at byte {})", at, e->reason, e->offset));
+  }
+  if (!doc.IsObject()) return MakeError(fmt::format("{}: the line must be a JSON object", at));
+  const TaskFields fields(doc, at);
+  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    if (!KnownField(name))
+      return fields.Bad(name, fmt::format("unknown field (known: {})", FieldList()));
+  }
+  std::optional<std::string> id, repo;
+  if (Status ok = ReadTaskFields(fields, task, id, repo); !ok.ok()) return ok.error();
+  if (Status ok = CheckTaskFields(fields, task, id, repo); !ok.ok()) return ok.error();
+  if (Status ok = ResolveTaskPaths(fields, base_dir_, *repo, task); !ok.ok()) return ok.error();
   return std::optional<BatchTask>(std::move(task));
 }
 
