@@ -633,6 +633,28 @@ Status CheckOptions(Given& given) {
   return {};
 }
 
+// --last and --all go with `resume`; `resume --last ID [PROMPT]` is refused, since an id where
+// the prompt goes would silently become the prompt. `next` is the first word after `resume`.
+Status CheckResumeOptions(const CliArgs& args, const std::vector<std::string>& positionals,
+                          size_t next) {
+  if (args.resume_last && !args.resume) {
+    return UsageError("'--last' is only valid after 'resume'");
+  }
+  if (args.resume_all && !args.resume) {
+    return UsageError("'--all' is only valid after 'resume'");
+  }
+  if (args.resume && args.resume_last) {
+    const size_t left = positionals.size() - next;
+    if (left >= 2 || (left == 1 && LooksLikeSessionId(positionals[next]))) {
+      return UsageError(fmt::format(
+          "the argument '--last' cannot be used with '{}': '--last' and a SESSION_ID exclude "
+          "each other",
+          positionals[next]));
+    }
+  }
+  return {};
+}
+
 // The words: an optional leading `exec`, then an optional `resume` or `review` (never after
 // "--": the last `literal_count` words), then SESSION_ID and PROMPT.
 Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
@@ -684,22 +706,7 @@ Result<CliArgs> ReadWords(Given& given, size_t literal_count) {
       !ok.ok()) {
     return ok.error();
   }
-  if (args.resume_last && !args.resume) {
-    return UsageError("'--last' is only valid after 'resume'");
-  }
-  if (args.resume_all && !args.resume) {
-    return UsageError("'--all' is only valid after 'resume'");
-  }
-  if (args.resume && args.resume_last) {
-    // `resume --last ID [PROMPT]`: an id where the prompt goes would silently become the prompt.
-    const size_t left = positionals.size() - next;
-    if (left >= 2 || (left == 1 && LooksLikeSessionId(positionals[next]))) {
-      return UsageError(fmt::format(
-          "the argument '--last' cannot be used with '{}': '--last' and a SESSION_ID exclude "
-          "each other",
-          positionals[next]));
-    }
-  }
+  if (Status ok = CheckResumeOptions(args, positionals, next); !ok.ok()) return ok.error();
   if (args.resume && !args.resume_last) {
     if (next == positionals.size()) {
       return UsageError("'resume' needs a SESSION_ID or --last");

@@ -356,29 +356,9 @@ class Loader {
         if (spec.type == KeyType::kPath) s = ResolvePath(s, origin);
         return ConfigValue(std::move(s));
       }
-      case KeyType::kEnum: {
+      case KeyType::kEnum:
         if (!node.is_string()) return type_error();
-        std::string s = *node.value<std::string>();
-        if ((spec.flags & kInteractiveValues) && (s == "untrusted" || s == "on-request")) {
-          // A file and `-c` fall back as codex runs them; `-a` is refused by the CLI parser
-          // before it gets here, so this error only guards a flag added later.
-          if (origin.layer == Layer::kFlag) {
-            return MakeError(
-                fmt::format("{}: '{}' value '{}' needs someone to answer prompts, and agentexec is "
-                            "headless; use never or on-failure",
-                            where, display, s));
-          }
-          Warn(
-              fmt::format("{}: '{}' value '{}' needs someone to answer prompts, and agentexec is "
-                          "headless; using 'never'",
-                          where, display, s));
-          return ConfigValue(std::string("never"));
-        }
-        for (std::string_view choice : SplitChoices(spec.choices)) {
-          if (s == choice) return ConfigValue(std::move(s));
-        }
-        return type_error();
-      }
+        return ConvertEnum(spec, *node.value<std::string>(), display, where, origin, type_error());
       case KeyType::kBool:
         if (!node.is_boolean()) return type_error();
         return ConfigValue(*node.value<bool>());
@@ -422,6 +402,32 @@ class Loader {
         break;
     }
     return type_error();
+  }
+
+  // One of the key's choices. The interactive approval policies codex knows fall back to
+  // `never` from a file and `-c`, as codex runs them; from a flag they are an error.
+  Result<ConfigValue> ConvertEnum(const KeySpec& spec, std::string s, const std::string& display,
+                                  const std::string& where, const Origin& origin,
+                                  Error type_error) {
+    if ((spec.flags & kInteractiveValues) && (s == "untrusted" || s == "on-request")) {
+      // `-a` is refused by the CLI parser before it gets here, so this error only guards a
+      // flag added later.
+      if (origin.layer == Layer::kFlag) {
+        return MakeError(
+            fmt::format("{}: '{}' value '{}' needs someone to answer prompts, and agentexec is "
+                        "headless; use never or on-failure",
+                        where, display, s));
+      }
+      Warn(
+          fmt::format("{}: '{}' value '{}' needs someone to answer prompts, and agentexec is "
+                      "headless; using 'never'",
+                      where, display, s));
+      return ConfigValue(std::string("never"));
+    }
+    for (std::string_view choice : SplitChoices(spec.choices)) {
+      if (s == choice) return ConfigValue(std::move(s));
+    }
+    return type_error;
   }
 
   static std::vector<std::string_view> SplitChoices(std::string_view choices) {
