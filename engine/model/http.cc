@@ -129,28 +129,14 @@ HttpClient::~HttpClient() {
   if (multi_) curl_multi_cleanup(static_cast<CURLM*>(multi_));
 }
 
-HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, CancelToken& cancel) {
-  HttpResponse response;
-  if (!multi_ && !easy_) {  // the first request: libcurl's handles are made once, then reused
-    GlobalInitOnce();
-    multi_ = curl_multi_init();
-    easy_ = curl_easy_init();
-  }
-  auto* multi = static_cast<CURLM*>(multi_);
-  auto* easy = static_cast<CURL*>(easy_);
-  if (!multi || !easy) {
-    response.error = "could not initialise libcurl";
-    return response;
-  }
-  const Clock::time_point started = Clock::now();
-  Transfer t{&response, &sink, easy, started};
-  t.accept_json = request.accept_json;
+namespace {
 
+// The request on the reused handle, which reports to `t`; the header list to free after.
+curl_slist* SetOptions(CURL* easy, const HttpRequest& request, Transfer& t, char* errbuf) {
   curl_easy_reset(easy);
   curl_slist* headers = nullptr;
   for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-  char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(easy, CURLOPT_POST, 1L);
   curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
@@ -171,11 +157,16 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
     if (!Roots().file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, Roots().file.c_str());
     if (!Roots().dir.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, Roots().dir.c_str());
   }
+  return headers;
+}
 
-  curl_multi_add_handle(multi, easy);
+// Runs the transfer until it finishes (*finished, with libcurl's result), fails, is
+// cancelled or runs out of time; the last three are set in t.response.
+CURLcode Perform(CURLM* multi, const HttpRequest& request, Transfer& t, CancelToken& cancel,
+                 Clock::time_point started, bool* finished) {
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
-  bool finished = false;
+  HttpResponse& response = *t.response;
   CURLcode result = CURLE_OK;
   while (true) {
     int running = 0;
@@ -186,12 +177,12 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
     }
     int queued = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
-      if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy) {
-        finished = true;
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == t.easy) {
+        *finished = true;
         result = msg->data.result;
       }
     }
-    if (finished || running == 0) break;
+    if (*finished || running == 0) break;
     if (cancel.cancelled()) {
       response.outcome = HttpResponse::Outcome::kCancelled;
       break;
@@ -219,27 +210,59 @@ HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, Ca
         static_cast<int>(std::min<int64_t>(std::min(limit - idle, total_limit - elapsed), 1000));
     curl_multi_poll(multi, &wake, 1, std::max(wait_ms, 1), nullptr);
   }
-  if (!t.decided) {  // no body byte arrived: classify the head alone
-    long status = 0;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    response.status = status;
-    response.event_stream = status >= 200 && status < 300 &&
-                            (response.content_type.empty() ||
-                             StartsWithNoCase(response.content_type, "text/event-stream"));
+  return result;
+}
+
+// No body byte arrived: the head alone says what the response is.
+void ClassifyHead(CURL* easy, HttpResponse& response) {
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  response.status = status;
+  response.event_stream = status >= 200 && status < 300 &&
+                          (response.content_type.empty() ||
+                           StartsWithNoCase(response.content_type, "text/event-stream"));
+}
+
+void SetFinishedOutcome(const Transfer& t, CURLcode result, const char* errbuf,
+                        HttpResponse& response) {
+  if (t.sink_aborted) {
+    response.outcome = HttpResponse::Outcome::kAbortedBySink;
+  } else if (result == CURLE_OK) {
+    response.outcome = HttpResponse::Outcome::kDone;
+  } else {
+    response.outcome = HttpResponse::Outcome::kTransportError;
+    response.error = errbuf[0] ? errbuf : curl_easy_strerror(result);
   }
+}
+
+}  // namespace
+
+HttpResponse HttpClient::Post(const HttpRequest& request, HttpBodySink& sink, CancelToken& cancel) {
+  HttpResponse response;
+  if (!multi_ && !easy_) {  // the first request: libcurl's handles are made once, then reused
+    GlobalInitOnce();
+    multi_ = curl_multi_init();
+    easy_ = curl_easy_init();
+  }
+  auto* multi = static_cast<CURLM*>(multi_);
+  auto* easy = static_cast<CURL*>(easy_);
+  if (!multi || !easy) {
+    response.error = "could not initialise libcurl";
+    return response;
+  }
+  const Clock::time_point started = Clock::now();
+  Transfer t{&response, &sink, easy, started};
+  t.accept_json = request.accept_json;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_slist* headers = SetOptions(easy, request, t, errbuf);
+
+  curl_multi_add_handle(multi, easy);
+  bool finished = false;
+  const CURLcode result = Perform(multi, request, t, cancel, started, &finished);
+  if (!t.decided) ClassifyHead(easy, response);
   curl_multi_remove_handle(multi, easy);
   curl_slist_free_all(headers);
-
-  if (finished) {
-    if (t.sink_aborted) {
-      response.outcome = HttpResponse::Outcome::kAbortedBySink;
-    } else if (result == CURLE_OK) {
-      response.outcome = HttpResponse::Outcome::kDone;
-    } else {
-      response.outcome = HttpResponse::Outcome::kTransportError;
-      response.error = errbuf[0] ? errbuf : curl_easy_strerror(result);
-    }
-  }
+  if (finished) SetFinishedOutcome(t, result, errbuf, response);
   return response;
 }
 
