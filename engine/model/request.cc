@@ -307,6 +307,68 @@ std::string BuildCompactRequest(const ModelOptions& options, const Prompt& promp
   return std::string(w.view());
 }
 
+namespace {
+
+void WriteChatToolCalls(Writer& w, const std::vector<ChatToolCall>& calls) {
+  w.Key("tool_calls");
+  w.StartArray();
+  for (const ChatToolCall& c : calls) {
+    w.StartObject();
+    w.Key("id");
+    w.String(c.id);
+    w.Key("type");
+    w.String("function");
+    w.Key("function");
+    w.StartObject();
+    w.Key("name");
+    w.String(c.name);
+    w.Key("arguments");
+    w.String(c.arguments);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteChatMessage(Writer& w, const ChatMessage& m) {
+  w.StartObject();
+  w.Key("role");
+  w.String(m.role);
+  w.Key("content");
+  if (!m.content_parts_json.empty()) {
+    w.Raw(m.content_parts_json);
+  } else if (m.content.empty() && !m.tool_calls.empty()) {
+    w.Null();  // an assistant turn that only calls tools
+  } else {
+    w.String(m.content);
+  }
+  if (!m.tool_calls.empty()) WriteChatToolCalls(w, m.tool_calls);
+  if (m.role == "tool") {
+    w.Key("tool_call_id");
+    w.String(m.tool_call_id);
+  }
+  w.EndObject();
+}
+
+void WriteChatResponseFormat(Writer& w, const std::string& schema_json) {
+  w.Key("response_format");
+  w.StartObject();
+  w.Key("type");
+  w.String("json_schema");
+  w.Key("json_schema");
+  w.StartObject();
+  w.Key("name");
+  w.String(kOutputSchemaName);
+  w.Key("strict");
+  w.Bool(true);
+  w.Key("schema");
+  w.Raw(schema_json);
+  w.EndObject();
+  w.EndObject();
+}
+
+}  // namespace
+
 Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& prompt) {
   auto messages = MapHistory(prompt);
   if (!messages) return messages.error();
@@ -320,44 +382,7 @@ Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& 
   w.String(options.model);
   w.Key("messages");
   w.StartArray();
-  for (const ChatMessage& m : *messages) {
-    w.StartObject();
-    w.Key("role");
-    w.String(m.role);
-    w.Key("content");
-    if (!m.content_parts_json.empty()) {
-      w.Raw(m.content_parts_json);
-    } else if (m.content.empty() && !m.tool_calls.empty()) {
-      w.Null();  // an assistant turn that only calls tools
-    } else {
-      w.String(m.content);
-    }
-    if (!m.tool_calls.empty()) {
-      w.Key("tool_calls");
-      w.StartArray();
-      for (const ChatToolCall& c : m.tool_calls) {
-        w.StartObject();
-        w.Key("id");
-        w.String(c.id);
-        w.Key("type");
-        w.String("function");
-        w.Key("function");
-        w.StartObject();
-        w.Key("name");
-        w.String(c.name);
-        w.Key("arguments");
-        w.String(c.arguments);
-        w.EndObject();
-        w.EndObject();
-      }
-      w.EndArray();
-    }
-    if (m.role == "tool") {
-      w.Key("tool_call_id");
-      w.String(m.tool_call_id);
-    }
-    w.EndObject();
-  }
+  for (const ChatMessage& m : *messages) WriteChatMessage(w, m);
   w.EndArray();
   w.Key("stream");
   w.Bool(true);
@@ -380,22 +405,7 @@ Result<std::string> BuildChatRequest(const ModelOptions& options, const Prompt& 
     w.Key("reasoning_effort");
     w.String(options.reasoning_effort);
   }
-  if (prompt.output_schema_json) {
-    w.Key("response_format");
-    w.StartObject();
-    w.Key("type");
-    w.String("json_schema");
-    w.Key("json_schema");
-    w.StartObject();
-    w.Key("name");
-    w.String(kOutputSchemaName);
-    w.Key("strict");
-    w.Bool(true);
-    w.Key("schema");
-    w.Raw(*prompt.output_schema_json);
-    w.EndObject();
-    w.EndObject();
-  }
+  if (prompt.output_schema_json) WriteChatResponseFormat(w, *prompt.output_schema_json);
   w.EndObject();
   return w.Take();
 }
