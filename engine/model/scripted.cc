@@ -1,5 +1,6 @@
 #include "engine/model/scripted.h"
 
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -85,6 +86,124 @@ class ScriptedClient : public ModelClient {
   size_t next_ = 0;
 };
 
+// The item's own fields, after "type"; the script's item is `item`, its type `type`.
+struct ItemContext {
+  const rapidjson::Value& item;
+  std::string_view type;
+  int turn;
+  int index;
+};
+using ItemWriter = Status (*)(JsonWriter& w, const ItemContext& c);
+
+Status WriteMessage(JsonWriter& w, const ItemContext& c) {
+  auto text = RequiredString(c.item, "text", c.type);
+  if (!text) return text.error();
+  WriteAssistantContent(w, *text);
+  if (const rapidjson::Value* phase = FindJsonMember(c.item, "phase"); phase && phase->IsString()) {
+    w.Key("phase");
+    w.String(phase->GetString());
+  }
+  return {};
+}
+
+// "summary": one string or an array of them.
+Result<std::vector<std::string>> SummaryParts(const rapidjson::Value& item) {
+  const rapidjson::Value* summary = FindJsonMember(item, "summary");
+  std::vector<std::string> parts;
+  if (summary && summary->IsString()) {
+    parts.emplace_back(summary->GetString(), summary->GetStringLength());
+  } else if (summary && summary->IsArray()) {
+    for (const auto& p : summary->GetArray()) {
+      if (!p.IsString()) return MakeError("reasoning \"summary\" must hold strings");
+      parts.emplace_back(p.GetString(), p.GetStringLength());
+    }
+  } else if (summary) {
+    return MakeError("reasoning \"summary\" must be a string or an array of strings");
+  }
+  return parts;
+}
+
+Status WriteReasoning(JsonWriter& w, const ItemContext& c) {
+  Result<std::vector<std::string>> parts = SummaryParts(c.item);
+  if (!parts) return parts.error();
+  w.Key("summary");
+  w.StartArray();
+  for (const auto& p : *parts) {
+    w.StartObject();
+    w.Key("type");
+    w.String("summary_text");
+    w.Key("text");
+    w.String(p);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (const rapidjson::Value* enc = FindJsonMember(c.item, "encrypted_content");
+      enc && enc->IsString()) {
+    w.Key("encrypted_content");
+    w.String(enc->GetString());
+  }
+  return {};
+}
+
+Status WriteFunctionCall(JsonWriter& w, const ItemContext& c) {
+  auto name = RequiredString(c.item, "name", c.type);
+  if (!name) return name.error();
+  const rapidjson::Value* args = FindJsonMember(c.item, "arguments");
+  std::string arguments = "{}";
+  if (args && args->IsString()) {
+    arguments.assign(args->GetString(), args->GetStringLength());
+  } else if (args) {
+    arguments = ToJson(*args);
+  }
+  w.Key("name");
+  w.String(*name);
+  w.Key("arguments");
+  w.String(arguments);
+  w.Key("call_id");
+  w.String(CallId(c.item, c.turn, c.index));
+  return {};
+}
+
+Status WriteCustomToolCall(JsonWriter& w, const ItemContext& c) {
+  auto name = RequiredString(c.item, "name", c.type);
+  if (!name) return name.error();
+  auto input = RequiredString(c.item, "input", c.type);
+  if (!input) return input.error();
+  w.Key("call_id");
+  w.String(CallId(c.item, c.turn, c.index));
+  w.Key("name");
+  w.String(*name);
+  w.Key("input");
+  w.String(*input);
+  return {};
+}
+
+Status WriteWebSearchCall(JsonWriter& w, const ItemContext& c) {
+  auto query = RequiredString(c.item, "query", c.type);
+  if (!query) return query.error();
+  w.Key("status");
+  w.String("completed");
+  w.Key("action");
+  w.StartObject();
+  w.Key("type");
+  w.String("search");
+  w.Key("query");
+  w.String(*query);
+  w.EndObject();
+  return {};
+}
+
+constexpr struct {
+  std::string_view type;
+  ItemWriter write;
+} kItemWriters[] = {
+    {"message", WriteMessage},
+    {"reasoning", WriteReasoning},
+    {"function_call", WriteFunctionCall},
+    {"custom_tool_call", WriteCustomToolCall},
+    {"web_search_call", WriteWebSearchCall},
+};
+
 }  // namespace
 
 Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int index) {
@@ -92,94 +211,22 @@ Result<std::string> ScriptedItemJson(const rapidjson::Value& item, int turn, int
   const rapidjson::Value* type_v = FindJsonMember(item, "type");
   if (!type_v || !type_v->IsString()) return MakeError("an item needs a string \"type\"");
   std::string type = type_v->GetString();
-  JsonWriter w;
-  w.StartObject();
-  w.Key("type");
-  w.String(type);
-  if (type == "message") {
-    auto text = RequiredString(item, "text", type);
-    if (!text) return text.error();
-    WriteAssistantContent(w, *text);
-    if (const rapidjson::Value* phase = FindJsonMember(item, "phase"); phase && phase->IsString()) {
-      w.Key("phase");
-      w.String(phase->GetString());
-    }
-  } else if (type == "reasoning") {
-    const rapidjson::Value* summary = FindJsonMember(item, "summary");
-    std::vector<std::string> parts;
-    if (summary && summary->IsString()) {
-      parts.emplace_back(summary->GetString(), summary->GetStringLength());
-    } else if (summary && summary->IsArray()) {
-      for (const auto& p : summary->GetArray()) {
-        if (!p.IsString()) return MakeError("reasoning \"summary\" must hold strings");
-        parts.emplace_back(p.GetString(), p.GetStringLength());
-      }
-    } else if (summary) {
-      return MakeError("reasoning \"summary\" must be a string or an array of strings");
-    }
-    w.Key("summary");
-    w.StartArray();
-    for (const auto& p : parts) {
-      w.StartObject();
-      w.Key("type");
-      w.String("summary_text");
-      w.Key("text");
-      w.String(p);
-      w.EndObject();
-    }
-    w.EndArray();
-    if (const rapidjson::Value* enc = FindJsonMember(item, "encrypted_content");
-        enc && enc->IsString()) {
-      w.Key("encrypted_content");
-      w.String(enc->GetString());
-    }
-  } else if (type == "function_call") {
-    auto name = RequiredString(item, "name", type);
-    if (!name) return name.error();
-    const rapidjson::Value* args = FindJsonMember(item, "arguments");
-    std::string arguments = "{}";
-    if (args && args->IsString()) {
-      arguments.assign(args->GetString(), args->GetStringLength());
-    } else if (args) {
-      arguments = ToJson(*args);
-    }
-    w.Key("name");
-    w.String(*name);
-    w.Key("arguments");
-    w.String(arguments);
-    w.Key("call_id");
-    w.String(CallId(item, turn, index));
-  } else if (type == "custom_tool_call") {
-    auto name = RequiredString(item, "name", type);
-    if (!name) return name.error();
-    auto input = RequiredString(item, "input", type);
-    if (!input) return input.error();
-    w.Key("call_id");
-    w.String(CallId(item, turn, index));
-    w.Key("name");
-    w.String(*name);
-    w.Key("input");
-    w.String(*input);
-  } else if (type == "web_search_call") {
-    auto query = RequiredString(item, "query", type);
-    if (!query) return query.error();
-    w.Key("status");
-    w.String("completed");
-    w.Key("action");
+  for (const auto& writer : kItemWriters) {
+    if (writer.type != type) continue;
+    JsonWriter w;
     w.StartObject();
     w.Key("type");
-    w.String("search");
-    w.Key("query");
-    w.String(*query);
+    w.String(type);
+    if (Status written = writer.write(w, ItemContext{item, type, turn, index}); !written.ok()) {
+      return written.error();
+    }
     w.EndObject();
-  } else {
-    return MakeError(
-        fmt::format("unknown item type `{}` (expected message, reasoning, function_call, "
-                    "custom_tool_call or web_search_call)",
-                    type));
+    return w.Take();
   }
-  w.EndObject();
-  return w.Take();
+  return MakeError(
+      fmt::format("unknown item type `{}` (expected message, reasoning, function_call, "
+                  "custom_tool_call or web_search_call)",
+                  type));
 }
 
 Result<std::unique_ptr<ModelClient>> MakeScriptedClient(const ProviderInfo& provider) {
