@@ -218,124 +218,149 @@ struct Attempt {
   bool cancelled = false;
 };
 
+Attempt Cancelled() {
+  Attempt a;
+  a.cancelled = true;
+  a.reason = kCancelledMessage;
+  return a;
+}
+
+// What the transfer's outcome alone says: the stream completed, was cancelled, timed out or
+// was ended by the decoder. nullopt: the status decides.
+std::optional<Attempt> FromOutcome(const HttpResponse& r, const DecoderSink& sink,
+                                   StreamDecoder& decoder, const HttpRequest& request,
+                                   const CancelToken& cancel) {
+  using O = HttpResponse::Outcome;
+  Attempt a;
+  if (decoder.complete()) {  // whatever happened after the end does not matter
+    a.response = decoder.TakeResponse();
+    return a;
+  }
+  if (r.outcome == O::kCancelled || cancel.cancelled()) return Cancelled();
+  if (r.outcome == O::kIdleTimeout) {
+    a.reason =
+        std::string(kStreamDisconnected) +
+        (r.head_received ? "idle timeout waiting for SSE" : "timeout waiting for response headers");
+    a.retryable = true;
+    return a;
+  }
+  if (r.outcome == O::kTotalTimeout) {
+    a.reason = std::string(kStreamDisconnected) +
+               fmt::format("the response took longer than {} ms", request.total_timeout_ms);
+    a.retryable = true;
+    return a;
+  }
+  if (r.outcome == O::kAbortedBySink) {
+    // A final error the service stated in the stream (response.failed with a quota or
+    // context code) is its answer, not a broken stream: it keeps its own words.
+    a.reason = sink.fatal() ? sink.error() : std::string(kStreamDisconnected) + sink.error();
+    a.code = sink.code();
+    a.retryable = !sink.fatal();
+    return a;
+  }
+  return std::nullopt;
+}
+
+// No answer at all, or a server error outside a stream: retried within the attempt.
+bool ServerUnavailable(const HttpResponse& r) {
+  const bool no_answer = r.status == 0;
+  const bool server_error = r.status >= 500 && !r.event_stream;
+  return (no_answer && r.outcome == HttpResponse::Outcome::kTransportError) || server_error;
+}
+
+// ServerUnavailable still after the provider's retries.
+Attempt GaveUpOnServer(const HttpResponse& r, const HttpRequest& request) {
+  Attempt a;
+  a.retryable = true;
+  if (r.status == 0) {
+    a.reason = CannotReach(request.url, r.error);
+  } else if (r.status == 500) {
+    a.reason = kHighDemand;
+  } else {
+    a.reason = UnexpectedStatus(r, request.url);
+  }
+  a.delay_ms = HintedDelayMs(r);
+  return a;
+}
+
+std::string AuthHint(const ProviderInfo& provider) {
+  return provider.key_variable.empty()
+             ? fmt::format(" (no API key was sent: set model_providers.{}.env_key)", provider.id)
+             : fmt::format(" (the API key came from the environment variable `{}`)",
+                           provider.key_variable);
+}
+
+// What the status and the error body say, the transfer having ended without a stream's end.
+Attempt FromStatus(const HttpResponse& r, const HttpRequest& request, const ProviderInfo& provider,
+                   const StreamDecoder& decoder) {
+  Attempt a;
+  if (r.event_stream) {  // a stream that ended (or broke) before it completed
+    a.reason = std::string(kStreamDisconnected) + decoder.incomplete_reason();
+    a.retryable = true;
+    return a;
+  }
+  const std::string code = ErrorCodeOf(r.error_body);
+  a.code = ServiceErrorCode(code);
+  if (r.status == 429) a.code = ErrorCode::kRateLimited;
+  if (r.status == 401 || r.status == 403) a.code = ErrorCode::kAuth;
+  if (r.status == 429 && IsQuotaCode(code)) {
+    a.reason = QuotaExceededMessage(code, ErrorMessageOf(r.error_body));
+    return a;
+  }
+  if (r.status == 429) {
+    a.reason = "exceeded retry limit, last status: 429 Too Many Requests";
+    a.retryable = true;
+    a.delay_ms = HintedDelayMs(r);
+    return a;
+  }
+  if (code == "context_length_exceeded") {
+    std::string detail = ErrorMessageOf(r.error_body);
+    a.reason = detail.empty() ? std::string(kContextWindowExceeded)
+                              : fmt::format("{} ({})", kContextWindowExceeded, detail);
+    return a;
+  }
+  if (r.status == 401 || r.status == 403) {
+    a.reason = UnexpectedStatus(r, request.url) + AuthHint(provider);
+    return a;
+  }
+  if (r.status == 400) {
+    a.reason = r.error_body.empty() ? UnexpectedStatus(r, request.url) : r.error_body;
+    return a;
+  }
+  if (r.status >= 200 && r.status < 300) {
+    if (!r.content_type.empty()) {
+      a.reason =
+          fmt::format("unexpected content type `{}` from {} (expected text/event-stream): {}",
+                      r.content_type, request.url, Excerpt(r.error_body));
+      return a;
+    }
+    a.reason = std::string(kStreamDisconnected) + decoder.incomplete_reason();
+    a.retryable = true;
+    return a;
+  }
+  if (r.outcome == HttpResponse::Outcome::kTransportError && r.status == 0) {
+    a.reason = CannotReach(request.url, r.error);
+    return a;
+  }
+  a.reason = UnexpectedStatus(r, request.url);
+  return a;
+}
+
 Attempt RunAttempt(HttpClient& http, const HttpRequest& request, const ProviderInfo& provider,
                    const std::function<std::unique_ptr<StreamDecoder>()>& make_decoder,
                    CancelToken& cancel) {
-  Attempt a;
   for (int inner = 0;; ++inner) {
     std::unique_ptr<StreamDecoder> decoder = make_decoder();
     DecoderSink sink(*decoder);
     HttpResponse r = http.Post(request, sink, cancel);
-    using O = HttpResponse::Outcome;
-    if (r.outcome == O::kDone && r.event_stream) sink.OnCleanEnd();
-    if (decoder->complete()) {  // whatever happened after the end does not matter
-      a.response = decoder->TakeResponse();
-      return a;
+    if (r.outcome == HttpResponse::Outcome::kDone && r.event_stream) sink.OnCleanEnd();
+    if (std::optional<Attempt> ended = FromOutcome(r, sink, *decoder, request, cancel)) {
+      return std::move(*ended);
     }
-    if (r.outcome == O::kCancelled || cancel.cancelled()) {
-      a.cancelled = true;
-      a.reason = kCancelledMessage;
-      return a;
-    }
-    if (r.outcome == O::kIdleTimeout) {
-      a.reason = std::string(kStreamDisconnected) + (r.head_received
-                                                         ? "idle timeout waiting for SSE"
-                                                         : "timeout waiting for response headers");
-      a.retryable = true;
-      return a;
-    }
-    if (r.outcome == O::kTotalTimeout) {
-      a.reason = std::string(kStreamDisconnected) +
-                 fmt::format("the response took longer than {} ms", request.total_timeout_ms);
-      a.retryable = true;
-      return a;
-    }
-    if (r.outcome == O::kAbortedBySink) {
-      // A final error the service stated in the stream (response.failed with a quota or
-      // context code) is its answer, not a broken stream: it keeps its own words.
-      a.reason = sink.fatal() ? sink.error() : std::string(kStreamDisconnected) + sink.error();
-      a.code = sink.code();
-      a.retryable = !sink.fatal();
-      return a;
-    }
-    const bool no_answer = r.status == 0;
-    const bool server_error = r.status >= 500 && !r.event_stream;
-    if ((no_answer && r.outcome == O::kTransportError) || server_error) {
-      if (inner < provider.request_max_retries) {
-        int64_t delay = HintedDelayMs(r);
-        if (!SleepUnlessCancelled(delay >= 0 ? delay : BackoffMs(inner), cancel)) {
-          a.cancelled = true;
-          a.reason = kCancelledMessage;
-          return a;
-        }
-        continue;
-      }
-      a.retryable = true;
-      if (no_answer) {
-        a.reason = CannotReach(request.url, r.error);
-      } else if (r.status == 500) {
-        a.reason = kHighDemand;
-      } else {
-        a.reason = UnexpectedStatus(r, request.url);
-      }
-      a.delay_ms = HintedDelayMs(r);
-      return a;
-    }
-    if (r.event_stream) {  // a stream that ended (or broke) before it completed
-      a.reason = std::string(kStreamDisconnected) + decoder->incomplete_reason();
-      a.retryable = true;
-      return a;
-    }
-    const std::string code = ErrorCodeOf(r.error_body);
-    a.code = ServiceErrorCode(code);
-    if (r.status == 429) a.code = ErrorCode::kRateLimited;
-    if (r.status == 401 || r.status == 403) a.code = ErrorCode::kAuth;
-    if (r.status == 429 && IsQuotaCode(code)) {
-      a.reason = QuotaExceededMessage(code, ErrorMessageOf(r.error_body));
-      return a;
-    }
-    if (r.status == 429) {
-      a.reason = "exceeded retry limit, last status: 429 Too Many Requests";
-      a.retryable = true;
-      a.delay_ms = HintedDelayMs(r);
-      return a;
-    }
-    if (code == "context_length_exceeded") {
-      std::string detail = ErrorMessageOf(r.error_body);
-      a.reason = detail.empty() ? std::string(kContextWindowExceeded)
-                                : fmt::format("{} ({})", kContextWindowExceeded, detail);
-      return a;
-    }
-    if (r.status == 401 || r.status == 403) {
-      a.reason = UnexpectedStatus(r, request.url);
-      a.reason +=
-          provider.key_variable.empty()
-              ? fmt::format(" (no API key was sent: set model_providers.{}.env_key)", provider.id)
-              : fmt::format(" (the API key came from the environment variable `{}`)",
-                            provider.key_variable);
-      return a;
-    }
-    if (r.status == 400) {
-      a.reason = r.error_body.empty() ? UnexpectedStatus(r, request.url) : r.error_body;
-      return a;
-    }
-    if (r.status >= 200 && r.status < 300) {
-      if (!r.content_type.empty()) {
-        a.reason =
-            fmt::format("unexpected content type `{}` from {} (expected text/event-stream): {}",
-                        r.content_type, request.url, Excerpt(r.error_body));
-        return a;
-      }
-      a.reason = std::string(kStreamDisconnected) + decoder->incomplete_reason();
-      a.retryable = true;
-      return a;
-    }
-    if (r.outcome == O::kTransportError && r.status == 0) {
-      a.reason = CannotReach(request.url, r.error);
-      return a;
-    }
-    a.reason = UnexpectedStatus(r, request.url);
-    return a;
+    if (!ServerUnavailable(r)) return FromStatus(r, request, provider, *decoder);
+    if (inner >= provider.request_max_retries) return GaveUpOnServer(r, request);
+    int64_t delay = HintedDelayMs(r);
+    if (!SleepUnlessCancelled(delay >= 0 ? delay : BackoffMs(inner), cancel)) return Cancelled();
   }
 }
 
