@@ -156,11 +156,10 @@ std::unique_ptr<StreamDecoder> MakeChatDecoder(StreamObserver& observer) {
 }
 
 WireSpec ChatWire() {
-  WireSpec wire;
-  wire.path = "/chat/completions";
-  wire.build_request = BuildChatRequest;
-  wire.make_decoder = [](StreamObserver& observer) { return MakeChatDecoder(observer); };
-  return wire;  // no compaction endpoint: the history is summarised with a normal request
+  // No compaction endpoint: the history is summarised with a normal request.
+  return {.path = "/chat/completions",
+          .build_request = BuildChatRequest,
+          .make_decoder = MakeChatDecoder};
 }
 
 }  // namespace ae

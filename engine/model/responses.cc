@@ -164,16 +164,13 @@ std::unique_ptr<StreamDecoder> MakeResponsesDecoder(StreamObserver& observer) {
 }
 
 WireSpec ResponsesWire() {
-  WireSpec wire;
-  wire.path = "/responses";
-  wire.build_request = [](const ModelOptions& options, const Prompt& prompt) {
-    return Result<std::string>(BuildResponsesRequest(options, prompt));
-  };
-  wire.make_decoder = [](StreamObserver& observer) { return MakeResponsesDecoder(observer); };
-  wire.compact_path = "/responses/compact";
-  wire.build_compact_request = BuildCompactRequest;
-  wire.make_compact_decoder = [] { return std::make_unique<CompactDecoder>(); };
-  return wire;
+  return {.path = "/responses",
+          .build_request = [](const ModelOptions& options, const Prompt& prompt)
+              -> Result<std::string> { return BuildResponsesRequest(options, prompt); },
+          .make_decoder = MakeResponsesDecoder,
+          .compact_path = "/responses/compact",
+          .build_compact_request = BuildCompactRequest,
+          .make_compact_decoder = [] { return std::make_unique<CompactDecoder>(); }};
 }
 
 }  // namespace ae
