@@ -9,11 +9,13 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <utility>
 
 #include "base/beneath.h"
 #include "base/json.h"
 #include "base/read_file.h"
 #include "base/write_all.h"
+#include "engine/events/usage_json.h"
 
 namespace ae {
 namespace {
@@ -32,14 +34,11 @@ std::string MetaLine(const SessionMeta& m) {
   w.Key("type"), w.String("session_meta");
   w.Key("payload");
   w.StartObject();
-  w.Key("id"), w.String(m.thread_id);
-  w.Key("timestamp"), w.String(m.created_at);
-  w.Key("thread_id"), w.String(m.thread_id);
-  w.Key("cwd"), w.String(m.cwd);
-  w.Key("created_at"), w.String(m.created_at);
-  w.Key("model"), w.String(m.model);
-  w.Key("provider"), w.String(m.provider);
-  w.Key("sandbox"), w.String(m.sandbox);
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"id", &m.thread_id},      {"timestamp", &m.created_at},  {"thread_id", &m.thread_id},
+      {"cwd", &m.cwd},           {"created_at", &m.created_at}, {"model", &m.model},
+      {"provider", &m.provider}, {"sandbox", &m.sandbox}};
+  for (const auto& [key, value] : fields) w.Key(key), w.String(*value);
   if (!m.forked_from_id.empty()) w.Key("forked_from_id"), w.String(m.forked_from_id);
   w.EndObject();
   w.EndObject();
@@ -161,11 +160,12 @@ void RolloutWriter::AddItem(const std::string& item_json) {
 }
 
 void RolloutWriter::AddUsage(const Usage& u) {
-  WriteLine(fmt::format(
-      R"({{"type":"usage","payload":{{"input_tokens":{},"cached_input_tokens":{},)"
-      R"("cache_write_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{}}}}})",
-      u.input_tokens, u.cached_input_tokens, u.cache_write_input_tokens, u.output_tokens,
-      u.reasoning_output_tokens));
+  JsonWriter w;
+  w.StartObject();
+  w.Key("type"), w.String("usage");
+  w.Key("payload"), WriteUsage(w, u);
+  w.EndObject();
+  WriteLine(std::string(w.view()));
 }
 
 void RolloutWriter::AddCompaction(const std::vector<std::string>& history, int64_t tokens_before,

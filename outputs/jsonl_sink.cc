@@ -7,6 +7,7 @@
 
 #include "base/json.h"
 #include "base/write_all.h"
+#include "engine/events/usage_json.h"
 #include "outputs/review_render.h"
 
 namespace ae {
@@ -156,16 +157,6 @@ void WriteItemEvent(Writer& w, const char* type, const Item& item) {
   w.Key("id"), w.String(item.id);
   std::visit([&](const auto& d) { WriteDetails(w, d); }, item.details);
   w.EndObject();
-  w.EndObject();
-}
-
-void WriteUsage(Writer& w, const Usage& u) {
-  w.StartObject();
-  w.Key("input_tokens"), w.Int64(u.input_tokens);
-  w.Key("cached_input_tokens"), w.Int64(u.cached_input_tokens);
-  w.Key("cache_write_input_tokens"), w.Int64(u.cache_write_input_tokens);
-  w.Key("output_tokens"), w.Int64(u.output_tokens);
-  w.Key("reasoning_output_tokens"), w.Int64(u.reasoning_output_tokens);
   w.EndObject();
 }
 
