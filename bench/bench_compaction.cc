@@ -6,9 +6,9 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include "bench/bench_request.h"
 #include "engine/compaction.h"
 #include "engine/history.h"
-#include "engine/model/request.h"
 
 namespace ae {
 namespace {
@@ -76,15 +76,7 @@ void BM_RequestAfterItems(benchmark::State& state) {
   p.input = t.history;
   p.tools_json =
       R"([{"type":"function","name":"exec_command","description":"Runs a command.","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"],"additionalProperties":false}}])";
-  ModelOptions o;
-  o.model = "gpt-5.5";
-  o.reasoning_effort = "medium";
-  size_t request = 0;
-  for (auto _ : state) {
-    std::string body = BuildResponsesRequest(o, p);
-    request = body.size();
-    benchmark::DoNotOptimize(body.data());
-  }
+  const size_t request = bench::TimeResponsesRequest(state, p);
   state.counters["request_KB"] = static_cast<double>(request) / 1024;
   state.counters["history_KB"] = static_cast<double>(Bytes(t.history)) / 1024;
   state.counters["peak_history_KB"] = static_cast<double>(t.peak_bytes) / 1024;

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include "bench/bench_request.h"
 #include "engine/model/request.h"
 #include "engine/model/responses.h"
 #include "engine/model/sse.h"
@@ -122,16 +123,8 @@ Prompt LongHistory(int n) {
 
 void BM_BuildResponsesRequest(benchmark::State& state) {
   Prompt p = LongHistory(static_cast<int>(state.range(0)));
-  ModelOptions o;
-  o.model = "gpt-5.5";
-  o.reasoning_effort = "medium";
-  size_t bytes = 0;
-  for (auto _ : state) {
-    std::string body = BuildResponsesRequest(o, p);
-    bytes += body.size();
-    benchmark::DoNotOptimize(body.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  const size_t bytes = bench::TimeResponsesRequest(state, p);
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
 }
 BENCHMARK(BM_BuildResponsesRequest)->Arg(500)->Unit(benchmark::kMicrosecond);
 

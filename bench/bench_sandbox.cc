@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "sandbox/landlock.h"
 #include "sandbox/policy.h"
 #include "sandbox/prepared.h"
@@ -21,6 +23,24 @@ Policy MakePolicy(Mode mode) {
   settings.mode = mode;
   Result<Policy> policy = BuildPolicy(settings, AE_SOURCE_DIR);
   return policy.ok() ? *policy : Policy{};
+}
+
+// The sandbox a benchmark's args ask for (arg 0: mode, 0 read-only, 1 workspace-write; arg 1:
+// mount namespace on/off); null, the benchmark skipped, where it cannot be had.
+PreparedPtr PrepareForArgs(benchmark::State& state) {
+  if (landlock::Abi() < 1) {
+    state.SkipWithError("Landlock is not available");
+    return nullptr;
+  }
+  Policy policy = MakePolicy(state.range(0) == 0 ? Mode::kReadOnly : Mode::kWorkspaceWrite);
+  PrepareOptions options;
+  options.mount_namespace = state.range(1) != 0;
+  Result<PreparedPtr> prepared = Prepare(policy, options);
+  if (!prepared.ok()) {
+    state.SkipWithError(prepared.message().c_str());
+    return nullptr;
+  }
+  return std::move(*prepared);
 }
 
 void SpawnTrue(const PreparedSandbox* prepared, benchmark::State& state) {
@@ -46,20 +66,10 @@ BENCHMARK(BM_SpawnBare)->Unit(benchmark::kMicrosecond);
 
 // arg 0: mode (0 read-only, 1 workspace-write); arg 1: mount namespace on/off.
 void BM_SpawnSandboxed(benchmark::State& state) {
-  if (landlock::Abi() < 1) {
-    state.SkipWithError("Landlock is not available");
-    return;
-  }
-  Policy policy = MakePolicy(state.range(0) == 0 ? Mode::kReadOnly : Mode::kWorkspaceWrite);
-  PrepareOptions options;
-  options.mount_namespace = state.range(1) != 0;
-  Result<PreparedPtr> prepared = Prepare(policy, options);
-  if (!prepared.ok()) {
-    state.SkipWithError(prepared.message().c_str());
-    return;
-  }
-  state.SetLabel(DescribePrepared(**prepared));
-  for (auto _ : state) SpawnTrue(prepared->get(), state);
+  PreparedPtr prepared = PrepareForArgs(state);
+  if (!prepared) return;
+  state.SetLabel(DescribePrepared(*prepared));
+  for (auto _ : state) SpawnTrue(prepared.get(), state);
 }
 BENCHMARK(BM_SpawnSandboxed)
     ->ArgNames({"workspace_write", "mountns"})
@@ -71,18 +81,8 @@ BENCHMARK(BM_SpawnSandboxed)
 
 // Only the child's confinement steps, timed inside the child (fork and exec noise excluded).
 void BM_ApplyInChild(benchmark::State& state) {
-  if (landlock::Abi() < 1) {
-    state.SkipWithError("Landlock is not available");
-    return;
-  }
-  Policy policy = MakePolicy(state.range(0) == 0 ? Mode::kReadOnly : Mode::kWorkspaceWrite);
-  PrepareOptions options;
-  options.mount_namespace = state.range(1) != 0;
-  Result<PreparedPtr> prepared = Prepare(policy, options);
-  if (!prepared.ok()) {
-    state.SkipWithError(prepared.message().c_str());
-    return;
-  }
+  PreparedPtr prepared = PrepareForArgs(state);
+  if (!prepared) return;
   for (auto _ : state) {
     int fds[2];
     if (::pipe(fds) != 0) break;
@@ -92,7 +92,7 @@ void BM_ApplyInChild(benchmark::State& state) {
       ::clock_gettime(CLOCK_MONOTONIC, &t0);
       const char* step = "";
       int err = 0;
-      bool ok = ApplyInChild(**prepared, &step, &err);
+      bool ok = ApplyInChild(*prepared, &step, &err);
       ::clock_gettime(CLOCK_MONOTONIC, &t1);
       double seconds = ok ? (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 : -1;
       (void)!::write(fds[1], &seconds, sizeof seconds);
