@@ -14,6 +14,9 @@ namespace ae {
 namespace {
 
 constexpr const char* kNoPrompt = "No prompt provided. Pass it as an argument or on stdin.";
+// stdin was read and held nothing: codex's sentence first, for scripts that look for it.
+constexpr const char* kNoPromptOnStdin =
+    "No prompt provided via stdin. Pass it as an argument, or pipe it in.";
 
 void AppendUtf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -182,7 +185,9 @@ Result<std::string> ReadPromptBare(const std::optional<std::string>& arg, int st
   Result<std::string> raw =
       ReadToEnd(stdin_fd, "the prompt from stdin", std::chrono::milliseconds(0));
   if (!raw.ok()) return raw;
-  return DecodePrompt(*raw);
+  Result<std::string> text = DecodeText(*raw, "prompt");
+  if (text.ok() && IsBlank(*text)) return MakeError(kNoPromptOnStdin);
+  return text;
 }
 
 }  // namespace

@@ -193,11 +193,14 @@ TEST(Prompt, InvalidUtf8NamesTheOffset) {
             "error: prompt is not valid UTF-8 (byte offset 10)");
 }
 
+// Read from stdin, codex's sentence comes first (scripts look for it).
 TEST(Prompt, EmptyOrBlankIsAnError) {
   const std::string message = "error: No prompt provided. Pass it as an argument or on stdin.";
-  EXPECT_EQ(FromStdin("").message(), message);
-  EXPECT_EQ(FromStdin(" \n\t\r\n").message(), message);
-  EXPECT_EQ(FromStdin("\xEF\xBB\xBF").message(), message);
+  const std::string on_stdin =
+      "error: No prompt provided via stdin. Pass it as an argument, or pipe it in.";
+  EXPECT_EQ(FromStdin("").message(), on_stdin);
+  EXPECT_EQ(FromStdin(" \n\t\r\n").message(), on_stdin);
+  EXPECT_EQ(FromStdin("\xEF\xBB\xBF").message(), on_stdin);
   EXPECT_EQ(ReadPrompt(std::string(""), -1).message(), message);
   EXPECT_EQ(ReadPrompt(std::string("  "), -1).message(), message);
 }
