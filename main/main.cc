@@ -8,6 +8,7 @@
 #include "batch/command.h"
 #include "cli/cli.h"
 #include "cli/exit_code.h"
+#include "runner/apply_patch_command.h"
 #include "runner/run_exec.h"
 #include "runner/sandbox_command.h"
 #include "schema/events_schema.h"
@@ -17,6 +18,8 @@ namespace {
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "batch") == 0)
     return ae::RunBatchCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], ae::kRunAsApplyPatchFlag) == 0)
+    return ae::RunApplyPatchCommand(argc, argv);
   ae::Result<ae::CliArgs> args = ae::ParseCli(argc, argv);
   if (!args.ok()) {
     std::string message = args.message();
