@@ -2,14 +2,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <csignal>
 #include <cstring>
 
 #include "base/beneath.h"
@@ -23,8 +20,6 @@
 extern char** environ;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 namespace ae {
-
-using Clock = std::chrono::steady_clock;
 
 // The environment each task's agentexec (and each git) gets, copied once: this vector
 // (Batch::env_) is where batch keeps the credentials while it runs. Once it is taken, batch
@@ -91,95 +86,37 @@ sandbox::SpawnSpec GitSpec(const std::string& cwd, const std::vector<std::string
   return spec;
 }
 
-namespace {
-
 // How long a child has after SIGTERM before its whole tree is killed.
 constexpr int64_t kTermGraceMs = 3000;
 
-void SetNonBlocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-}
-
-}  // namespace
-
-// Runs `spec` to its end through sandbox/spawn: `input` on stdin, stdout and stderr to the
-// callbacks as they arrive. When any of `stop_fds` becomes readable the child gets SIGTERM,
-// and kTermGraceMs later SIGKILL for the whole tree; `timeout_ms` > 0 kills it outright.
-// `spec` is taken by value (callers move it in): its environment, a copy of the credentials
-// the child needs until it is started, is wiped as soon as Spawn returns (the child has
-// exec'd by then, or failed to).
 Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
                              const std::function<void(const char*, size_t)>& on_out,
                              const std::function<void(const char*, size_t)>& on_err,
                              const std::vector<int>& stop_fds, int64_t timeout_ms) {
   spec.stdin_pipe = true;
   spec.separate_stderr = true;
-  Result<sandbox::Spawned> spawned = sandbox::Spawn(spec);
+  sandbox::RunLimits limits;
+  limits.timeout_ms = timeout_ms;
+  limits.max_output_bytes = 0;  // the callbacks keep what batch keeps
+  limits.drain_ms = kTermGraceMs;
+  limits.on_output = on_out;
+  limits.on_error = on_err;
+  limits.input = input;
+  limits.stop_fds = stop_fds;
+  limits.term_grace_ms = kTermGraceMs;
+  CancelToken never;  // batch's own tokens come in as stop_fds
+  // The spec's environment is a copy of the credentials the child needs until it is
+  // started: wiped as soon as the child is forked (it has its own copy by then, and Spawn
+  // reads the environment no more), or after a spawn that never forked.
+  Result<sandbox::RunResult> run =
+      sandbox::RunProcess(spec, limits, never, [&spec](int) { WipeStrings(spec.env); });
   WipeStrings(spec.env);
-  if (!spawned.ok()) return spawned.error();
-  if (!spawned->process) {
-    return MakeError(spawned->failure.setup_error.value_or("the process could not be started"));
-  }
-  sandbox::Process& proc = *spawned->process;
+  if (!run.ok()) return run.error();
+  if (run->setup_error) return MakeError(*run->setup_error);
   ChildResult result;
-  {
-    Fd in = proc.TakeInput();
-    CancelToken never;
-    if (!input.empty()) (void)WriteAll(in.get(), input, &never);
-  }
-  Fd out = proc.TakeOutput();
-  Fd err = proc.TakeError();
-  if (out.valid()) SetNonBlocking(out.get());
-  if (err.valid()) SetNonBlocking(err.get());
-  const Clock::time_point start = Clock::now();
-  std::optional<Clock::time_point> kill_at;
-  bool killed = false;
-  char buf[65536];
-  while (out.valid() || err.valid()) {
-    std::vector<pollfd> fds;
-    if (out.valid()) fds.push_back({out.get(), POLLIN, 0});
-    if (err.valid()) fds.push_back({err.get(), POLLIN, 0});
-    const size_t first_stop = fds.size();
-    if (!result.terminated_by_us) {
-      for (int fd : stop_fds) fds.push_back({fd, POLLIN, 0});
-    }
-    int wait_ms = 200;
-    ::poll(fds.data(), fds.size(), wait_ms);
-    for (size_t i = 0; i < first_stop; ++i) {
-      if (fds[i].revents == 0) continue;
-      Fd& which = fds[i].fd == out.get() ? out : err;
-      for (;;) {
-        ssize_t n = ::read(which.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {
-          which.reset();
-          break;
-        }
-        (&which == &out ? on_out : on_err)(buf, static_cast<size_t>(n));
-      }
-    }
-    for (size_t i = first_stop; i < fds.size(); ++i) {
-      if (fds[i].revents != 0 && !result.terminated_by_us) {
-        result.terminated_by_us = true;
-        proc.Signal(SIGTERM);
-        kill_at = Clock::now() + std::chrono::milliseconds(kTermGraceMs);
-      }
-    }
-    const Clock::time_point now = Clock::now();
-    const bool timed_out = timeout_ms > 0 && now - start > std::chrono::milliseconds(timeout_ms);
-    if (!killed && ((kill_at && now >= *kill_at) || timed_out)) {
-      result.timed_out = timed_out;
-      proc.Kill();
-      killed = true;
-      kill_at = now + std::chrono::milliseconds(kTermGraceMs);
-    } else if (killed && kill_at && now >= *kill_at) {
-      break;  // something still holds the pipes after the kill: stop waiting for them
-    }
-  }
-  int term_signal = 0;
-  proc.Reap(&result.exit_code, &term_signal);
+  result.exit_code = run->exit_code;
+  result.timed_out = run->timed_out;
+  result.terminated_by_us = run->cancelled;
   return result;
 }
 

@@ -34,12 +34,12 @@ struct ChildResult {
   bool timed_out = false;         // killed at `timeout_ms`
 };
 
-// Runs `spec` to its end through sandbox/spawn: `input` on stdin, stdout and stderr to the
-// callbacks as they arrive. When any of `stop_fds` becomes readable the child gets SIGTERM,
-// and a grace period later SIGKILL for the whole tree; `timeout_ms` > 0 kills it outright.
-// `spec` is taken by value (callers move it in): its environment, a copy of the credentials
-// the child needs until it is started, is wiped as soon as Spawn returns (the child has
-// exec'd by then, or failed to).
+// Runs `spec` to its end through the one process runner (sandbox::RunProcess): `input` on
+// stdin, stdout and stderr to the callbacks as they arrive. When any of `stop_fds` becomes
+// readable the child gets SIGTERM, and a grace period later SIGKILL for the whole tree;
+// `timeout_ms` > 0 kills it outright. `spec` is taken by value (callers move it in): its
+// environment, a copy of the credentials the child needs until it is started, is wiped as
+// soon as the child is forked.
 Result<ChildResult> RunChild(sandbox::SpawnSpec spec, std::string_view input,
                              const std::function<void(const char*, size_t)>& on_out,
                              const std::function<void(const char*, size_t)>& on_err,

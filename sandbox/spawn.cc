@@ -26,6 +26,7 @@
 
 #include "base/exec_path.h"
 #include "base/fd.h"
+#include "base/write_all.h"
 #include "sandbox/checklist.h"
 #include "sandbox/prepared_sandbox.h"
 
@@ -480,35 +481,51 @@ class Wait {
         result_(result),
         has_deadline_(limits.timeout_ms > 0),
         deadline_(start + std::chrono::milliseconds(limits.timeout_ms)),
-        buf_(64 * 1024, '\0') {}
+        error_(proc.TakeError()),
+        buf_(64 * 1024, '\0') {
+    if (error_) {
+      const int flags = ::fcntl(error_.get(), F_GETFL);
+      if (flags >= 0) ::fcntl(error_.get(), F_SETFL, flags | O_NONBLOCK);
+    }
+  }
 
   void Run() {
-    while (!exited_ || pipe_open_) {
+    while (!exited_ || pipe_open_ || error_) {
       NoteExit();
-      if (exited_ && (!pipe_open_ || Clock::now() >= drain_deadline_)) break;
+      if (exited_ && ((!pipe_open_ && !error_) || Clock::now() >= drain_deadline_)) break;
       const int64_t wait_ms = PollTimeoutMs();
-      pollfd fds[3];
-      nfds_t n = 0;
-      int out_idx = -1, cancel_idx = -1;
+      // Output, stderr, the pidfd, the token and the stop descriptors.
+      std::vector<pollfd> fds;
+      int out_idx = -1, err_idx = -1;
       if (pipe_open_) {
-        out_idx = static_cast<int>(n);
-        fds[n++] = {proc_.output_fd(), POLLIN, 0};
+        out_idx = static_cast<int>(fds.size());
+        fds.push_back({proc_.output_fd(), POLLIN, 0});
       }
-      if (!exited_ && proc_.pidfd() >= 0) fds[n++] = {proc_.pidfd(), POLLIN, 0};
-      if (!killed_ && cancel_.wake_fd() >= 0) {
-        cancel_idx = static_cast<int>(n);
-        fds[n++] = {cancel_.wake_fd(), POLLIN, 0};
+      if (error_) {
+        err_idx = static_cast<int>(fds.size());
+        fds.push_back({error_.get(), POLLIN, 0});
       }
-      int rc = ::poll(fds, n, wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
+      if (!exited_ && proc_.pidfd() >= 0) fds.push_back({proc_.pidfd(), POLLIN, 0});
+      const size_t first_stop = fds.size();
+      if (!stopping_ && cancel_.wake_fd() >= 0) fds.push_back({cancel_.wake_fd(), POLLIN, 0});
+      if (!stopping_) {
+        for (int fd : limits_.stop_fds) fds.push_back({fd, POLLIN, 0});
+      }
+      int rc = ::poll(fds.data(), fds.size(),
+                      wait_ms > INT32_MAX ? INT32_MAX : static_cast<int>(wait_ms));
       if (rc < 0 && errno != EINTR) {
         proc_.Kill();
         killed_ = true;
         break;
       }
       if (out_idx >= 0 && rc > 0 && fds[out_idx].revents != 0) ReadOutput();
+      if (err_idx >= 0 && rc > 0 && fds[err_idx].revents != 0) ReadError();
+      bool stop_woke = false;
+      for (size_t i = first_stop; rc > 0 && i < fds.size(); ++i) {
+        stop_woke = stop_woke || fds[i].revents != 0;
+      }
       // The pidfd only wakes the poll; NoteExit at the top of the loop reads the state.
-      if (!killed_)
-        StopIfCancelledOrLate(cancel_idx >= 0 && rc > 0 && fds[cancel_idx].revents != 0);
+      if (!killed_) StopIfCancelledOrLate(stop_woke);
     }
   }
 
@@ -523,12 +540,11 @@ class Wait {
   // -1: no limit. Without a pidfd, the exit is polled for every 10 ms.
   int64_t PollTimeoutMs() const {
     int64_t wait_ms = -1;
-    if (exited_) wait_ms = MsUntil(drain_deadline_);
-    if (!killed_ && has_deadline_) {
-      int64_t left = MsUntil(deadline_);
-      wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
-    }
-    if (!exited_ && proc_.pidfd() < 0) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);
+    auto at_most = [&wait_ms](int64_t ms) { wait_ms = wait_ms < 0 ? ms : std::min(wait_ms, ms); };
+    if (exited_) at_most(MsUntil(drain_deadline_));
+    if (!killed_ && has_deadline_) at_most(MsUntil(deadline_));
+    if (!killed_ && stopping_) at_most(MsUntil(kill_at_));
+    if (!exited_ && proc_.pidfd() < 0) at_most(10);
     return wait_ms;
   }
 
@@ -549,13 +565,38 @@ class Wait {
     }
   }
 
-  void StopIfCancelledOrLate(bool cancel_woke) {
-    if (cancel_.cancelled() || cancel_woke) {
-      result_.cancelled = true;
-    } else if (has_deadline_ && !exited_ && Clock::now() >= deadline_) {
-      result_.timed_out = true;
+  void ReadError() {
+    for (int reads = 0; reads < 16; ++reads) {
+      ssize_t r = ::read(error_.get(), buf_.data(), buf_.size());
+      if (r > 0) {
+        if (limits_.on_error) limits_.on_error(buf_.data(), static_cast<size_t>(r));
+        if (static_cast<size_t>(r) < buf_.size()) break;
+        continue;
+      }
+      if (r == 0 || (errno != EAGAIN && errno != EINTR)) error_.reset();
+      break;
     }
-    if (result_.cancelled || result_.timed_out) {
+  }
+
+  // Cancelled (the token, or a stop descriptor): SIGTERM first when the caller grants a
+  // grace, then SIGKILL once it is over. Late: SIGKILL at once.
+  void StopIfCancelledOrLate(bool stop_woke) {
+    const Clock::time_point now = Clock::now();
+    if (!stopping_ && (cancel_.cancelled() || stop_woke)) {
+      result_.cancelled = true;
+      stopping_ = true;
+      if (limits_.term_grace_ms > 0) {
+        proc_.Signal(SIGTERM);
+        kill_at_ = now + std::chrono::milliseconds(limits_.term_grace_ms);
+      } else {
+        kill_at_ = now;
+      }
+    } else if (has_deadline_ && !exited_ && !result_.cancelled && now >= deadline_) {
+      result_.timed_out = true;
+      stopping_ = true;
+      kill_at_ = now;
+    }
+    if (stopping_ && now >= kill_at_) {
       proc_.Kill();
       killed_ = true;
     }
@@ -569,7 +610,9 @@ class Wait {
   const bool has_deadline_;
   const Clock::time_point deadline_;
   Clock::time_point drain_deadline_{};
-  bool exited_ = false, pipe_open_ = true, killed_ = false;
+  Clock::time_point kill_at_{};
+  bool exited_ = false, pipe_open_ = true, killed_ = false, stopping_ = false;
+  Fd error_;  // stderr's own pipe (SpawnSpec::separate_stderr); closed at its end
   std::string buf_;
 };
 
@@ -583,6 +626,13 @@ Result<RunResult> RunProcess(const SpawnSpec& spec, const RunLimits& limits, Can
   if (!spawned->process) return std::move(spawned->failure);
   Process& proc = *spawned->process;
   RunResult result;
+  if (spec.stdin_pipe) {
+    // All of it, then EOF, before any output is read: for a command that reads its input to
+    // the end first (agentexec reads its prompt so). One that writes a pipe's worth before it
+    // has read everything waits until cancellation or the timeout ends it.
+    Fd input = proc.TakeInput();
+    if (!limits.input.empty()) (void)WriteAll(input.get(), limits.input, &cancel);
+  }
   OutputCapture capture(limits.max_output_bytes);
   Wait(proc, limits, cancel, start, capture, result).Run();
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/cancel.h"
@@ -57,6 +58,16 @@ struct RunLimits {
   int64_t drain_ms = 1000;            // after exit, how long to wait for pipes held open
   // Each chunk of output as it arrives (--progress); on the thread that called RunProcess.
   std::function<void(const char* data, size_t n)> on_output;
+  // With SpawnSpec::separate_stderr: each chunk of stderr as it arrives (not captured).
+  std::function<void(const char* data, size_t n)> on_error;
+  // With SpawnSpec::stdin_pipe: written to the command's stdin, which is then closed.
+  std::string_view input;
+  // Descriptors that stop the command as cancellation does, once one becomes readable (the
+  // eventfd of another CancelToken).
+  std::vector<int> stop_fds;
+  // Cancellation sends SIGTERM to the command's group first and SIGKILL to its whole tree
+  // this long after; 0: SIGKILL at once. A timeout always kills at once.
+  int64_t term_grace_ms = 0;
 };
 
 struct RunResult {

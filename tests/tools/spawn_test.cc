@@ -380,5 +380,50 @@ TEST(Spawn, AFailureBeforeExecNamesItsStep) {
   EXPECT_EQ(*spawned->failure.setup_error, "chdir: No such file or directory");
 }
 
+// The input goes in whole and then EOF; stderr has its own callback and stays out of the
+// captured output.
+TEST(Spawn, RunProcessWritesTheInputAndReadsStderrApart) {
+  SpawnSpec spec{{"/bin/sh", "-c", "tr a-z A-Z; echo oops >&2"}, "/", {"PATH=/usr/bin:/bin"}};
+  spec.stdin_pipe = true;
+  spec.separate_stderr = true;
+  RunLimits limits;
+  limits.input = "hello\n";
+  std::string out, err;
+  limits.on_output = [&](const char* d, size_t n) { out.append(d, n); };
+  limits.on_error = [&](const char* d, size_t n) { err.append(d, n); };
+  CancelToken cancel;
+  auto r = RunProcess(spec, limits, cancel);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(out, "HELLO\n");
+  EXPECT_EQ(r->output, "HELLO\n");
+  EXPECT_EQ(err, "oops\n");
+}
+
+// A stop descriptor ends the command as cancellation does, and with a grace the command gets
+// SIGTERM first: its trap runs and it exits on its own.
+TEST(Spawn, AStopDescriptorSendsSigtermFirstWhenThereIsAGrace) {
+  CancelToken stop;
+  SpawnSpec spec{
+      {"/bin/sh", "-c", "trap 'echo term; exit 7' TERM; echo up; while :; do sleep 0.05; done"},
+      "/",
+      {"PATH=/usr/bin:/bin"}};
+  RunLimits limits;
+  limits.timeout_ms = 0;
+  limits.stop_fds = {stop.wake_fd()};
+  limits.term_grace_ms = 60000;
+  limits.on_output = [&](const char* d, size_t n) {
+    if (std::string_view(d, n).find("up") != std::string_view::npos)
+      stop.Cancel(CancelReason::kSigterm);
+  };
+  CancelToken cancel;
+  auto r = RunProcess(spec, limits, cancel);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->output, "up\nterm\n");
+  EXPECT_EQ(r->exit_code, 7);
+}
+
 }  // namespace
 }  // namespace ae::sandbox
