@@ -450,6 +450,20 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
 
 namespace {
 
+// The entity for a character both HTML (Markdown's raw HTML) and XML reserve, or nullptr.
+const char* MarkupEntity(char c) {
+  switch (c) {
+    case '&':
+      return "&amp;";
+    case '<':
+      return "&lt;";
+    case '>':
+      return "&gt;";
+    default:
+      return nullptr;
+  }
+}
+
 // Markdown and HTML characters escaped; each line break kept (`keep_lines`, two trailing
 // spaces so a renderer breaks the line too) or made a space. In text, ':' is escaped too, so
 // a URL written out is not turned into a link, and '@' so no one is mentioned.
@@ -457,16 +471,11 @@ std::string EscapeMarkdown(std::string_view text, bool keep_lines) {
   std::string clean = SanitizeUtf8(text);
   std::string out;
   for (char c : clean) {
+    if (const char* entity = MarkupEntity(c)) {
+      out += entity;
+      continue;
+    }
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
       case '\\':
       case '`':
       case '*':
@@ -517,16 +526,11 @@ std::string EscapeXml(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < clean.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(clean[i]);
+    if (const char* entity = MarkupEntity(static_cast<char>(c))) {
+      out += entity;
+      continue;
+    }
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
       case '"':
         out += "&quot;";
         break;
