@@ -82,19 +82,19 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
         id, SourceOf(config, "model_provider"), id, known));
   }
   const ProviderConfig& p = it->second;
-  ProviderInfo info;
-  info.id = id;
-  info.name = p.name;
-  info.base_url = p.base_url;
-  info.env_key = p.env_key;
-  info.wire_api = p.wire_api;
-  info.http_headers = p.http_headers;
-  info.env_http_headers = p.env_http_headers;
-  info.query_params = p.query_params;
-  info.request_max_retries = static_cast<int>(std::min<int64_t>(p.request_max_retries, 100));
-  info.stream_max_retries = static_cast<int>(std::min<int64_t>(p.stream_max_retries, 100));
-  info.stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms);
-  info.script = p.script;
+  ProviderInfo info{
+      .id = id,
+      .name = p.name,
+      .base_url = p.base_url,
+      .env_key = p.env_key,
+      .wire_api = p.wire_api,
+      .http_headers = p.http_headers,
+      .env_http_headers = p.env_http_headers,
+      .query_params = p.query_params,
+      .request_max_retries = static_cast<int>(std::min<int64_t>(p.request_max_retries, 100)),
+      .stream_max_retries = static_cast<int>(std::min<int64_t>(p.stream_max_retries, 100)),
+      .stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms),
+      .script = p.script};
   while (info.base_url.size() > 1 && info.base_url.back() == '/') info.base_url.pop_back();
   if (p.wire_api == "scripted") {
     if (p.script.empty()) {
@@ -518,17 +518,15 @@ Result<LoadedLayers> LoadLayers(const LayerRequest& request, const Environment& 
   if (!cwd.ok()) return Prefixed(cwd.error());
   layers.cwd = *cwd;
 
-  LoadOptions options;
-  options.home = layers.home;
-  options.process_cwd = env.cwd;
-  options.git_root = FindGitRoot(layers.cwd);
-  options.ignore_user_config = request.ignore_user_config;
-  options.strict = request.strict;
-  options.profile = request.profile;
-  options.overrides = request.overrides;
-  options.flags = request.flags;
-  options.getenv = env.getenv;
-  Result<Config> config = LoadConfig(options);
+  Result<Config> config = LoadConfig({.home = layers.home,
+                                      .process_cwd = env.cwd,
+                                      .git_root = FindGitRoot(layers.cwd),
+                                      .ignore_user_config = request.ignore_user_config,
+                                      .strict = request.strict,
+                                      .profile = request.profile,
+                                      .overrides = request.overrides,
+                                      .flags = request.flags,
+                                      .getenv = env.getenv});
   if (!config.ok()) return Prefixed(config.error());
   layers.config = std::move(*config);
   if (!request.ignore_user_config && !layers.home.empty()) {

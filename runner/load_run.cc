@@ -80,14 +80,13 @@ Result<LoadedRun> LoadRun(const CliArgs& args, const Environment& env) {
 
   if (Status git = CheckGitRepo(cwd, args.skip_git_repo_check); !git.ok()) return git.error();
 
-  SessionInputs inputs;
-  inputs.cwd = cwd;
-  inputs.process_cwd = env.cwd;
-  inputs.add_dirs = args.add_dirs;
-  inputs.allow_hosts = args.allow_hosts;
-  inputs.output_schema = args.output_schema;
-  inputs.images = args.images;
-  inputs.getenv = env.getenv;
+  const SessionInputs inputs{.cwd = cwd,
+                             .process_cwd = env.cwd,
+                             .add_dirs = args.add_dirs,
+                             .allow_hosts = args.allow_hosts,
+                             .output_schema = args.output_schema,
+                             .images = args.images,
+                             .getenv = env.getenv};
   Result<SessionConfig> session = BuildSessionConfig(run.config, inputs);
   if (!session.ok()) return MakeError("error: " + session.message());
   run.session = std::move(*session);
