@@ -38,6 +38,10 @@ enum KeyFlags : unsigned {
   kRedactValues = 1 << 2,       // --print-config hides every value of the map
   kRedactSecretNames = 1 << 3,  // --print-config hides values whose name looks secret
   kInteractiveValues = 1 << 4,  // approval: untrusted/on-request -> never (files) or error
+  // kIgnored keys only: a codex key agentexec cannot honour where ignoring it would loosen the
+  // policy or change what was asked. An error naming `help` as the reason, unless the value is
+  // codex's default as `default_text` spells it (what agentexec does anyway).
+  kRefused = 1 << 5,
 };
 
 struct KeySpec {

@@ -179,6 +179,19 @@ Result<ParsedFile> ReadToml(const std::string& path, const std::string& beneath 
   return out;
 }
 
+// A refused key written with codex's default (`true`, `"user"`) asks for what agentexec does.
+bool IsCodexDefault(const KeySpec& spec, const toml::node& node) {
+  if (spec.default_text.empty()) return false;
+  if (const toml::value<bool>* b = node.as_boolean()) {
+    return spec.default_text == (b->get() ? "true" : "false");
+  }
+  if (const toml::value<std::string>* s = node.as_string()) {
+    return spec.default_text == "\"" + s->get() + "\"";
+  }
+  if (const toml::table* t = node.as_table()) return spec.default_text == "{}" && t->empty();
+  return false;
+}
+
 class Loader {
  public:
   Loader(const LoadOptions& options, const std::string& user_file)
@@ -224,7 +237,10 @@ class Loader {
     }
     std::string id;
     if (const KeySpec* spec = MatchKey(path, &id)) {
-      if (spec->type == KeyType::kIgnored) return {};
+      if (spec->type == KeyType::kIgnored) {
+        if (!(spec->flags & kRefused) || IsCodexDefault(*spec, node)) return {};
+        return MakeError(fmt::format("{}: '{}' is not supported: {}", where, display, spec->help));
+      }
       return Assign(*spec, id, node, display, origin);
     }
     if (IsKeyPrefix(path)) {

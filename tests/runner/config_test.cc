@@ -901,5 +901,151 @@ TEST(HttpConfigTest, AProjectCannotSetACredentialHeader) {
   EXPECT_EQ(config->model_providers.at("openai").http_headers, headers);
 }
 
+namespace {
+
+// Keys codex 0.171 reads that agentexec used to warn on as unknown. Where the list comes
+// from: the field names of codex 0.171.0's config structs (ConfigToml, ModelProviderInfo,
+// RawMcpServerConfig, ShellEnvironmentPolicyToml, PermissionProfileToml), each one checked
+// against the real binary (npm @openai/codex@0.171.0) by feeding it a config.toml holding
+// only that key to `codex exec --strict-config`, which names any field it does not know. Each
+// entry is a TOML snippet with a value codex accepts.
+constexpr const char* kCodex171Keys[] = {
+    "agents = { max_threads = 2 }",
+    "allow_login_shell = true",
+    "allow_symlinked_codex_home = true",
+    "approvals_reviewer = \"user\"",
+    "apps = {}",
+    "apps_mcp_product_sku = \"x\"",
+    "audio = { microphone = \"m\" }",
+    "auto_review = { policy = \"p\" }",
+    "background_terminal_max_timeout = 300000",
+    "browser_use = {}",
+    "cloud = {}",
+    "compact_prompt = \"summarize\"",
+    "computer_use = {}",
+    "desktop = { a = 1 }",
+    "disable_paste_burst = true",
+    "experimental_compact_prompt_file = \"/nonexistent/prompt.md\"",
+    "experimental_realtime_start_instructions = \"x\"",
+    "experimental_realtime_webrtc_call_base_url = \"https://example.com\"",
+    "experimental_realtime_ws_backend_prompt = \"x\"",
+    "experimental_realtime_ws_base_url = \"wss://example.com\"",
+    "experimental_realtime_ws_model = \"x\"",
+    "experimental_realtime_ws_startup_context = \"\"",
+    "experimental_thread_store = { type = \"local\" }",
+    "experimental_use_unified_exec_tool = true",
+    "ghost_snapshot = { disable_warnings = true }",
+    "goals = {}",
+    "hooks = {}",
+    "include_apps_instructions = false",
+    "include_collaboration_mode_instructions = false",
+    "include_environment_context = true",
+    "include_permissions_instructions = true",
+    "instructions = \"x\"",
+    "js_repl_node_module_dirs = [\"/a\"]",
+    "js_repl_node_path = \"/usr/bin/node\"",
+    "log_dir = \"/tmp/log\"",
+    "marketplaces = {}",
+    "mcp_enterprise_managed_auth = {}",
+    "mcp_oauth_callback_port = 4321",
+    "mcp_oauth_callback_url = \"http://127.0.0.1:4321/cb\"",
+    "mcp_optional_startup_grace_ms = 500",
+    "memories = { use_memories = false }",
+    "model_auto_compact_token_limit_scope = \"total\"",
+    "model_catalog_json = \"/nonexistent/catalog.json\"",
+    "model_instructions_file = \"/nonexistent/instructions.md\"",
+    "model_post_turn_compact_threshold_percent = 90",
+    "orchestrator = {}",
+    "oss_provider = \"ollama\"",
+    "personality = \"pragmatic\"",
+    "plan_mode_reasoning_effort = \"high\"",
+    "plugins = {}",
+    "project_doc_fallback_filenames = [\"CLAUDE.md\"]",
+    "project_root_markers = [\".git\"]",
+    "realtime = { version = \"v2\" }",
+    "responses_api_metadata = {}",
+    "service_tier = \"flex\"",
+    "sqlite_home = \"/tmp/sqlite\"",
+    "suppress_unstable_features_warning = true",
+    "thread_unload_delay_secs = 60",
+    "tool_output_token_limit = 10000",
+    "tool_suggest = { discoverables = [] }",
+    "windows = { sandbox = \"elevated\" }",
+    "[model_providers.x]\nauth = { command = \"print-key\" }",
+    "[model_providers.x]\naws = { region = \"us-east-1\" }",
+    "[model_providers.x]\nmodel_catalog_url = \"https://example.com/models\"",
+    "[model_providers.x]\ngateway_oauth = {}",
+    "[model_providers.x]\nwebsocket_connect_timeout_ms = 1000",
+    "[model_providers.x]\nsupports_standalone_web_search = true",
+    "[mcp_servers.x]\ncommand = \"true\"\nname = \"x\"",
+    "[mcp_servers.x]\nurl = \"https://example.com/mcp\"\noauth = { client_id = \"c\" }",
+    "[mcp_servers.x]\nurl = \"https://example.com/mcp\"\noauth_resource = \"r\"",
+    "[mcp_servers.x]\nurl = \"https://example.com/mcp\"\nscopes = [\"read\"]",
+    "[mcp_servers.x]\nurl = \"https://example.com/mcp\"\nauth = \"oauth\"",
+    "[mcp_servers.x]\nurl = \"https://example.com/mcp\"\nhttp_headers_helper = \"h\"",
+    "[mcp_servers.x]\ncommand = \"true\"\nenvironment_id = \"local\"",
+    "[mcp_servers.x]\ncommand = \"true\"\nsupports_parallel_tool_calls = true",
+    "[mcp_servers.x]\ncommand = \"true\"\ntools = { t = { approval_mode = \"approve\" } }",
+    "[mcp_servers.x]\ncommand = \"true\"\nstartup_readiness = \"x\"",
+    "[mcp_servers.x]\ncommand = \"true\"\nomit_tools_from = [\"code_mode\"]",
+    "[shell_environment_policy]\nfilters = []",
+    "[permissions.x]\ndescription = \"d\"",
+    "[permissions.x]\nextends = \"y\"",
+    "[permissions.x]\nfilesystem = { glob_scan_max_depth = 2 }",
+    "[permissions.x]\nworkspace_roots = {}",
+    "[permissions.x.network]\ntransparent_tcp = true",
+};
+
+}  // namespace
+
+// codex 0.171's keys are never unknown: each loads silently or, where agentexec cannot honour
+// it and ignoring it would loosen the policy, is refused saying why.
+TEST_F(ConfigTest, Codex171KeysAreNeverUnknown) {
+  for (const char* snippet : kCodex171Keys) {
+    WriteFile(user_file(), std::string(snippet) + "\n");
+    Result<Config> config = LoadConfig(Options());
+    if (config.ok()) {
+      EXPECT_TRUE(config->warnings.empty()) << snippet << ": " << config->warnings[0];
+    } else {
+      EXPECT_NE(config.message().find("is not supported: "), std::string::npos)
+          << snippet << ": " << config.message();
+    }
+  }
+}
+
+// A refused key holding codex's default asks for what agentexec does: accepted. Any other
+// value is an error that says why, never a silent loosening.
+TEST_F(ConfigTest, RefusedCodexKeysSayWhy) {
+  WriteFile(user_file(), "allow_login_shell = false\n");
+  Result<Config> login = LoadConfig(Options());
+  ASSERT_FALSE(login.ok());
+  EXPECT_EQ(login.message(), user_file() +
+                                 ":1:1: 'allow_login_shell' is not supported: agentexec runs every "
+                                 "command in a login shell (bash -lc), so false cannot be "
+                                 "honoured.");
+  WriteFile(user_file(), "approvals_reviewer = \"auto_review\"\n");
+  EXPECT_FALSE(LoadConfig(Options()).ok());
+  WriteFile(user_file(), "oss_provider = \"lmstudio\"\n");
+  EXPECT_FALSE(LoadConfig(Options()).ok());
+  WriteFile(user_file(), "[hooks]\nPreToolUse = []\n");
+  EXPECT_FALSE(LoadConfig(Options()).ok());
+  WriteFile(user_file(), "[shell_environment_policy]\nfilters = []\n");
+  Result<Config> filters = LoadConfig(Options());
+  ASSERT_FALSE(filters.ok());
+  EXPECT_EQ(filters.message(),
+            user_file() +
+                ":2:1: 'shell_environment_policy.filters' is not supported: agentexec does not "
+                "apply codex's filters, and dropping them would pass variables they remove to "
+                "commands: use exclude and include_only.");
+  // A project file cannot slip one in either.
+  WriteFile(user_file(), "");
+  WriteFile(project_file(), "[permissions.x]\nfilesystem = { \"/\" = \"write\" }\n");
+  EXPECT_FALSE(LoadConfig(WithProject()).ok());
+  WriteFile(project_file(), "allow_login_shell = true\nservice_tier = \"flex\"\n");
+  Result<Config> fine = LoadConfig(WithProject());
+  ASSERT_TRUE(fine.ok()) << fine.message();
+  EXPECT_TRUE(fine->warnings.empty());
+}
+
 }  // namespace
 }  // namespace ae
