@@ -97,7 +97,9 @@ SessionResult FailBeforeTurn(SessionRun& run, ErrorCode code, std::string messag
                              bool framed = true) {
   const SessionConfig& config = run.config;
   if (framed) {
-    run.emitter.Emit(ThreadStarted{run.result.thread_id, HeaderInfo(config)});
+    SessionInfo info = HeaderInfo(config);
+    info.prompt_refused = code == ErrorCode::kContextLength;  // only CheckPromptFits says so
+    run.emitter.Emit(ThreadStarted{run.result.thread_id, info});
     run.emitter.Emit(TurnStarted{});
   }
   run.emitter.Emit(StreamError{message});

@@ -134,7 +134,8 @@ void HumanSink::Emit(const Event& event) {
           }
           h += fmt::format("session id: {}\n--------\n", N(e.thread_id));
           Write(h);
-          if (!opt_.prompt.empty()) {
+          // A refused prompt is not echoed: the log gets the refusal, not the text refused.
+          if (!opt_.prompt.empty() && !i.prompt_refused) {
             std::string p = N(ShortenedForLog(opt_.prompt));
             if (p.back() != '\n') p.push_back('\n');
             Write(Style(kBold, "user") + "\n" + p);

@@ -147,6 +147,9 @@ struct SessionInfo {
   std::string approval;
   std::string sandbox;  // mode plus how it is enforced, e.g. "workspace-write (landlock+seccomp)"
   std::string reasoning_effort;
+  // The run ends before any request because of the prompt itself (too large to keep whole):
+  // the human view shows the refusal, not the prompt.
+  bool prompt_refused = false;
 };
 
 struct ThreadStarted {
