@@ -116,16 +116,19 @@ TEST_F(IsolationTest, ABatchTaskCannotWriteAnotherTasksCloneOrBatchsRecords) {
                             "-c user.email=t@example.com commit -qm init";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
-  auto run = [&](const std::string& out, const std::vector<std::string>& extra) {
+  // `victim_polls`: how many times (every 50 ms) the victim looks for the attacker's mark.
+  auto run = [&](const std::string& out, const std::vector<std::string>& extra,
+                 int victim_polls = 60) {
     const std::string victim = out + "/work/victim/repo";
     // The attacker waits for the victim's clone, then writes it; the victim waits (a bounded
     // while) for the attacker's mark in its clone, so both run at once.
-    const std::string attack = "if [ -e attacker.txt ]; then for i in $(seq 100); do [ -d " +
+    const std::string attack = "if [ -e attacker.txt ]; then for i in $(seq 600); do [ -d " +
                                victim + "/.git ] && break; sleep 0.05; done; echo evil > " +
                                victim + "/main.py; echo hook > " + victim +
                                "/.git/hooks/pre-push; echo '{}' > " + out +
                                "/results.jsonl; touch " + victim + "/marked; ls " + victim +
-                               " >/dev/null; else for i in $(seq 60); do [ -e marked ] && "
+                               " >/dev/null; else for i in $(seq " + std::to_string(victim_polls) +
+                               "); do [ -e marked ] && "
                                "break; sleep 0.05; done; fi; true";
     const std::string script = ws_.WriteFile(
         "batch-turns.json",
@@ -184,7 +187,8 @@ TEST_F(IsolationTest, ABatchTaskCannotWriteAnotherTasksCloneOrBatchsRecords) {
 
   // The negative control: unconfined tasks, which isolate nothing by the user's choice.
   const std::string leaked = tmp_out.path() + "/unconfined";
-  out = run(leaked, {"-s", "danger-full-access"});
+  // The victim waits for the mark as long as a loaded machine may need: unconfined, it comes.
+  out = run(leaked, {"-s", "danger-full-access"}, 600);
   EXPECT_NE(Slurp(leaked + "/tasks/victim/changes.patch").find("+evil"), std::string::npos)
       << "unconfined, the attack should get through: the test proves nothing";
 }
