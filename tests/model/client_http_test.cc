@@ -10,9 +10,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <functional>
 
 #include "engine/model/client.h"
 #include "engine/model/http.h"
@@ -107,6 +109,23 @@ class ModelHttpTest : public ::testing::Test {
     auto client = MakeModelClient(provider, options);
     if (!client) return client.error();
     return (*client)->Stream(prompt, observer_, cancel_);
+  }
+
+  // One request to a server of its own (a loop over wires or faults needs a fresh one each
+  // time), started on `turns` with `faults`; `adjust` changes the provider first, `obs` sees
+  // the retries.
+  Result<ModelResponse> StreamOnce(TestModelServer& server, const std::string& wire,
+                                   const std::string& turns, const std::vector<std::string>& faults,
+                                   RecordingObserver& obs,
+                                   const std::function<void(ProviderInfo&)>& adjust = {}) {
+    Result<int> port = server.Start(WriteTempFile("t.json", turns), faults, 60);
+    if (!port.ok()) return port.error();
+    ProviderInfo p = Provider(wire);
+    p.base_url = server.base_url();
+    if (adjust) adjust(p);
+    auto client = MakeModelClient(p, TestOptions());
+    if (!client.ok()) return client.error();
+    return (*client)->Stream(UserPrompt(), obs, cancel_);
   }
 
   static Prompt UserPrompt() {
@@ -485,15 +504,8 @@ TEST_F(ModelHttpTest, ConnectionRefusedIsRetriedThenFails) {
 TEST_F(ModelHttpTest, DroppedStreamIsRetriedAndItemsAreNotDuplicated) {
   for (const std::string wire : {"responses", "chat"}) {
     TestModelServer server;
-    ASSERT_TRUE(
-        server.Start(WriteTempFile("t.json", kPortableTurns), {"drop_after_items=2:requests=1"}, 60)
-            .ok());
-    ProviderInfo p = Provider(wire);
-    p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, wire, kPortableTurns, {"drop_after_items=2:requests=1"}, obs);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
     EXPECT_EQ(r->items.size(), 4u) << wire;
     const std::string reason =
@@ -520,15 +532,8 @@ TEST_F(ModelHttpTest, StreamThatAlwaysBreaksFailsAfterStreamMaxRetries) {
 TEST_F(ModelHttpTest, ResponseFailedIsRetried) {
   for (const std::string wire : {"responses", "chat"}) {
     TestModelServer server;
-    ASSERT_TRUE(
-        server.Start(WriteTempFile("t.json", kOneTurn), {"failed=The model failed.:requests=1"}, 60)
-            .ok());
-    ProviderInfo p = Provider(wire);
-    p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, wire, kOneTurn, {"failed=The model failed.:requests=1"}, obs);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
     EXPECT_EQ(obs.retries,
               std::vector<std::string>{"Reconnecting... 1/2 (stream disconnected before "
@@ -550,14 +555,8 @@ TEST_F(ModelHttpTest, ScriptedFailTurnFailsEveryAttempt) {
 TEST_F(ModelHttpTest, MalformedEventFailsTheAttemptNeverHalfParsed) {
   for (const std::string wire : {"responses", "chat"}) {
     TestModelServer server;
-    ASSERT_TRUE(
-        server.Start(WriteTempFile("t.json", kPortableTurns), {"garbage:requests=1"}, 60).ok());
-    ProviderInfo p = Provider(wire);
-    p.base_url = server.base_url();
     RecordingObserver obs;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, wire, kPortableTurns, {"garbage:requests=1"}, obs);
     ASSERT_TRUE(r.ok()) << wire << ": " << r.message();
     EXPECT_EQ(r->items.size(), 4u);
     EXPECT_EQ(obs.retries,
@@ -572,15 +571,11 @@ TEST_F(ModelHttpTest, IdleStreamTimesOutAndIsRetried) {
   for (const std::string fault :
        {"stall_after_headers=30:requests=1", "stall_before_headers=30:requests=1"}) {
     TestModelServer server;
-    ASSERT_TRUE(server.Start(WriteTempFile("t.json", kOneTurn), {fault}, 60).ok());
-    ProviderInfo p = Provider("responses");
-    p.base_url = server.base_url();
-    p.stream_idle_timeout_ms = 500;
-    p.stream_max_retries = 4;  // room for a slow machine to idle out once more
     RecordingObserver obs;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, "responses", kOneTurn, {fault}, obs, [](ProviderInfo& p) {
+      p.stream_idle_timeout_ms = 500;
+      p.stream_max_retries = 4;  // room for a slow machine to idle out once more
+    });
     ASSERT_TRUE(r.ok()) << fault << ": " << r.message();
     EXPECT_EQ(r->items.size(), 2u);
     ASSERT_FALSE(obs.retries.empty()) << fault;
@@ -599,15 +594,11 @@ TEST_F(ModelHttpTest, CommentKeepAliveAndByteDribbleDoNotKeepAStreamAlive) {
   // second, is not progress. Without that both faults would hold the request for 30 s.
   for (const std::string fault : {"comment_keepalive=30:requests=1", "dribble=30:requests=1"}) {
     TestModelServer server;
-    ASSERT_TRUE(server.Start(WriteTempFile("t.json", kOneTurn), {fault}, 60).ok());
-    ProviderInfo p = Provider("responses");
-    p.base_url = server.base_url();
-    p.stream_idle_timeout_ms = 2500;
-    p.stream_max_retries = 2;
     RecordingObserver obs;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, "responses", kOneTurn, {fault}, obs, [](ProviderInfo& p) {
+      p.stream_idle_timeout_ms = 2500;
+      p.stream_max_retries = 2;
+    });
     ASSERT_TRUE(r.ok()) << fault << ": " << r.message();
     EXPECT_EQ(r->items.size(), 2u) << fault;
     EXPECT_EQ(obs.retries,
@@ -698,15 +689,11 @@ TEST_F(ModelHttpTest, FailuresCarryTheirErrorCode) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.wire) + " " + c.fault);
     TestModelServer server;
-    ASSERT_TRUE(server.Start(WriteTempFile("t.json", kOneTurn), {c.fault}, 60).ok());
-    ProviderInfo p = Provider(c.wire);
-    p.base_url = server.base_url();
-    p.request_max_retries = 0;
-    p.stream_max_retries = 0;
-    auto client = MakeModelClient(p, TestOptions());
-    ASSERT_TRUE(client.ok());
     RecordingObserver obs;
-    auto r = (*client)->Stream(UserPrompt(), obs, cancel_);
+    auto r = StreamOnce(server, c.wire, kOneTurn, {c.fault}, obs, [](ProviderInfo& p) {
+      p.request_max_retries = 0;
+      p.stream_max_retries = 0;
+    });
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, c.code) << r.message();
   }
