@@ -1017,10 +1017,10 @@ const KeySpec kKeys[] = {
     {"approvals_reviewer",
      K::kIgnored,
      "\"user\"",
-     "agentexec has no automatic reviewer: with on-failure a denied command would be retried "
-     "outside the sandbox unreviewed (as --approve-for-me, refused).",
-     {},
-     kRefused},
+     "Accepted from codex; unused: agentexec asks no reviewer. approval_policy alone decides: "
+     "never retries nothing, on-failure lets agentexec retry a command it saw the sandbox "
+     "deny.",
+     {}},
     {"oss_provider",
      K::kIgnored,
      "\"ollama\"",
