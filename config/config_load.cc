@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "base/duration.h"
+#include "base/path.h"
 #include "config/config.h"
 #include "config/config_io.h"
 #include "config/config_keys.h"
@@ -461,17 +462,12 @@ class Loader {
   // working directory for the command line and environment).
   std::string ResolvePath(const std::string& path, const Origin& origin) {
     if (path.empty()) return path;
-    std::filesystem::path p(path);
     if (path == "~" || path.starts_with("~/")) {
       std::optional<std::string> home = options_.getenv ? options_.getenv("HOME") : std::nullopt;
-      if (home && !home->empty())
-        p = std::filesystem::path(*home) / path.substr(path.size() > 1 ? 2 : 1);
-    } else if (p.is_relative() && !origin.base_dir.empty()) {
-      p = std::filesystem::path(origin.base_dir) / p;
+      if (!home || home->empty()) return ResolvedPath("", path);  // no home: left as written
+      return ResolvedPath(*home, path.substr(path.size() > 1 ? 2 : 1));
     }
-    std::string out = p.lexically_normal().string();
-    while (out.size() > 1 && out.back() == '/') out.pop_back();
-    return out;
+    return ResolvedPath(origin.base_dir, path);
   }
 
   const LoadOptions& options_;

@@ -1,5 +1,7 @@
 #include "engine/tools/exec.h"
 
+#include "base/path.h"
+
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -7,6 +9,7 @@
 
 #include "base/duration.h"
 #include "base/json.h"
+#include "base/path.h"
 
 #include "engine/exec/model_output.h"
 #include "engine/exec/orchestrator.h"
@@ -256,11 +259,7 @@ class ShellTool : public ToolHandler {
 }  // namespace
 
 std::string ResolveWorkdir(const std::string& cwd, const std::string& workdir) {
-  namespace fs = std::filesystem;
-  fs::path p = workdir.empty() ? fs::path(cwd) : fs::path(cwd) / workdir;  // absolute wins
-  std::string s = p.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
+  return ResolvedPath(cwd, workdir);  // absolute wins; "" is cwd itself
 }
 
 std::unique_ptr<ToolHandler> MakeExecCommandTool(std::shared_ptr<UnifiedExec> manager) {

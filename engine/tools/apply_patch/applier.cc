@@ -8,17 +8,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "base/path.h"
 #include "engine/tools/apply_patch/seek.h"
 
 namespace ae::patch {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Rust's io::Error text, which codex's messages carry: "No such file or directory (os error 2)".
 std::string OsError(int err) {
@@ -240,10 +238,7 @@ std::string WholeFileDiff(std::string_view content, bool adding, const std::stri
 }  // namespace
 
 std::string ResolvePath(const std::string& cwd, const std::string& path) {
-  fs::path p = fs::path(path).is_absolute() ? fs::path(path) : fs::path(cwd) / path;
-  std::string s = p.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
+  return ResolvedPath(cwd, path);
 }
 
 std::vector<FileChange> NamedChanges(const Patch& patch, const std::string& cwd) {
