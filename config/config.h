@@ -12,26 +12,13 @@
 #include <vector>
 
 #include "engine/exec/approval.h"
+#include "engine/model/provider.h"
 #include "net/policy.h"
 #include "sandbox/mode.h"
 
 #include "base/result.h"
 
 namespace ae {
-
-struct ProviderConfig {
-  std::string name;
-  std::string base_url;
-  std::string env_key;  // the NAME of the variable holding the key, never the key
-  std::string wire_api = "responses";
-  std::map<std::string, std::string> http_headers;
-  std::map<std::string, std::string> env_http_headers;  // header -> variable name
-  std::map<std::string, std::string> query_params;
-  int64_t request_max_retries = 4;
-  int64_t stream_max_retries = 5;
-  int64_t stream_idle_timeout_ms = 300000;
-  std::string script;  // wire "scripted": path of the turns file (absolute once loaded)
-};
 
 // One [mcp_servers.NAME] table: a stdio server (`command`) or a streamable-HTTP one (`url`)
 // (docs/MCP.md).
@@ -74,12 +61,12 @@ struct PermissionNetwork {
 struct Config {
   std::string model = "gpt-5.5";
   std::string model_provider = "openai";
-  std::map<std::string, ProviderConfig> model_providers;  // built-ins plus the user's
-  std::string model_reasoning_effort;                     // "" = let the model decide
-  std::string model_reasoning_summary;                    // "" = let the model decide
-  std::string model_verbosity;                            // "" = let the model decide
-  int64_t model_context_window = 0;                       // tokens; 0 = from the model table
-  int64_t model_auto_compact_token_limit = 0;             // tokens; 0 = from the model table
+  std::map<std::string, ProviderSettings> model_providers;  // built-ins plus the user's
+  std::string model_reasoning_effort;                       // "" = let the model decide
+  std::string model_reasoning_summary;                      // "" = let the model decide
+  std::string model_verbosity;                              // "" = let the model decide
+  int64_t model_context_window = 0;                         // tokens; 0 = from the model table
+  int64_t model_auto_compact_token_limit = 0;               // tokens; 0 = from the model table
   sandbox::Mode sandbox_mode = sandbox::Mode::kReadOnly;
   std::vector<std::string> writable_roots;  // sandbox_workspace_write.*
   bool network_access = false;

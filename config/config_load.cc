@@ -530,18 +530,18 @@ Result<Override> ParseOverride(const std::string& text) {
 
 Config DefaultConfig() {
   Config c;
-  ProviderConfig openai;
+  ProviderSettings openai;
   openai.name = "OpenAI";
   openai.base_url = "https://api.openai.com/v1";
   openai.env_key = "OPENAI_API_KEY";
   openai.wire_api = "responses";
   c.model_providers["openai"] = openai;
-  ProviderConfig ollama;
+  ProviderSettings ollama;
   ollama.name = "Ollama";
   ollama.base_url = "http://localhost:11434/v1";
   ollama.wire_api = "chat";
   c.model_providers["ollama"] = ollama;
-  ProviderConfig scripted;
+  ProviderSettings scripted;
   scripted.name = "Scripted";
   scripted.wire_api = "scripted";
   c.model_providers["scripted"] = scripted;

@@ -81,20 +81,14 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
         "one of {}",
         id, SourceOf(config, "model_provider"), id, known));
   }
-  const ProviderConfig& p = it->second;
-  ProviderInfo info{
-      .id = id,
-      .name = p.name,
-      .base_url = p.base_url,
-      .env_key = p.env_key,
-      .wire_api = p.wire_api,
-      .http_headers = p.http_headers,
-      .env_http_headers = p.env_http_headers,
-      .query_params = p.query_params,
-      .request_max_retries = static_cast<int>(std::min<int64_t>(p.request_max_retries, 100)),
-      .stream_max_retries = static_cast<int>(std::min<int64_t>(p.stream_max_retries, 100)),
-      .stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms),
-      .script = p.script};
+  const ProviderSettings& p = it->second;
+  ProviderInfo info;
+  static_cast<ProviderSettings&>(info) = p;
+  info.id = id;
+  // The cap keeps a mistyped count from retrying without end.
+  info.request_max_retries = std::min<int64_t>(p.request_max_retries, 100);
+  info.stream_max_retries = std::min<int64_t>(p.stream_max_retries, 100);
+  info.stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms);
   while (info.base_url.size() > 1 && info.base_url.back() == '/') info.base_url.pop_back();
   if (p.wire_api == "scripted") {
     if (p.script.empty()) {

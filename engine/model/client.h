@@ -14,27 +14,9 @@
 #include "base/cancel.h"
 #include "base/result.h"
 #include "engine/events/events.h"
+#include "engine/model/provider.h"
 
 namespace ae {
-
-struct ProviderInfo {
-  std::string id;        // key under model_providers, e.g. "openai"
-  std::string name;      // display name
-  std::string base_url;  // e.g. https://api.openai.com/v1
-  std::string env_key;   // environment variable holding the bearer key; empty = no key
-  std::string wire_api;  // "responses" | "chat" | "scripted"
-  std::map<std::string, std::string> http_headers;
-  std::map<std::string, std::string> env_http_headers;  // header -> env var name
-  std::map<std::string, std::string> query_params;
-  int request_max_retries = 4;
-  int stream_max_retries = 5;
-  int64_t stream_idle_timeout_ms = 300000;
-  int64_t connect_timeout_ms = 30000;
-  std::string script;  // scripted: path of the turns file
-  // Set by MakeModelClient: the variable the bearer key was read from, named in 401/403
-  // messages (never the key itself).
-  std::string key_variable;
-};
 
 struct ModelOptions {
   std::string model;

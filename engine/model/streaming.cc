@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -447,7 +448,7 @@ Result<ModelResponse> StreamWithRetries(
     HttpClient& http, const HttpRequest& request, const ProviderInfo& provider,
     const std::function<std::unique_ptr<StreamDecoder>()>& make_decoder, StreamObserver& observer,
     CancelToken& cancel) {
-  const int max = std::max(provider.stream_max_retries, 0);
+  const int max = static_cast<int>(std::clamp<int64_t>(provider.stream_max_retries, 0, 100));
   for (int outer = 0;; ++outer) {
     Attempt a = RunAttempt(http, request, provider, make_decoder, cancel);
     if (a.response) return std::move(*a.response);

@@ -471,7 +471,7 @@ TEST_F(ConfigTest, RealCodexConfigLoadsWithoutWarnings) {
   ASSERT_TRUE(config.ok()) << config.message();
   EXPECT_TRUE(config->warnings.empty()) << config->warnings[0];
   EXPECT_EQ(config->model_provider, "mock");
-  const ProviderConfig& mock = config->model_providers["mock"];
+  const ProviderSettings& mock = config->model_providers["mock"];
   EXPECT_EQ(mock.base_url, "http://127.0.0.1:8080/v1");
   EXPECT_EQ(mock.env_key, "MOCK_KEY");
   EXPECT_EQ(mock.request_max_retries, 2);
