@@ -118,18 +118,27 @@ TEST(NetPolicyTest, PrivateAddressesOnlyWhenAllowedOrListed) {
 
 TEST(NetPolicyTest, TheHintNamesHostRuleAndRemedy) {
   const Policy p = Make({"example.com"}, {"bad.test"});
-  EXPECT_EQ(DenialHint("other.test", 443, Decide(p, "other.test", 443)),
-            "agentexec: network: other.test:443 refused (not in network.allow); to allow it, add "
-            "\"other.test\" to network.allow (--allow-host other.test)");
-  EXPECT_EQ(DenialHint("example.com", 22, Decide(p, "example.com", 22)),
-            "agentexec: network: example.com:22 refused (port 22 is not allowed for this host); "
-            "to allow it, add \"example.com:22\" to network.allow (--allow-host example.com:22)");
-  EXPECT_EQ(DenialHint("bad.test", 443, Decide(p, "bad.test", 443)),
-            "agentexec: network: bad.test:443 refused (denied by network.deny); the rule "
-            "'bad.test' of network.deny refuses it");
-  EXPECT_EQ(DenialHint("::1", 80, Decide(p, "::1", 80)),
-            "agentexec: network: [::1]:80 refused (not in network.allow); to allow it, add "
-            "\"[::1]\" to network.allow (--allow-host [::1])");
+  struct Case {
+    const char* host;
+    uint16_t port;
+    const char* hint;
+  } cases[] = {
+      {"other.test", 443,
+       "agentexec: network: other.test:443 refused (not in network.allow); to allow it, add "
+       "\"other.test\" to network.allow (--allow-host other.test)"},
+      {"example.com", 22,
+       "agentexec: network: example.com:22 refused (port 22 is not allowed for this host); to "
+       "allow it, add \"example.com:22\" to network.allow (--allow-host example.com:22)"},
+      {"bad.test", 443,
+       "agentexec: network: bad.test:443 refused (denied by network.deny); the rule 'bad.test' "
+       "of network.deny refuses it"},
+      {"::1", 80,
+       "agentexec: network: [::1]:80 refused (not in network.allow); to allow it, add \"[::1]\" "
+       "to network.allow (--allow-host [::1])"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(DenialHint(c.host, c.port, Decide(p, c.host, c.port)), c.hint);
+  }
 }
 
 }  // namespace
