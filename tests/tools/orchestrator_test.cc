@@ -70,6 +70,14 @@ class OrchestratorTest : public ToolTest {
   CommandRequest Request() const {
     return CommandRequest{{"/bin/sh", "-c", "touch never-ran"}, turn_.cwd, 1234, "touch it"};
   }
+  // Request() through an orchestrator over `prepared`, each attempt answered with the next of
+  // `given`.
+  Result<CommandOutcome> RunOnce(std::vector<sandbox::RunResult> given,
+                                 const sandbox::PreparedSandbox* prepared) {
+    results = std::move(given);
+    Orchestrator orch(turn_, prepared, Fake());
+    return orch.RunCommand(Request(), emitter_, cancel_);
+  }
 
   std::vector<Attempted> calls;
   std::vector<sandbox::RunResult> results;
@@ -79,9 +87,7 @@ class OrchestratorTest : public ToolTest {
 TEST_F(OrchestratorTest, TheRunnerGetsTheSettledSpecAndItsResultIsTheItem) {
   sandbox::RunResult r = Failed("fake out\n");
   r.exit_code = 3;
-  results = {r};
-  Orchestrator orch(turn_, nullptr, Fake());
-  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  auto outcome = RunOnce({r}, nullptr);
   ASSERT_TRUE(outcome.ok()) << outcome.message();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].spec.argv, (std::vector<std::string>{"/bin/sh", "-c", "touch never-ran"}));
@@ -100,9 +106,7 @@ TEST_F(OrchestratorTest, TheCommandsWordsAloneNeverRerunIt) {
   turn_.approval = ApprovalPolicy::kOnFailure;
   sandbox::RunResult r = Failed("touch: cannot touch '" + root_ + "/out': Permission denied\n");
   r.writes.watched = true;  // the watch was in force and saw no refusal
-  results = {r};
-  Orchestrator orch(turn_, prepared_, Fake());
-  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  auto outcome = RunOnce({r}, prepared_);
   ASSERT_TRUE(outcome.ok()) << outcome.message();
   EXPECT_EQ(calls.size(), 1u);
   EXPECT_FALSE(outcome->escalated);
@@ -115,9 +119,7 @@ TEST_F(OrchestratorTest, AWatchedRefusalRerunsItOnceUnconfined) {
   const std::string outside = root_ + "/out";
   sandbox::RunResult denied = WatchedRefusal(outside);
   sandbox::RunResult ok;
-  results = {denied, ok};
-  Orchestrator orch(turn_, prepared_, Fake());
-  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  auto outcome = RunOnce({denied, ok}, prepared_);
   ASSERT_TRUE(outcome.ok()) << outcome.message();
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].spec.sandbox, prepared_);
@@ -161,9 +163,7 @@ TEST_F(OrchestratorTest, UnderOnFailureTheConfinedCommandIsWatchedAndTheRerunIsN
   turn_.approval = ApprovalPolicy::kOnFailure;
   const std::string outside = root_ + "/out";
   sandbox::RunResult denied = WatchedRefusal(outside);
-  results = {denied, sandbox::RunResult{}};
-  Orchestrator orch(turn_, prepared_, Fake());
-  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  auto outcome = RunOnce({denied, sandbox::RunResult{}}, prepared_);
   ASSERT_TRUE(outcome.ok()) << outcome.message();
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_TRUE(calls[0].spec.watch_writes);
@@ -179,9 +179,7 @@ TEST_F(OrchestratorTest, WithoutTheWatchTheOutputsWordNeverRerunsIt) {
   turn_.approval = ApprovalPolicy::kOnFailure;
   sandbox::RunResult r = Failed("touch: cannot touch '" + root_ + "/out/f': Permission denied\n");
   r.writes.unavailable = "Linux 5.4 cannot let a notified call continue (needs 5.5)";
-  results = {r};
-  Orchestrator orch(turn_, prepared_, Fake());
-  auto outcome = orch.RunCommand(Request(), emitter_, cancel_);
+  auto outcome = RunOnce({r}, prepared_);
   ASSERT_TRUE(outcome.ok()) << outcome.message();
   EXPECT_EQ(calls.size(), 1u);
   EXPECT_FALSE(outcome->escalated);

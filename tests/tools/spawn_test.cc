@@ -34,6 +34,13 @@ RunResult Sh(const std::string& script, RunLimits limits = {}) {
   return RunArgv({"/bin/sh", "-c", script}, limits);
 }
 
+// The default limits but for a timeout of `ms`.
+RunLimits TimeoutAfter(int64_t ms) {
+  RunLimits limits;
+  limits.timeout_ms = ms;
+  return limits;
+}
+
 // A process is gone when kill(pid, 0) fails with ESRCH, or when only its zombie is left
 // (reparented to an init that has not reaped it yet).
 bool ProcessGone(pid_t pid) {
@@ -123,9 +130,7 @@ TEST(Spawn, WorkdirIsUsed) {
 }
 
 TEST(Spawn, TimeoutKillsTheWholeTree) {
-  RunLimits limits;
-  limits.timeout_ms = 1000;
-  RunResult r = Sh("sleep 100 & echo $!; sleep 100 & echo $!; echo $$; wait", limits);
+  RunResult r = Sh("sleep 100 & echo $!; sleep 100 & echo $!; echo $$; wait", TimeoutAfter(1000));
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, 124);
   std::vector<pid_t> pids = Pids(r.output);
@@ -305,9 +310,7 @@ namespace ae::sandbox {
 namespace {
 
 TEST(Spawn, EndlessWriterStillTimesOut) {
-  RunLimits limits;
-  limits.timeout_ms = 300;
-  RunResult r = Sh("yes", limits);
+  RunResult r = Sh("yes", TimeoutAfter(300));
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, 124);
   EXPECT_GT(r.total_bytes, r.output.size());
