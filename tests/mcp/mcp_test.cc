@@ -8,7 +8,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,31 +22,25 @@
 #include "engine/mcp/mcp_tool.h"
 #include "engine/mcp/sha1.h"
 #include "engine/tools/router.h"
-#include "outputs/jsonl_sink.h"
+#include "tests/support/jsonl_recorder.h"
 #include "tests/support/processes.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae {
 namespace {
 
-class RecordingSink : public EventSink {
- public:
-  void Emit(const Event& e) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(e);
-  }
-  // Every event as its JSONL line, newline-terminated.
-  std::string Jsonl() {
-    std::lock_guard lock(mu_);
-    std::string out;
-    for (const Event& e : events_) out += EventToJson(e) + "\n";
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Event> events_;
-};
+// The JSONL of one call to docs's `tool` (item_0, `arguments` as the item shows them): started,
+// then completed with `outcome`, the item's "result", "error" and "status" fields.
+std::string CallItemLines(const std::string& tool, const std::string& arguments,
+                          const std::string& outcome) {
+  const std::string item = R"({"id":"item_0","type":"mcp_tool_call","server":"docs","tool":")" +
+                           tool + R"(","arguments":)" + arguments + ",";
+  return R"({"type":"item.started","item":)" + item +
+         R"("result":null,"error":null,"status":"in_progress"}})"
+         "\n"
+         R"({"type":"item.completed","item":)" +
+         item + outcome + "}}\n";
+}
 
 bool Alive(pid_t pid) {
   return ::kill(pid, 0) == 0;
@@ -102,7 +95,7 @@ class McpTest : public ::testing::Test {
   test::ScratchDir scratch_{"ae-mcp"};
   std::string dir_, log_;
   TurnContext turn_;
-  RecordingSink sink_;
+  test::JsonlRecorder sink_;
   Emitter emitter_{{&sink_}};
   CancelToken cancel_;
   std::vector<McpServerSpec> specs_;
@@ -273,15 +266,10 @@ TEST_F(McpTest, EchoIsCompletedWithItsContent) {
   EXPECT_TRUE(r.success);
   EXPECT_EQ(r.output, "hi");
   EXPECT_EQ(r.call_id, "call_1");
-  EXPECT_EQ(
-      sink_.Jsonl(),
-      R"({"type":"item.started","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"echo","arguments":{"text":"hi"},"result":null,"error":null,"status":"in_progress"}})"
-      "\n"
-      R"({"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"echo","arguments":{"text":"hi"},"result":{"content":[{"type":"text","text":"hi"}],)"
-      R"("structured_content":null},"error":null,"status":"completed"}})"
-      "\n");
+  EXPECT_EQ(sink_.Jsonl(),
+            CallItemLines("echo", R"({"text":"hi"})",
+                          R"("result":{"content":[{"type":"text","text":"hi"}],)"
+                          R"("structured_content":null},"error":null,"status":"completed")"));
   EXPECT_NE(ServerLog().find(
                 R"("method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})"),
             std::string::npos);
@@ -292,15 +280,10 @@ TEST_F(McpTest, StructuredContentIsWhatTheModelSees) {
   ToolResult r = Call("mcp__docs__add", R"({"a": 2, "b": 3})");
   EXPECT_TRUE(r.success);
   EXPECT_EQ(r.output, R"({"sum":5})");
-  EXPECT_EQ(
-      sink_.Jsonl(),
-      R"({"type":"item.started","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"add","arguments":{"a":2,"b":3},"result":null,"error":null,"status":"in_progress"}})"
-      "\n"
-      R"({"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"add","arguments":{"a":2,"b":3},"result":{"content":[{"type":"text","text":"5"}],)"
-      R"("structured_content":{"sum":5}},"error":null,"status":"completed"}})"
-      "\n");
+  EXPECT_EQ(sink_.Jsonl(),
+            CallItemLines("add", R"({"a":2,"b":3})",
+                          R"("result":{"content":[{"type":"text","text":"5"}],)"
+                          R"("structured_content":{"sum":5}},"error":null,"status":"completed")"));
 }
 
 TEST_F(McpTest, IsErrorFailsTheItemButKeepsTheResult) {
@@ -308,15 +291,10 @@ TEST_F(McpTest, IsErrorFailsTheItemButKeepsTheResult) {
   ToolResult r = Call("mcp__docs__fail", "{}");
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.output, "it went wrong");
-  EXPECT_EQ(
-      sink_.Jsonl(),
-      R"({"type":"item.started","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"fail","arguments":{},"result":null,"error":null,"status":"in_progress"}})"
-      "\n"
-      R"({"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"fail","arguments":{},"result":{"content":[{"type":"text","text":"it went wrong"}],)"
-      R"("structured_content":null},"error":null,"status":"failed"}})"
-      "\n");
+  EXPECT_EQ(sink_.Jsonl(),
+            CallItemLines("fail", "{}",
+                          R"("result":{"content":[{"type":"text","text":"it went wrong"}],)"
+                          R"("structured_content":null},"error":null,"status":"failed")"));
 }
 
 TEST_F(McpTest, EmptyArgumentsSendNoneAndShowNull) {
@@ -333,15 +311,11 @@ TEST_F(McpTest, InvalidArgumentsFailWithoutACall) {
   ToolResult r = Call("mcp__docs__echo", R"({"text": )");
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.output, "tool call error: arguments are not valid JSON: Invalid value at offset 9");
-  EXPECT_EQ(
-      sink_.Jsonl(),
-      R"({"type":"item.started","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"echo","arguments":"{\"text\": ","result":null,"error":null,"status":"in_progress"}})"
-      "\n"
-      R"({"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"echo","arguments":"{\"text\": ","result":null,"error":{"message":)"
-      R"("arguments are not valid JSON: Invalid value at offset 9"},"status":"failed"}})"
-      "\n");
+  EXPECT_EQ(sink_.Jsonl(),
+            CallItemLines("echo", R"("{\"text\": ")",
+                          R"("result":null,"error":{"message":)"
+                          R"("arguments are not valid JSON: Invalid value at offset 9"},)"
+                          R"("status":"failed")"));
   ToolResult array = Call("mcp__docs__echo", "[1]");
   EXPECT_EQ(array.output, "tool call error: arguments must be a JSON object, not an array");
   EXPECT_EQ(ServerLog().find("tools/call"), std::string::npos);
@@ -355,15 +329,10 @@ TEST_F(McpTest, TimeoutFailsTheCallAndStopKillsTheServer) {
   ToolResult r = Call("mcp__docs__slow", R"({"seconds":30})");
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.output, "tool call error: no answer to tools/call within 300 ms");
-  EXPECT_EQ(
-      sink_.Jsonl(),
-      R"({"type":"item.started","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"slow","arguments":{"seconds":30},"result":null,"error":null,"status":"in_progress"}})"
-      "\n"
-      R"({"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"docs",)"
-      R"("tool":"slow","arguments":{"seconds":30},"result":null,"error":{"message":)"
-      R"("no answer to tools/call within 300 ms"},"status":"failed"}})"
-      "\n");
+  EXPECT_EQ(sink_.Jsonl(),
+            CallItemLines("slow", R"({"seconds":30})",
+                          R"("result":null,"error":{"message":)"
+                          R"("no answer to tools/call within 300 ms"},"status":"failed")"));
   EXPECT_TRUE(Alive(pid));
   // The sleeping server ignores stdin closing; Stop escalates to signals and reaps it.
   servers_.Stop();

@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,24 +12,11 @@
 #include <gtest/gtest.h>
 
 #include "engine/session.h"
-#include "outputs/jsonl_sink.h"
+#include "tests/support/jsonl_recorder.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ae {
 namespace {
-
-class LinesSink : public EventSink {
- public:
-  void Emit(const Event& e) override {
-    std::lock_guard lock(mu_);
-    std::string line = EventToJson(e);
-    if (!line.empty()) lines.push_back(line);
-  }
-  std::vector<std::string> lines;
-
- private:
-  std::mutex mu_;
-};
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -65,7 +51,7 @@ TEST(McpSession, ModelCallsAnMcpToolAndGetsItsAnswer) {
   broken.args = {AE_MCP_SERVER_PY, "--crash-on-init"};
   config.mcp_servers = {docs, broken};
 
-  LinesSink sink;
+  test::JsonlRecorder sink;
   CancelToken cancel;
   SessionResult result = RunSession(config, "add 2 and 3", {&sink}, cancel);
   ASSERT_EQ(result.outcome(), SessionOutcome::kCompleted) << result.error;
