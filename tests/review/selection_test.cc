@@ -16,17 +16,51 @@ const std::string kMain = "2222222222222222222222222222222222222222";
 const std::string kDiff =
     "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-a\n+b\n";
 
+const std::string kDiffCommand = "diff --no-color --no-ext-diff --no-textconv ";
+const std::string kUntracked = "-C /work/repo ls-files --others --exclude-standard -z";
+
+// The git command the selection resolves `ref` to a commit with.
+std::string Verify(const std::string& ref) {
+  return "rev-parse --verify --quiet --end-of-options " + ref + "^{commit}";
+}
+
+// What SelectChange refuses `target` with, or a note that it selected a change after all.
+std::string Refusal(FakeGit git, const ReviewTarget& target) {
+  Result<ChangeSelection> sel = SelectChange(git, target, 1 << 20);
+  return sel.ok() ? "(no refusal: a change was selected)" : sel.message();
+}
+
 FakeGit Repo() {
   FakeGit git;
   git.On("rev-parse --show-toplevel", 0, "/work/repo\n");
   return git;
 }
 
+// A repository whose branch `main` is kMain, and HEAD shares no merge base with it; `shallow`
+// is what git says of the clone.
+FakeGit WithoutMergeBase(const std::string& shallow) {
+  FakeGit git = Repo();
+  git.On(Verify("main"), 0, kMain + "\n");
+  git.On("merge-base HEAD " + kMain, 1);
+  git.On("rev-parse --is-shallow-repository", 0, shallow);
+  return git;
+}
+
+// The uncommitted change: `git diff HEAD` prints `diff`, and ls-files lists `untracked`
+// (NUL-separated).
+FakeGit Uncommitted(const std::string& diff, const std::string& untracked) {
+  FakeGit git = Repo();
+  git.On(Verify("HEAD"), 0, kMain + "\n");
+  git.On(kDiffCommand + "HEAD", 0, diff);
+  git.On(kUntracked, 0, untracked);
+  return git;
+}
+
 TEST(ReviewSelection, BaseUsesTheMergeBaseAgainstTheWorkingTree) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options main^{commit}", 0, kMain + "\n");
+  git.On(Verify("main"), 0, kMain + "\n");
   git.On("merge-base HEAD " + kMain, 0, kMb + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv " + kMb, 0, kDiff);
+  git.On(kDiffCommand + kMb, 0, kDiff);
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kBase, "main"}, 1 << 20);
   ASSERT_TRUE(sel.ok()) << sel.message();
   EXPECT_EQ(sel->repo_root, "/work/repo");
@@ -48,11 +82,10 @@ TEST(ReviewSelection, BaseUsesTheMergeBaseAgainstTheWorkingTree) {
 
 TEST(ReviewSelection, BaseFallsBackToTheRemoteTrackingBranch) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options main^{commit}", 1);
-  git.On("rev-parse --verify --quiet --end-of-options refs/remotes/origin/main^{commit}", 0,
-         kMain + "\n");
+  git.On(Verify("main"), 1);
+  git.On(Verify("refs/remotes/origin/main"), 0, kMain + "\n");
   git.On("merge-base HEAD " + kMain, 0, kMb + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv " + kMb, 0, kDiff);
+  git.On(kDiffCommand + kMb, 0, kDiff);
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kBase, "main"}, 1 << 20);
   ASSERT_TRUE(sel.ok()) << sel.message();
   EXPECT_NE(sel->description.find("base branch 'origin/main'"), std::string::npos);
@@ -60,44 +93,30 @@ TEST(ReviewSelection, BaseFallsBackToTheRemoteTrackingBranch) {
 
 TEST(ReviewSelection, MissingBaseSaysHowToFetchIt) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options nosuch^{commit}", 1);
-  git.On("rev-parse --verify --quiet --end-of-options refs/remotes/origin/nosuch^{commit}", 1);
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kBase, "nosuch"}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  git.On(Verify("nosuch"), 1);
+  git.On(Verify("refs/remotes/origin/nosuch"), 1);
+  EXPECT_EQ(Refusal(git, {ReviewTargetKind::kBase, "nosuch"}),
             "base branch 'nosuch' not found: neither 'nosuch' nor 'origin/nosuch' names a commit "
             "in this repository. Fetch it first (`git fetch origin nosuch`; GitHub "
             "actions/checkout: `fetch-depth: 0`), or check the name");
 }
 
 TEST(ReviewSelection, ShallowCloneWithoutTheMergeBase) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options main^{commit}", 0, kMain + "\n");
-  git.On("merge-base HEAD " + kMain, 1);
-  git.On("rev-parse --is-shallow-repository", 0, "true\n");
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kBase, "main"}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  EXPECT_EQ(Refusal(WithoutMergeBase("true\n"), {ReviewTargetKind::kBase, "main"}),
             "cannot find the merge base of HEAD and 'main': this is a shallow clone and the "
             "common history is not in it; fetch the full history: `git fetch --unshallow` "
             "(GitHub actions/checkout: `fetch-depth: 0`; GitLab CI: `GIT_DEPTH: 0`)");
 }
 
 TEST(ReviewSelection, UnrelatedHistories) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options main^{commit}", 0, kMain + "\n");
-  git.On("merge-base HEAD " + kMain, 1);
-  git.On("rev-parse --is-shallow-repository", 0, "false\n");
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kBase, "main"}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  EXPECT_EQ(Refusal(WithoutMergeBase("false\n"), {ReviewTargetKind::kBase, "main"}),
             "HEAD and 'main' have no common history (no merge base), so there is no change "
             "against it to review; pass the branch this work started from");
 }
 
 TEST(ReviewSelection, CommitUsesGitShow) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options abc123^{commit}", 0, kMain + "\n");
+  git.On(Verify("abc123"), 0, kMain + "\n");
   git.On(
       "show --no-color --no-ext-diff --no-textconv --format=commit %H%nAuthor: %an <%ae>%n%n%B " +
           kMain,
@@ -112,20 +131,15 @@ TEST(ReviewSelection, CommitUsesGitShow) {
 
 TEST(ReviewSelection, UnknownCommit) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options deadbeef^{commit}", 1);
+  git.On(Verify("deadbeef"), 1);
   git.On("rev-parse --is-shallow-repository", 0, "false\n");
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kCommit, "deadbeef"}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  EXPECT_EQ(Refusal(git, {ReviewTargetKind::kCommit, "deadbeef"}),
             "commit 'deadbeef' not found in this repository: check the SHA, or fetch it first "
             "(`git fetch origin <ref>`)");
 }
 
 TEST(ReviewSelection, UncommittedIncludesUntrackedFiles) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, kDiff);
-  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, std::string("new.py\0", 7));
+  FakeGit git = Uncommitted(kDiff, std::string("new.py\0", 7));
   git.On("-C /work/repo diff --no-color --no-ext-diff --no-textconv --no-index -- /dev/null new.py",
          1, "diff --git a/new.py b/new.py\n+x\n");
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
@@ -134,23 +148,15 @@ TEST(ReviewSelection, UncommittedIncludesUntrackedFiles) {
 }
 
 TEST(ReviewSelection, NothingUncommittedIsAnError) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "");
-  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, "");
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  FakeGit git = Uncommitted("", "");
+  EXPECT_EQ(Refusal(git, {ReviewTargetKind::kUncommitted, ""}),
             "nothing to review: there are no uncommitted changes (staged, unstaged or "
             "untracked); pass --base BRANCH to review a branch or --commit SHA to review a "
             "commit");
 }
 
 TEST(ReviewSelection, LongDiffIsCutAtALineAndThePromptSaysSo) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "line one\nline two\n");
-  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, "");
+  FakeGit git = Uncommitted("line one\nline two\n", "");
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 12);
   ASSERT_TRUE(sel.ok()) << sel.message();
   EXPECT_EQ(sel->diff, "line one\n");
@@ -163,14 +169,11 @@ TEST(ReviewSelection, LongDiffIsCutAtALineAndThePromptSaysSo) {
 }
 
 TEST(ReviewSelection, UntrackedFilesStopOnceOverBudget) {
-  FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
-  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", 0, "line one\nline two\n");
-  git.On("-C /work/repo ls-files --others --exclude-standard -z", 0, std::string("a\0b\0", 4));
+  FakeGit git = Uncommitted("line one\nline two\n", std::string("a\0b\0", 4));
   Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 12);
   ASSERT_TRUE(sel.ok()) << sel.message();
   // No git run per untracked file once the budget is spent.
-  EXPECT_EQ(git.calls().back(), "-C /work/repo ls-files --others --exclude-standard -z");
+  EXPECT_EQ(git.calls().back(), kUntracked);
   EXPECT_NE(ReviewRequest(*sel, {}, {})
                 .find("The diff below is cut at 9 of its more than 18 "
                       "bytes"),
@@ -179,14 +182,12 @@ TEST(ReviewSelection, UntrackedFilesStopOnceOverBudget) {
 
 TEST(ReviewSelection, GitFailureIsReportedWithWhatGitSaid) {
   FakeGit git = Repo();
-  git.On("rev-parse --verify --quiet --end-of-options HEAD^{commit}", 0, kMain + "\n");
+  git.On(Verify("HEAD"), 0, kMain + "\n");
   GitRun broken;
   broken.exit_code = 128;
   broken.error_text = "fatal: bad object HEAD\n";
-  git.On("diff --no-color --no-ext-diff --no-textconv HEAD", broken);
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  git.On(kDiffCommand + "HEAD", broken);
+  EXPECT_EQ(Refusal(git, {ReviewTargetKind::kUncommitted, ""}),
             "`git diff --no-color --no-ext-diff --no-textconv HEAD` failed (exit 128): fatal: bad "
             "object HEAD");
 }
@@ -194,9 +195,7 @@ TEST(ReviewSelection, GitFailureIsReportedWithWhatGitSaid) {
 TEST(ReviewSelection, NotARepository) {
   FakeGit git;
   git.On("rev-parse --show-toplevel", 128);
-  Result<ChangeSelection> sel = SelectChange(git, {ReviewTargetKind::kUncommitted, ""}, 1 << 20);
-  ASSERT_FALSE(sel.ok());
-  EXPECT_EQ(sel.message(),
+  EXPECT_EQ(Refusal(git, {ReviewTargetKind::kUncommitted, ""}),
             "agentexec review needs a git repository: run it inside one (or point -C at one)");
 }
 
