@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tests/support/agentexec_runner.h"
+#include "tests/support/turn_lines.h"
 
 namespace ae::e2e {
 namespace {
@@ -53,11 +54,7 @@ TEST_F(ExecTest, JsonStreamForAPlainAnswer) {
           R"({"type":"thread.started","thread_id":"<thread>","schema_version":1})",
           R"({"type":"turn.started"})",
           R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello from the script."}})",
-          R"({"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-          R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-          R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-          R"("requests":1,"duration_ms":<ms>})"}));
+          test::TurnCompletedLine({1000, 200, 0, 50, 7}, {1000, 200, 0, 50, 7}, 1)}));
 }
 
 TEST_F(ExecTest, HumanModePrintsOnlyTheAnswerOnStdoutAndOWritesItWithoutNewline) {
@@ -93,11 +90,7 @@ TEST_F(ExecTest, CommandPatchAndPlanUnderWorkspaceWrite) {
           R"({"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":")" +
               path + R"(","kind":"add"}],"status":"completed"}})",
           R"({"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Done."}})",
-          R"({"type":"turn.completed","usage":{"input_tokens":0,"cached_input_tokens":0,)"
-          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-          R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-          R"("requests":3,"duration_ms":<ms>})"}));
+          test::TurnCompletedLine({}, {}, 3)}));
 }
 
 TEST_F(ExecTest, ReadOnlyDeniesAWriteAndTheItemSaysFailed) {
@@ -146,11 +139,7 @@ TEST_F(ExecTest, ResumeLastContinuesTheThreadWithCumulativeUsage) {
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(second.lines()[0], thread);
   EXPECT_EQ(NormalizeThreadId(second.lines().back()),
-            R"({"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":3,"reasoning_output_tokens":0},)"
-            R"("last_usage":{"input_tokens":20,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":2,"reasoning_output_tokens":0},)"
-            R"("requests":1,"duration_ms":<ms>})");
+            test::TurnCompletedLine({30, 0, 0, 3, 0}, {20, 0, 0, 2, 0}, 1));
 }
 
 // codex's own resume tests put the prompt first: `exec PROMPT resume --last` continues the

@@ -14,6 +14,7 @@
 
 #include "base/fd.h"
 #include "tests/support/agentexec_runner.h"
+#include "tests/support/turn_lines.h"
 
 namespace ae::e2e {
 namespace {
@@ -30,13 +31,9 @@ class ExitCodeTest : public ::testing::Test {
   RunOutput Run(
       std::vector<std::string> args, RunOptions options = {},
       const std::string& turns = R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})") {
-    std::string script = ws_.WriteFile("turns.json", turns);
-    std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\""};
-    full.insert(full.end(), args.begin(), args.end());
     if (options.cwd.empty()) options.cwd = ws_.repo();
     if (options.env.empty()) options.env = ws_.Env();
-    return RunAgentexec(full, options);
+    return RunAgentexec(ScriptedArgs(ws_.WriteFile("turns.json", turns), args), options);
   }
   Workspace ws_;
 };
@@ -151,15 +148,10 @@ TEST_F(ExitCodeTest, UnenforceableSandboxIs3AndRunsNothing) {
 TEST_F(ExitCodeTest, MaxTurnsIs4) {
   RunOutput out = Run({"--json", "--max-turns", "2", "loop"}, {}, kLoop);
   EXPECT_EQ(out.exit_code, 4);
-  EXPECT_EQ(
-      NormalizeThreadId(out.lines().back()),
-      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 2 requests (--max-turns 2)",)j"
-      R"("code":"max_turns"},)"
-      R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
-      R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
-      R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
-      R"("reasoning_output_tokens":0},)"
-      R"("requests":2,"duration_ms":<ms>})");
+  EXPECT_EQ(NormalizeThreadId(out.lines().back()),
+            test::TurnFailedLine(
+                "max turns reached: the model asked for more work after 2 requests (--max-turns 2)",
+                "max_turns", {}, {}, 2));
 }
 
 TEST_F(ExitCodeTest, ScriptRunningOutIsATurnFailure) {
@@ -217,15 +209,9 @@ TEST_F(ExitCodeTest, SigtermEndsARunWhoseStdoutReaderStoppedReading) {
       "turns.json", ManyCalls(2, "head -c 100000 /dev/zero | tr '\\\\0' x; sleep 30"));
   int out_pipe[2];
   ASSERT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
-  std::vector<std::string> args{AGENTEXEC_BIN,
-                                "-c",
-                                "model_provider=scripted",
-                                "-c",
-                                "model_providers.scripted.script=\"" + script + "\"",
-                                "--json",
-                                "-s",
-                                "danger-full-access",
-                                "go"};
+  std::vector<std::string> args =
+      ScriptedArgs(script, {"--json", "-s", "danger-full-access", "go"});
+  args.insert(args.begin(), AGENTEXEC_BIN);
   std::map<std::string, std::string> env = ws_.Env();
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
@@ -332,12 +318,7 @@ TEST_F(ExitCodeTest, ASessionFileOnAFullDiskIsReportedAndExit5) {
     }
   }
   EXPECT_EQ(warnings, 1) << out.out;
-  EXPECT_EQ(NormalizeThreadId(lines.back()),
-            R"({"type":"turn.completed","usage":{"input_tokens":0,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-            R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-            R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-            R"("requests":1,"duration_ms":<ms>})");
+  EXPECT_EQ(NormalizeThreadId(lines.back()), test::TurnCompletedLine({}, {}, 1));
   EXPECT_NE(out.err.find("warning: cannot write session file"), std::string::npos) << out.err;
   // --ephemeral writes nothing, so nothing is lost.
   EXPECT_EQ(Run({"--json", "--ephemeral", prompt}, options).exit_code, 0);

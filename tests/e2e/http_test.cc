@@ -13,6 +13,7 @@
 
 #include "tests/support/agentexec_runner.h"
 #include "tests/support/test_model_server.h"
+#include "tests/support/turn_lines.h"
 
 namespace ae::e2e {
 namespace {
@@ -20,12 +21,7 @@ namespace {
 // The golden turn.failed of a model_error after one request that reported no usage
 // (Normalized: the duration as <ms>).
 std::string ModelErrorBeforeAnyUsage(const std::string& message) {
-  return R"({"type":"turn.failed","error":{"message":")" + message +
-         R"(","code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
-         R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-         R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-         R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-         R"("requests":1,"duration_ms":<ms>})";
+  return test::TurnFailedLine(message, "model_error", {}, {}, 1);
 }
 
 constexpr const char* kToolTurns = R"({"turns":[
@@ -103,11 +99,7 @@ TEST_F(HttpTest, ResponsesWireReasoningCommentaryAndACommand) {
       Normalized(out),
       AfterToolTurnsOpening(
           {R"({"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Done."}})",
-           R"({"type":"turn.completed","usage":{"input_tokens":2001,"cached_input_tokens":400,)"
-           R"("cache_write_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":14},)"
-           R"("last_usage":{"input_tokens":1001,"cached_input_tokens":200,)"
-           R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-           R"("requests":2,"duration_ms":<ms>})"}));
+           test::TurnCompletedLine({2001, 400, 0, 100, 14}, {1001, 200, 0, 50, 7}, 2)}));
 
   std::vector<LoggedRequest> requests = server_.Requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -229,13 +221,7 @@ TEST_F(HttpTest, TimeoutStopsAStalledModelWithExit4) {
   RunOutput out = Run({"--json", "--timeout", "1s", "hi"});
   EXPECT_EQ(out.exit_code, 4) << out.err;
   EXPECT_EQ(NormalizeThreadId(out.lines().back()),
-            R"({"type":"turn.failed","error":{"message":"the run exceeded its --timeout",)"
-            R"("code":"timeout"},)"
-            R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
-            R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
-            R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
-            R"("reasoning_output_tokens":0},)"
-            R"("requests":1,"duration_ms":<ms>})");
+            test::TurnFailedLine("the run exceeded its --timeout", "timeout", {}, {}, 1));
 }
 
 TEST_F(HttpTest, SigtermEndsTheTurnWithExit143) {
@@ -246,13 +232,7 @@ TEST_F(HttpTest, SigtermEndsTheTurnWithExit143) {
   RunOutput out = Run({"--json", "hi"}, options);
   EXPECT_EQ(out.exit_code, 143) << out.err;
   EXPECT_EQ(NormalizeThreadId(out.lines().back()),
-            R"({"type":"turn.failed","error":{"message":"terminated by SIGTERM",)"
-            R"("code":"terminated"},)"
-            R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,)"
-            R"("output_tokens":0,"reasoning_output_tokens":0},"last_usage":{"input_tokens":0,)"
-            R"("cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,)"
-            R"("reasoning_output_tokens":0},)"
-            R"("requests":1,"duration_ms":<ms>})");
+            test::TurnFailedLine("terminated by SIGTERM", "terminated", {}, {}, 1));
 }
 
 // error.code of the last line (turn.failed), or "" when it is not one.
@@ -503,12 +483,9 @@ TEST_F(HttpTest, InsufficientQuotaFailsAtOnce) {
   Serve(kAnswer, {"status=429:code=insufficient_quota:message=You exceeded your current quota."});
   RunOutput out = Run({"--json", "hi"});
   EXPECT_EQ(out.exit_code, 1);
-  EXPECT_EQ(
-      NormalizeThreadId(out.lines().back()),
-      R"({"type":"turn.failed","error":{"message":"Quota exceeded. Check your plan and billing details.","code":"rate_limited"},)"
-      R"("usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-      R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-      R"("requests":1,"duration_ms":<ms>})");
+  EXPECT_EQ(NormalizeThreadId(out.lines().back()),
+            test::TurnFailedLine("Quota exceeded. Check your plan and billing details.",
+                                 "rate_limited", {}, {}, 1));
   EXPECT_EQ(server_.RequestCount(), 1);
 }
 
@@ -784,16 +761,10 @@ TEST_F(HttpTest, TheTokenBudgetStopsTheRunWithExit4AndTheSessionResumes) {
   const std::string message =
       "token budget reached: the thread used 1050 input+output tokens and the model asked for "
       "more work (--max-tokens 1000)";
-  EXPECT_EQ(
-      Normalized(out),
-      AfterToolTurnsOpening(
-          {R"({"type":"error","message":")" + message + R"("})",
-           R"({"type":"turn.failed","error":{"message":")" + message +
-               R"(","code":"max_tokens"},"usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-               R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-               R"("last_usage":{"input_tokens":1000,"cached_input_tokens":200,)"
-               R"("cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":7},)"
-               R"("requests":1,"duration_ms":<ms>})"}));
+  EXPECT_EQ(Normalized(out), AfterToolTurnsOpening(
+                                 {R"({"type":"error","message":")" + message + R"("})",
+                                  test::TurnFailedLine(message, "max_tokens", {1000, 200, 0, 50, 7},
+                                                       {1000, 200, 0, 50, 7}, 1)}));
   // The session holds the call and its output: a resume with a larger budget goes on.
   std::string thread = out.lines()[0].substr(38, 36);
   RunOutput resumed =

@@ -16,6 +16,7 @@
 #include "outputs/jsonl_sink.h"
 #include "tests/support/fake_model_client.h"
 #include "tests/support/jsonl_recorder.h"
+#include "tests/support/turn_lines.h"
 
 namespace ae {
 namespace {
@@ -106,11 +107,7 @@ TEST_F(TurnTest, PlainAnswer) {
       sink_.lines,
       (std::vector<std::string>{
           R"({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello."}})",
-          R"({"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,)"
-          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
-          R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
-          R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
-          R"("requests":1,"duration_ms":700})"}));
+          test::TurnCompletedLine({10, 2, 0, 5, 1}, {10, 2, 0, 5, 1}, 1, "700")}));
   ASSERT_EQ(client_.prompts.size(), 1u);
   EXPECT_EQ(client_.prompts[0].tools_json,
             R"([{"type":"function","name":"echo","parameters":{"type":"object"}}])");
@@ -132,11 +129,7 @@ TEST_F(TurnTest, ToolOutputGoesBackInCallOrderAndUsageIsSummed) {
             R"({"type":"function_call_output","call_id":"c2","output":"unsupported call: nope"})");
   EXPECT_EQ(r.usage, (Usage{20, 4, 0, 10, 2}));
   EXPECT_EQ(sink_.lines.back(),
-            R"({"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":4,)"
-            R"("cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":2},)"
-            R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
-            R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
-            R"("requests":2,"duration_ms":1400})");
+            test::TurnCompletedLine({20, 4, 0, 10, 2}, {10, 2, 0, 5, 1}, 2, "1400"));
 }
 
 // The client's tool-call hint reaches the session (which starts its search for nested
@@ -183,18 +176,13 @@ TEST_F(TurnTest, ModelErrorEndsWithErrorThenTurnFailed) {
   TurnResult r = Run();
   EXPECT_EQ(r.outcome(), SessionOutcome::kFailed);
   EXPECT_EQ(r.error, "stream disconnected before completion: boom");
-  EXPECT_EQ(
-      sink_.lines,
-      (std::vector<std::string>{
-          R"j({"type":"error","message":"Reconnecting... 1/5 (idle timeout)"})j",
-          R"j({"type":"error","message":"Reconnecting... 2/5 (idle timeout)"})j",
-          R"({"type":"error","message":"stream disconnected before completion: boom"})",
-          R"({"type":"turn.failed","error":{"message":"stream disconnected before completion: boom",)"
-          R"("code":"model_error"},"usage":{"input_tokens":0,"cached_input_tokens":0,)"
-          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-          R"("last_usage":{"input_tokens":0,"cached_input_tokens":0,)"
-          R"("cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0},)"
-          R"("requests":1,"duration_ms":700})"}));
+  EXPECT_EQ(sink_.lines,
+            (std::vector<std::string>{
+                R"j({"type":"error","message":"Reconnecting... 1/5 (idle timeout)"})j",
+                R"j({"type":"error","message":"Reconnecting... 2/5 (idle timeout)"})j",
+                R"({"type":"error","message":"stream disconnected before completion: boom"})",
+                test::TurnFailedLine("stream disconnected before completion: boom", "model_error",
+                                     {}, {}, 1, "700")}));
   EXPECT_EQ(r.code, ErrorCode::kModelError);
 }
 
@@ -207,14 +195,10 @@ TEST_F(TurnTest, MaxTurnsStopsAModelThatKeepsCallingTools) {
             "max turns reached: the model asked for more work after 1 request (--max-turns 1)");
   EXPECT_EQ(client_.prompts.size(), 1u);
   EXPECT_EQ(r.code, ErrorCode::kMaxTurns);
-  EXPECT_EQ(
-      sink_.lines.back(),
-      R"j({"type":"turn.failed","error":{"message":"max turns reached: the model asked for more work after 1 request (--max-turns 1)",)j"
-      R"("code":"max_turns"},"usage":{"input_tokens":10,"cached_input_tokens":2,)"
-      R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
-      R"("last_usage":{"input_tokens":10,"cached_input_tokens":2,)"
-      R"("cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":1},)"
-      R"("requests":1,"duration_ms":700})");
+  EXPECT_EQ(sink_.lines.back(),
+            test::TurnFailedLine(
+                "max turns reached: the model asked for more work after 1 request (--max-turns 1)",
+                "max_turns", {10, 2, 0, 5, 1}, {10, 2, 0, 5, 1}, 1, "700"));
 }
 
 TEST_F(TurnTest, CancellationBecomesInterrupted) {

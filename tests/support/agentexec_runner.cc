@@ -130,6 +130,14 @@ RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& o
   return result;
 }
 
+std::vector<std::string> ScriptedArgs(const std::string& script,
+                                      const std::vector<std::string>& args) {
+  std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
+                                "model_providers.scripted.script=\"" + script + "\""};
+  full.insert(full.end(), args.begin(), args.end());
+  return full;
+}
+
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -36,6 +36,11 @@ struct RunOutput {
 
 RunOutput RunAgentexec(const std::vector<std::string>& args, const RunOptions& options);
 
+// `-c model_provider=scripted -c model_providers.scripted.script="<script>"`, then `args`: the
+// arguments of a run on the scripted provider.
+std::vector<std::string> ScriptedArgs(const std::string& script,
+                                      const std::vector<std::string>& args = {});
+
 // The whole file at `path` ("" when it cannot be read).
 std::string Slurp(const std::string& path);
 
