@@ -83,6 +83,13 @@ class BatchTest : public ::testing::Test {
 
   std::string Out(const std::string& name = "out") { return ws_.root() + "/" + name; }
 
+  // `report --format json` of Out() succeeds and holds `text`.
+  void ExpectJsonReportHas(const std::string& text) {
+    RunOutput report = Batch({"report", Out(), "--format", "json"});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_NE(report.out.find(text), std::string::npos) << report.out;
+  }
+
   // Repositories alpha and beta, each a task under danger-full-access; the manifest's path.
   std::string TwoUnconfinedTasks() {
     MakeRepo("alpha");
@@ -213,12 +220,9 @@ TEST_F(BatchTest, SigtermStopsTheRunningTaskAndResumeFinishesIt) {
   ws_.WriteFile("go", "");
   RunOutput resumed = Batch({"run", manifest, "--out", Out(), "-j", "2", "--resume"});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
-  RunOutput report = Batch({"report", Out(), "--format", "json"});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find(R"("summary":{"total":3,"succeeded":3,"failed":0,"no_change":0,)"
-                            R"("interrupted":0,"skipped":0,"tokens":360})"),
-            std::string::npos)
-      << report.out;
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectJsonReportHas(R"("summary":{"total":3,"succeeded":3,"failed":0,"no_change":0,)"
+                          R"("interrupted":0,"skipped":0,"tokens":360})"));
   // Resume ran only what had not completed: alpha completed before ran once.
   const std::string after = Slurp(Out() + "/results.jsonl");
   size_t alpha_records = 0;
@@ -1179,12 +1183,9 @@ TEST_F(BatchTest, ACheckDecidesSuccessAndNoChangeIsItsOwnStatus) {
             std::string::npos)
       << junit.out;
   EXPECT_NE(junit.out.find("<property name=\"check.exit_code\" value=\"3\"/>"), std::string::npos);
-  RunOutput json = Batch({"report", Out(), "--format", "json"});
-  ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_NE(json.out.find(R"("summary":{"total":5,"succeeded":2,"failed":2,"no_change":1,)"
-                          R"("interrupted":0,"skipped":0,"tokens":600})"),
-            std::string::npos)
-      << json.out;
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectJsonReportHas(R"("summary":{"total":5,"succeeded":2,"failed":2,"no_change":1,)"
+                          R"("interrupted":0,"skipped":0,"tokens":600})"));
 
   // --resume runs none of them again: no_change is an end like failed.
   RunOutput resumed = Batch({"run", manifest, "--out", Out(), "--resume"});

@@ -46,9 +46,7 @@ TEST(CancelManyCallsTest, SigtermStartsNoFurtherCallOfALargeResponse) {
   std::string script =
       ws.WriteFile("turns.json", "{\"turns\":[{\"items\":[" + items +
                                      "]},{\"items\":[{\"type\":\"message\",\"text\":\"done\"}]}]}");
-  RunOptions options;
-  options.cwd = ws.repo();
-  options.env = ws.Env();
+  RunOptions options{ws.repo(), ws.Env()};
   options.signal = SIGTERM;
   options.signal_after_ms = 3000;
   options.timeout_s = 300;
@@ -65,6 +63,8 @@ TEST(CancelManyCallsTest, SigtermStartsNoFurtherCallOfALargeResponse) {
   // ones a loaded machine had not yet started; never the thousands after them.
   EXPECT_LE(CountLines(marker), 16u);
 }
+
+constexpr const char* kOkAnswer = R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})";
 
 constexpr const char* kEscapingAnswer =
     R"({"turns":[{"items":[{"type":"message","text":"say \u001b]0;pwned\u0007 done\u001b[2J"}]}]})";
@@ -123,11 +123,8 @@ TEST(FinalMessageTest, OnATerminalItIsEscapedInAPipeItIsByteForByte) {
 // README's promise holds for that first failure too: one `error` item, exit 5.
 TEST(SessionFileTest, TheFirstFailedWriteIsReportedAsAnErrorItem) {
   Workspace ws;
-  std::string script =
-      ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
-  RunOptions options;
-  options.cwd = ws.repo();
-  options.env = ws.Env();
+  std::string script = ws.WriteFile("turns.json", kOkAnswer);
+  RunOptions options{ws.repo(), ws.Env()};
   options.wrapper = {"/bin/bash", "-c", "trap '' XFSZ; ulimit -f 0; exec \"$@\"", "bash"};
   RunOutput out = RunAgentexec(
       // No sandbox to prepare: its seccomp export is a file write too.
@@ -162,9 +159,7 @@ TEST(UntypedItemTest, IsSkippedWithAWarningAndTheTurnGoesOn) {
   Result<int> port = server.Start(script, {}, 60);
   ASSERT_TRUE(port.ok()) << port.message();
   ws.WriteFile("agentexec-home/config.toml", MockProviderConfig(server));
-  RunOptions options;
-  options.cwd = ws.repo();
-  options.env = ws.Env({{"MOCK_KEY", "test-key"}});
+  RunOptions options{ws.repo(), ws.Env({{"MOCK_KEY", "test-key"}})};
   RunOutput out = RunAgentexec({"--json", "go"}, options);
   EXPECT_EQ(out.exit_code, 0) << out.err << out.out;
   EXPECT_EQ(CheckJsonLines(out.out), "");
@@ -192,11 +187,8 @@ TEST(UntypedItemTest, IsSkippedWithAWarningAndTheTurnGoesOn) {
 // `message`, code context_length, exit 1; returns the run.
 RunOutput ExpectPromptRefused(size_t bytes, const std::string& message) {
   Workspace ws;
-  std::string script =
-      ws.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
-  RunOptions options;
-  options.cwd = ws.repo();
-  options.env = ws.Env();
+  std::string script = ws.WriteFile("turns.json", kOkAnswer);
+  RunOptions options{ws.repo(), ws.Env()};
   options.stdin_data = std::string(bytes, 'a');
   RunOutput out = RunAgentexec(
       {"--json", "-c", "model_provider=scripted", "-c", ScriptedFlag(script), "-"}, options);
