@@ -1,6 +1,5 @@
 // `agentexec sandbox` as users meet it: what is allowed keeps working, exit codes pass
 // through, and a kernel that cannot enforce the mode stops with exit 3.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -11,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "base/cancel.h"
@@ -25,8 +23,10 @@ namespace ae::sandbox {
 namespace {
 
 using testing::Exists;
+using testing::ListenOnLoopback;
 using testing::Ran;
 using testing::ReadText;
+using testing::RealPath;
 using testing::RunProcess;
 using testing::ScratchDir;
 using testing::Sh;
@@ -35,9 +35,7 @@ using testing::WriteText;
 class SandboxCommand : public ::testing::Test {
  protected:
   void SetUp() override {
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
+    base_ = RealPath(dir_.path());
     ws_ = base_ + "/ws";
     Sh("mkdir -p ws outside && git init -q ws && echo hi > ws/a.txt && git -C ws add a.txt && "
        "git -C ws -c user.email=t@t -c user.name=t commit -qm init",
@@ -215,14 +213,9 @@ TEST_F(SandboxCommand, NetworkIsOffUnlessEnabled) {
 // beyond them is closed on exec, with the network on or off.
 TEST_F(SandboxCommand, InheritedDescriptorsBeyondStdioAreClosed) {
   RequireLandlock();
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 1), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  int listener = -1;
+  sockaddr_in addr;
+  ASSERT_NO_FATAL_FAILURE(ListenOnLoopback(SOCK_STREAM, 1, &listener, &addr));
   int client = ::socket(AF_INET, SOCK_STREAM, 0);  // no SOCK_CLOEXEC: inherited
   ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   int server = ::accept(listener, nullptr, nullptr);

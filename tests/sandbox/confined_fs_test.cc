@@ -13,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <future>
 
@@ -22,23 +21,22 @@
 namespace ae::sandbox {
 namespace {
 
+using testing::CarvedOutPolicy;
 using testing::Exists;
 using testing::ReadText;
+using testing::RealPath;
 using testing::ScratchDir;
 using testing::Sh;
+using testing::WorkspaceWriteSettings;
 using testing::WriteText;
 
 class ConfinedFsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!ConfinedFs::Openat2Available()) GTEST_SKIP() << "openat2 is not available (Linux < 5.6)";
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
+    base_ = RealPath(dir_.path());
     Sh("mkdir -p ws/.git/hooks ws/real ws/sub/.git outside", base_);
-    policy_.mode = Mode::kWorkspaceWrite;
-    policy_.writable_roots = {ws()};
-    policy_.read_only_carveouts = {ws() + "/.git", ws() + "/.agentexec"};
+    policy_ = CarvedOutPolicy(ws());
   }
   std::string ws() const { return base_ + "/ws"; }
   int Target(const std::string& p) const {
@@ -73,10 +71,7 @@ TEST_F(ConfinedFsTest, PolicyRefusalsHaveTheErrnoACommandWouldSee) {
 // home in a CI cache) between calls: apply_patch must not write it under the new name.
 TEST_F(ConfinedFsTest, ACarveoutRenamedAwayIsStillReadOnly) {
   Sh("mkdir -p ws/vendor/lib/.git/hooks ws/cache/agentexec", base_);
-  Settings settings;
-  settings.mode = Mode::kWorkspaceWrite;
-  settings.exclude_slash_tmp = true;
-  settings.exclude_tmpdir_env_var = true;
+  Settings settings = WorkspaceWriteSettings();
   settings.read_only_dirs = {ws() + "/cache/agentexec"};
   Result<Policy> built = BuildPolicy(settings, ws());
   ASSERT_TRUE(built.ok()) << built.message();

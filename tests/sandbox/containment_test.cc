@@ -24,6 +24,7 @@ namespace ae::sandbox {
 namespace {
 
 using testing::GoneWithin;
+using testing::PreflightFaking;
 using testing::ProcessesWith;
 using testing::ScratchDir;
 using testing::Sh;
@@ -34,9 +35,9 @@ class Containment : public testing::WorkspaceWriteTest {
  protected:
   // The sandbox as the preflight finds it; `no_pid_namespace` fakes a host without one.
   PreparedPtr Sandbox(bool no_pid_namespace, PreflightReport* report) {
-    if (no_pid_namespace) ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1", 1);
-    Result<PreflightReport> found = Preflight(policy_);
-    ::unsetenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS");
+    Result<PreflightReport> found =
+        no_pid_namespace ? PreflightFaking("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", policy_)
+                         : Preflight(policy_);
     EXPECT_TRUE(found.ok()) << found.message();
     if (!found.ok()) return PreparedPtr();
     *report = *found;
@@ -148,9 +149,7 @@ TEST_F(Containment, WithoutAPidNamespaceTheLimitIsAnnounced) {
   std::printf("[ limits   ] spawner without a pid namespace: %d of 3 setsid daemons survive\n",
               limits);
   policy_.require_full_isolation = true;
-  ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", "1", 1);
-  Result<PreflightReport> refused = Preflight(policy_);
-  ::unsetenv("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS");
+  Result<PreflightReport> refused = PreflightFaking("AGENTEXEC_SANDBOX_FAKE_NO_PIDNS", policy_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.message(),
             "sandbox: cannot enforce workspace-write with full isolation (require_full_isolation "

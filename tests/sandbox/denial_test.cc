@@ -6,13 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <cstdlib>
 
 #include "test_util.h"
 
 namespace ae::sandbox {
 namespace {
 
+using testing::CarvedOutPolicy;
+using testing::RealPath;
 using testing::ScratchDir;
 using testing::Sh;
 
@@ -26,16 +27,21 @@ RunResult Exited(int code, std::string output, std::vector<std::string> refused 
   return r;
 }
 
+// A run that never started its command: `error` is what the child said of the step that
+// failed.
+RunResult SetupFailed(int code, std::string error) {
+  RunResult r;
+  r.exit_code = code;
+  r.setup_error = std::move(error);
+  return r;
+}
+
 class DenialTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
+    base_ = RealPath(dir_.path());
     Sh("mkdir -p ws/.git/hooks outside", base_);
-    policy_.mode = Mode::kWorkspaceWrite;
-    policy_.writable_roots = {ws()};
-    policy_.read_only_carveouts = {ws() + "/.git", ws() + "/.agentexec"};
+    policy_ = CarvedOutPolicy(ws());
   }
   std::string ws() const { return base_ + "/ws"; }
   std::string out(const std::string& name) const { return base_ + "/outside/" + name; }
@@ -96,29 +102,20 @@ TEST_F(DenialTest, APathAgentexecCannotWriteEitherIsNotTheSandbox) {
 }
 
 TEST_F(DenialTest, SetupFailureOfTheSandboxIsEvidenceExecFailureIsNot) {
-  RunResult setup;
-  setup.exit_code = 126;
-  setup.setup_error = "sandbox: landlock_restrict_self: Operation not permitted";
-  auto d = Find(setup);
+  auto d = Find(SetupFailed(126, "sandbox: landlock_restrict_self: Operation not permitted"));
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->verified);
   EXPECT_EQ(d->evidence,
             "the sandbox could not be set up (sandbox: landlock_restrict_self: Operation not "
             "permitted)");
-  RunResult missing;
-  missing.exit_code = 127;
-  missing.setup_error = "execve: No such file or directory";
-  EXPECT_FALSE(Find(missing));
+  EXPECT_FALSE(Find(SetupFailed(127, "execve: No such file or directory")));
 }
 
 // A carve-out lies in a writable root: a command can make its step fail (keep renaming the
 // repository's parent), and a rerun outside the sandbox would hand it the carve-out.
 TEST_F(DenialTest, ACarveoutStepFailureIsOnlyLikely) {
-  RunResult setup;
-  setup.exit_code = 126;
-  setup.setup_error =
-      "sandbox: make read-only /ws/vendor/lib/.git: Resource temporarily unavailable";
-  auto d = Find(setup);
+  auto d = Find(SetupFailed(
+      126, "sandbox: make read-only /ws/vendor/lib/.git: Resource temporarily unavailable"));
   ASSERT_TRUE(d);
   EXPECT_FALSE(d->verified);
   EXPECT_EQ(d->evidence,

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -20,6 +19,7 @@ namespace {
 using testing::Bin;
 using testing::Exists;
 using testing::Ran;
+using testing::RealPath;
 using testing::RunProcess;
 using testing::ScratchDir;
 using testing::WriteText;
@@ -40,9 +40,7 @@ class DevShm : public ::testing::Test {
       GTEST_SKIP() << "Landlock is not available on this kernel: " << std::strerror(errno);
     }
     if (!Exists("/dev/shm")) GTEST_SKIP() << "this host has no /dev/shm";
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    ws_ = real;
-    std::free(real);
+    ws_ = RealPath(dir_.path());
     // Names unique to this process, so parallel runs do not meet in the host's /dev/shm.
     name_ = "ae-shm-test-" + std::to_string(::getpid());
   }

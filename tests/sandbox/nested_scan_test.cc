@@ -30,11 +30,14 @@ extern char** environ;
 namespace ae::sandbox {
 namespace {
 
+using testing::ExecArray;
 using testing::Exists;
 using testing::ReadText;
 using testing::RunProcess;
+using testing::ScopedEnv;
 using testing::ScratchDir;
 using testing::Sh;
+using testing::WorkspaceWriteSettings;
 using testing::WriteText;
 
 bool Listed(const Policy& policy, const std::string& path) {
@@ -86,12 +89,12 @@ class NestedScanTest : public ::testing::Test {
     ws_ = base_ + "/ws";
     Sh("mkdir ws && git init -q ws", base_);
   }
-  Settings WorkspaceWrite() {
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    return s;
+  // The workspace's policy with $TMPDIR naming `tmpdir`, and not left out, for this call only.
+  Result<Policy> BuiltWithTmpdir(const std::string& tmpdir) {
+    ScopedEnv set("TMPDIR", tmpdir.c_str());
+    Settings s = WorkspaceWriteSettings();
+    s.exclude_tmpdir_env_var = false;
+    return BuildPolicy(s, ws_);
   }
   ScratchDir dir_;
   std::string base_, ws_;
@@ -103,7 +106,7 @@ class NestedScanTest : public ::testing::Test {
 TEST_F(NestedScanTest, RepositoriesAtAnyDepthAreCarvedOut) {
   Sh("p=deep; for i in $(seq 1 40); do mkdir -p $p/r/.git; p=$p/c; done; mkdir -p $p/.agentexec",
      ws_);
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok()) << p.message();
   std::string at = ws_ + "/deep";
   for (int level = 1; level <= 40; ++level, at += "/c") {
@@ -117,7 +120,7 @@ TEST_F(NestedScanTest, RepositoriesAtAnyDepthAreCarvedOut) {
 // (a submodule or worktree of a flat repository): the walk lists it all the same.
 TEST_F(NestedScanTest, AGitfileInALeafDirectoryProtectsItsGitDir) {
   Sh("mkdir -p sub/leaf store && echo 'gitdir: ../../store' > sub/leaf/.git", ws_);
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_TRUE(Listed(*p, ws_ + "/sub/leaf/.git"));
   EXPECT_TRUE(Listed(*p, ws_ + "/store"));
@@ -127,7 +130,7 @@ TEST_F(NestedScanTest, TheWalkFollowsNoSymlinkAndEntersNoGitOrAgentexec) {
   Sh("git init -q ../outside/repo && ln -s ../outside out && ln -s . loop && ln -s / slash && "
      "mkdir -p sub/.git/deep/.git sub/.agentexec/x/.git",
      ws_);
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_TRUE(Listed(*p, ws_ + "/sub/.git"));
   EXPECT_TRUE(Listed(*p, ws_ + "/sub/.agentexec"));
@@ -145,17 +148,7 @@ TEST_F(NestedScanTest, TheWalkFollowsNoSymlinkAndEntersNoGitOrAgentexec) {
 TEST_F(NestedScanTest, ARepositoryInTmpdirPastTheOldCountIsProtected) {
   TreeDir tmpdir(base_);
   Sh("seq 0 20000 | sed 's/^/d/' | xargs mkdir && git init -q d0/repo", tmpdir.path());
-  const char* old = std::getenv("TMPDIR");
-  const std::string saved = old != nullptr ? old : "";
-  ::setenv("TMPDIR", tmpdir.path().c_str(), 1);
-  Settings s = WorkspaceWrite();
-  s.exclude_tmpdir_env_var = false;
-  Result<Policy> p = BuildPolicy(s, ws_);
-  if (old != nullptr) {
-    ::setenv("TMPDIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("TMPDIR");
-  }
+  Result<Policy> p = BuiltWithTmpdir(tmpdir.path());
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_TRUE(Listed(*p, ResolvePath(tmpdir.path()) + "/d0/repo/.git"));
   EXPECT_TRUE(p->warnings.empty());
@@ -165,17 +158,7 @@ TEST_F(NestedScanTest, ARepositoryInTmpdirPastTheOldCountIsProtected) {
 // repository is found, and listed once.
 TEST_F(NestedScanTest, ARootInsideAnotherIsSearched) {
   Sh("git init -q a/nested && git init -q ../beside", ws_);
-  const char* old = std::getenv("TMPDIR");
-  const std::string saved = old != nullptr ? old : "";
-  ::setenv("TMPDIR", base_.c_str(), 1);
-  Settings s = WorkspaceWrite();
-  s.exclude_tmpdir_env_var = false;
-  Result<Policy> p = BuildPolicy(s, ws_);
-  if (old != nullptr) {
-    ::setenv("TMPDIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("TMPDIR");
-  }
+  Result<Policy> p = BuiltWithTmpdir(base_);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_EQ(p->writable_roots, (std::vector<std::string>{ws_, base_}));
   EXPECT_EQ(std::count(p->read_only_carveouts.begin(), p->read_only_carveouts.end(),
@@ -188,9 +171,9 @@ TEST_F(NestedScanTest, TheBackgroundSearchCompletesThePolicyAsBuildPolicyDoes) {
   Sh("git init -q a/b/nested && mkdir -p c/.agentexec && echo 'gitdir: ../store' > c/.git && "
      "mkdir store",
      ws_);
-  Result<Policy> whole = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> whole = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(whole.ok()) << whole.message();
-  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(base.ok()) << base.message();
   EXPECT_FALSE(Listed(*base, ws_ + "/a/b/nested/.git"));
   CancelToken cancel;
@@ -221,7 +204,7 @@ TEST_F(NestedScanTest, TheTreeIsSearchedAsItIsWhenStartedNotWhenSetUp) {
   for (const bool start : {true, false}) {
     const std::string dir = start ? "started" : "finished";
     Sh("mkdir " + dir, ws_);
-    Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+    Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWriteSettings(), ws_);
     ASSERT_TRUE(base.ok()) << base.message();
     CancelToken cancel;
     NestedScan scan(*base, cancel);
@@ -235,7 +218,7 @@ TEST_F(NestedScanTest, TheTreeIsSearchedAsItIsWhenStartedNotWhenSetUp) {
 
 TEST_F(NestedScanTest, ACancelledSearchLeavesThePolicyIncompleteAndSaysSo) {
   Sh("git init -q nested", ws_);
-  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(base.ok()) << base.message();
   CancelToken cancel;
   cancel.Cancel(CancelReason::kSigint);
@@ -256,7 +239,7 @@ TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo
   Sh("for i in $(seq 1 40); do p=t$i; for j in $(seq 1 40); do p=$p/c; done; mkdir -p $p/.git; "
      "done",
      ws_);
-  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWrite(), ws_);
+  Result<Policy> base = BuildPolicyWithoutNested(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(base.ok()) << base.message();
   const std::string expected =
       "sandbox: the search for nested repositories ran out of descriptors or memory before it "
@@ -278,7 +261,7 @@ TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo
     const Status finished = scan.Finish(&policy);
     if (finished.ok() || finished.message() != expected) ::_exit(3);
     if (policy.read_only_carveouts != base->read_only_carveouts) ::_exit(4);
-    Result<Policy> built = BuildPolicy(WorkspaceWrite(), ws_);
+    Result<Policy> built = BuildPolicy(WorkspaceWriteSettings(), ws_);
     if (built.ok() || built.message() != expected) ::_exit(5);
     ::_exit(0);
   }
@@ -291,7 +274,7 @@ TEST_F(NestedScanTest, ASearchOutOfDescriptorsLeavesThePolicyIncompleteAndSaysSo
 TEST_F(NestedScanTest, NothingToSearchOutsideWorkspaceWrite) {
   Sh("git init -q nested", ws_);
   for (Mode mode : {Mode::kReadOnly, Mode::kDangerFullAccess}) {
-    Settings s = WorkspaceWrite();
+    Settings s = WorkspaceWriteSettings();
     s.mode = mode;
     Result<Policy> base = BuildPolicyWithoutNested(s, ws_);
     ASSERT_TRUE(base.ok()) << base.message();
@@ -409,15 +392,11 @@ TEST_F(NestedScanRunTest, SigintDuringTheSearchIsExit130AndNoCommandRuns) {
   const std::string turns = R"({"turns":[
     {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"touch ran.txt"}}]},
     {"items":[{"type":"message","text":"Done."}]}]})";
-  std::vector<std::string> args = Argv(turns);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  const std::vector<std::string> args = Argv(turns);
+  std::vector<char*> argv = ExecArray(args);
   std::vector<std::string> env_strings = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   for (const auto& [k, v] : Env()) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> envp = ExecArray(env_strings);
   const std::string out_path = base_ + "/out.jsonl";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 
 #include "sandbox/confined_fs.h"
 #include "sandbox/paths.h"
@@ -15,40 +14,12 @@ namespace ae::sandbox {
 namespace {
 
 using testing::Exists;
+using testing::RealPath;
+using testing::ScopedEnv;
 using testing::ScratchDir;
 using testing::Sh;
+using testing::WorkspaceWriteSettings;
 using testing::WriteText;
-
-// Sets (or unsets, with nullptr) an environment variable for one test.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~EnvVar() {
-    if (had_) {
-      ::setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-std::string Real(const std::string& path) {
-  char* r = ::realpath(path.c_str(), nullptr);
-  std::string out = r != nullptr ? r : path;
-  std::free(r);
-  return out;
-}
 
 TEST(Mode, NamesRoundTrip) {
   for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite, Mode::kDangerFullAccess}) {
@@ -83,7 +54,7 @@ TEST(Paths, IsUnder) {
 
 TEST(Paths, ResolveFollowsLinksIncludingDanglingOnes) {
   ScratchDir dir;
-  const std::string d = Real(dir.path());
+  const std::string d = RealPath(dir.path());
   Sh("mkdir real && ln -s real link && ln -s /etc/agentexec-nonexistent dangling && "
      "ln -s ../.. up",
      d);
@@ -96,30 +67,23 @@ TEST(Paths, ResolveFollowsLinksIncludingDanglingOnes) {
 class PolicyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = Real(dir_.path());
+    base_ = RealPath(dir_.path());
     ws_ = base_ + "/ws";
     Sh("mkdir -p ws/sub outside extra && git init -q ws", base_);
-  }
-  Settings WorkspaceWrite() {
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    return s;
   }
   ScratchDir dir_;
   std::string base_, ws_;
 };
 
 TEST_F(PolicyTest, WorkspaceWriteRoots) {
-  EnvVar tmpdir("TMPDIR", (base_ + "/extra").c_str());
+  ScopedEnv tmpdir("TMPDIR", (base_ + "/extra").c_str());
   Settings s;
   s.mode = Mode::kWorkspaceWrite;
   s.writable_roots = {base_ + "/outside", "sub"};  // relative: against the cwd
   s.add_dirs = {base_ + "/extra"};                 // same as $TMPDIR: listed once
   Result<Policy> p = BuildPolicy(s, ws_);
   ASSERT_TRUE(p.ok()) << p.message();
-  std::vector<std::string> expected = {ws_, Real("/tmp"), base_ + "/extra", base_ + "/outside",
+  std::vector<std::string> expected = {ws_, RealPath("/tmp"), base_ + "/extra", base_ + "/outside",
                                        ws_ + "/sub"};
   EXPECT_EQ(p->writable_roots, expected);
   EXPECT_FALSE(p->network_access);
@@ -127,14 +91,14 @@ TEST_F(PolicyTest, WorkspaceWriteRoots) {
 }
 
 TEST_F(PolicyTest, ExcludesTmpAndTmpdir) {
-  EnvVar tmpdir("TMPDIR", (base_ + "/extra").c_str());
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  ScopedEnv tmpdir("TMPDIR", (base_ + "/extra").c_str());
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->writable_roots, std::vector<std::string>{ws_});
 }
 
 TEST_F(PolicyTest, MissingRootIsSkippedWithAWarning) {
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.add_dirs = {base_ + "/missing"};
   Result<Policy> p = BuildPolicy(s, ws_);
   ASSERT_TRUE(p.ok());
@@ -145,7 +109,7 @@ TEST_F(PolicyTest, MissingRootIsSkippedWithAWarning) {
 }
 
 TEST_F(PolicyTest, NetworkOnlyInWorkspaceWrite) {
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.network_access = true;
   EXPECT_TRUE(BuildPolicy(s, ws_)->network_access);
   s.mode = Mode::kReadOnly;
@@ -155,10 +119,10 @@ TEST_F(PolicyTest, NetworkOnlyInWorkspaceWrite) {
 }
 
 TEST_F(PolicyTest, BadWorkingDirectory) {
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), "relative/dir");
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), "relative/dir");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.message(), "sandbox: the working directory must be absolute, got 'relative/dir'");
-  p = BuildPolicy(WorkspaceWrite(), base_ + "/missing");
+  p = BuildPolicy(WorkspaceWriteSettings(), base_ + "/missing");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.message(), "sandbox: cannot use working directory " + base_ +
                              "/missing: No such file or directory");
@@ -184,7 +148,7 @@ TEST_F(PolicyTest, DangerFullAccessWritesEverything) {
 }
 
 TEST_F(PolicyTest, CanWriteInsideButNotCarveOuts) {
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->CanWrite(ws_ + "/a.txt"));
   EXPECT_TRUE(p->CanWrite(ws_ + "/new/dir/file"));
@@ -205,7 +169,7 @@ TEST_F(PolicyTest, SymlinksCannotLeadOut) {
   Sh("ln -s ../outside ws/out && ln -s ../outside/new ws/dangling && ln -s .git ws/g && "
      "ln -s /etc ws/etc",
      base_);
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), ws_);
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), ws_);
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p->CanWrite(ws_ + "/out/x"));
   EXPECT_FALSE(p->CanWrite(ws_ + "/dangling"));
@@ -215,7 +179,7 @@ TEST_F(PolicyTest, SymlinksCannotLeadOut) {
 
 TEST_F(PolicyTest, AliasOfTheWorkspaceIsStillTheWorkspace) {
   Sh("ln -s ws alias", base_);
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), base_ + "/alias");
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), base_ + "/alias");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->writable_roots, std::vector<std::string>{ws_});
   EXPECT_TRUE(p->CanWrite(base_ + "/alias/a.txt"));
@@ -227,7 +191,7 @@ TEST_F(PolicyTest, LinkedWorktreeProtectsItsGitDirs) {
      "git -C ws worktree add -q ../wt",
      base_);
   ASSERT_TRUE(Exists(base_ + "/wt/.git"));
-  Result<Policy> p = BuildPolicy(WorkspaceWrite(), base_ + "/wt");
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), base_ + "/wt");
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->CanWrite(base_ + "/wt/file"));
   EXPECT_FALSE(p->CanWrite(base_ + "/wt/.git"));
@@ -240,7 +204,7 @@ TEST_F(PolicyTest, SeparateGitDirInsideTheWorkspaceIsProtected) {
   // sep/.git is a file "gitdir: <ws>/store"; the store sits in a writable root under
   // another name and must be protected all the same.
   Sh("mkdir sep && git init -q --separate-git-dir=" + ws_ + "/store sep", ws_);
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.add_dirs = {ws_};
   Result<Policy> p = BuildPolicy(s, ws_ + "/sep");
   ASSERT_TRUE(p.ok());
@@ -253,7 +217,7 @@ TEST_F(PolicyTest, SeparateGitDirInsideTheWorkspaceIsProtected) {
 // outside the sandbox: inside a writable root, under any name, they are carve-outs.
 TEST_F(PolicyTest, HomesInsideARootAreReadOnlyWhateverTheirName) {
   Sh("mkdir -p ci-cache/agentexec && touch ci-cache/agentexec/config.toml", ws_);
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.read_only_dirs = {ws_ + "/ci-cache/agentexec", ws_ + "/ci-cache/codex", base_ + "/outside"};
   Result<Policy> p = BuildPolicy(s, ws_);
   ASSERT_TRUE(p.ok()) << p.message();
@@ -273,7 +237,7 @@ TEST_F(PolicyTest, HomesInsideARootAreReadOnlyWhateverTheirName) {
 
 TEST_F(PolicyTest, AHomeReachedThroughASymlinkIsReadOnlyWhereItLands) {
   Sh("mkdir -p cache/home && ln -s " + ws_ + "/cache/home " + base_ + "/home-link", ws_);
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.read_only_dirs = {base_ + "/home-link"};
   Result<Policy> p = BuildPolicy(s, ws_);
   ASSERT_TRUE(p.ok()) << p.message();
@@ -283,7 +247,7 @@ TEST_F(PolicyTest, AHomeReachedThroughASymlinkIsReadOnlyWhereItLands) {
 
 TEST_F(PolicyTest, AHomeThatIsTheWorkspaceStaysWritable) {
   // The user runs in the home itself (or a root holds it): they gave it as writable.
-  Settings s = WorkspaceWrite();
+  Settings s = WorkspaceWriteSettings();
   s.read_only_dirs = {ws_, base_};
   Result<Policy> p = BuildPolicy(s, ws_);
   ASSERT_TRUE(p.ok()) << p.message();

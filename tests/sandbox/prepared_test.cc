@@ -21,8 +21,10 @@ namespace ae::sandbox {
 namespace {
 
 using testing::Exists;
+using testing::PreflightFaking;
 using testing::ScratchDir;
 using testing::Sh;
+using testing::WorkspaceWriteSettings;
 
 // Forks, applies `prepared`, then tries to create `path`; returns the child's errno (0 when
 // the file was created), or 200 when ApplyInChild itself failed (its step on stderr).
@@ -100,9 +102,7 @@ TEST_F(PreparedTest, PreflightDescribesTheLayers) {
 }
 
 TEST_F(PreparedTest, PreflightFailsClosedWithoutLandlock) {
-  ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK", "1", 1);
-  Result<PreflightReport> report = Preflight(policy_);
-  ::unsetenv("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK");
+  Result<PreflightReport> report = PreflightFaking("AGENTEXEC_SANDBOX_FAKE_NO_LANDLOCK", policy_);
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.message(),
             "sandbox: cannot enforce workspace-write: Landlock is not supported by this kernel "
@@ -112,9 +112,7 @@ TEST_F(PreparedTest, PreflightFailsClosedWithoutLandlock) {
 }
 
 TEST_F(PreparedTest, PreflightWarnsWithoutNamespaces) {
-  ::setenv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1", 1);
-  Result<PreflightReport> report = Preflight(policy_);
-  ::unsetenv("AGENTEXEC_SANDBOX_FAKE_NO_USERNS");
+  Result<PreflightReport> report = PreflightFaking("AGENTEXEC_SANDBOX_FAKE_NO_USERNS", policy_);
   ASSERT_TRUE(report.ok()) << report.message();
   EXPECT_FALSE(report->mount_namespace);
   ASSERT_FALSE(report->warnings.empty());
@@ -146,11 +144,7 @@ class HeldCarveoutTest : public testing::WorkspaceWriteTest {
   }
   // The policy and prepared sandbox for the workspace as it is now (the nested scan runs).
   PreparedPtr PrepareNow() {
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    Result<Policy> p = BuildPolicy(s, base_ + "/ws");
+    Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), base_ + "/ws");
     EXPECT_TRUE(p.ok()) << p.message();
     policy_ = *p;
     Result<PreparedPtr> prepared = Prepare(policy_);
@@ -221,11 +215,7 @@ TEST_F(HeldCarveoutTest, ARenamedGitIsFoundUnderChroot) {
       ::_exit(102);
     }
     if (::chroot(base.c_str()) != 0 || ::chdir("/ws") != 0) ::_exit(103);
-    Settings s;
-    s.mode = Mode::kWorkspaceWrite;
-    s.exclude_slash_tmp = true;
-    s.exclude_tmpdir_env_var = true;
-    Result<Policy> policy = BuildPolicy(s, "/ws");
+    Result<Policy> policy = BuildPolicy(WorkspaceWriteSettings(), "/ws");
     if (!policy.ok()) ::_exit(104);
     PrepareOptions options;
     options.pid_namespace = false;

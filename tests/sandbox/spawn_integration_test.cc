@@ -26,6 +26,7 @@ namespace {
 using testing::Exists;
 using testing::ScratchDir;
 using testing::Sh;
+using testing::WorkspaceWriteSettings;
 
 class SpawnIntegration : public testing::WorkspaceWriteTest {
  protected:
@@ -104,10 +105,7 @@ TEST_F(SpawnIntegration, MissingCommandIsNotADenial) {
 // --add-dir) must not make every later command fail.
 TEST_F(SpawnIntegration, DeletedRootDoesNotBreakLaterCommands) {
   Sh("mkdir extra", base_);
-  Settings s;
-  s.mode = Mode::kWorkspaceWrite;
-  s.exclude_slash_tmp = true;
-  s.exclude_tmpdir_env_var = true;
+  Settings s = WorkspaceWriteSettings();
   s.add_dirs = {base_ + "/extra"};
   Result<Policy> p = BuildPolicy(s, base_ + "/ws");
   ASSERT_TRUE(p.ok());

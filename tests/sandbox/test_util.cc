@@ -1,8 +1,10 @@
 #include "test_util.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,11 +26,7 @@ void WorkspaceWriteTest::SetUp() {
   }
   base_ = dir_.path();
   Sh("mkdir ws outside && git init -q ws", base_);
-  Settings s;
-  s.mode = Mode::kWorkspaceWrite;
-  s.exclude_slash_tmp = true;
-  s.exclude_tmpdir_env_var = true;
-  Result<Policy> p = BuildPolicy(s, base_ + "/ws");
+  Result<Policy> p = BuildPolicy(WorkspaceWriteSettings(), base_ + "/ws");
   ASSERT_TRUE(p.ok()) << p.message();
   policy_ = *p;
 }
@@ -50,9 +48,7 @@ Ran RunProcess(const std::vector<std::string>& argv, const std::string& cwd,
     if (::chdir(cwd.c_str()) != 0) ::_exit(120);
     for (const auto& [name, value] : set_env) ::setenv(name.c_str(), value.c_str(), 1);
     for (const std::string& name : unset_env) ::unsetenv(name.c_str());
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    std::vector<char*> args = ExecArray(argv);
     ::execvp(args[0], args.data());
     ::_exit(121);
   }
@@ -115,6 +111,73 @@ bool GoneWithin(const std::string& marker, int ms) {
 void Sh(const std::string& command, const std::string& cwd) {
   Ran ran = RunProcess({"/bin/sh", "-c", command}, cwd);
   ASSERT_EQ(ran.exit_code, 0) << command << "\n" << ran.output;
+}
+
+std::string RealPath(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  std::string out = real != nullptr ? real : path;
+  std::free(real);
+  return out;
+}
+
+std::vector<char*> ExecArray(const std::vector<std::string>& strings) {
+  std::vector<char*> array;
+  // exec(3) takes char* const[] but writes nothing through it.
+  for (const std::string& s : strings) array.push_back(const_cast<char*>(s.c_str()));
+  array.push_back(nullptr);
+  return array;
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) {
+    old_ = old;
+    had_ = true;
+  }
+  if (value != nullptr) {
+    ::setenv(name, value, 1);
+  } else {
+    ::unsetenv(name);
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_) {
+    ::setenv(name_.c_str(), old_.c_str(), 1);
+  } else {
+    ::unsetenv(name_.c_str());
+  }
+}
+
+Policy CarvedOutPolicy(const std::string& ws) {
+  Policy policy;
+  policy.mode = Mode::kWorkspaceWrite;
+  policy.writable_roots = {ws};
+  policy.read_only_carveouts = {ws + "/.git", ws + "/.agentexec"};
+  return policy;
+}
+
+Settings WorkspaceWriteSettings() {
+  Settings s;
+  s.mode = Mode::kWorkspaceWrite;
+  s.exclude_slash_tmp = true;
+  s.exclude_tmpdir_env_var = true;
+  return s;
+}
+
+Result<PreflightReport> PreflightFaking(const char* fake, const Policy& policy) {
+  ScopedEnv faked(fake, "1");
+  return Preflight(policy);
+}
+
+void ListenOnLoopback(int type, int backlog, int* fd, sockaddr_in* addr) {
+  *fd = ::socket(AF_INET, type, 0);
+  *addr = {};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(*fd, reinterpret_cast<sockaddr*>(addr), sizeof *addr), 0);
+  ASSERT_EQ(::listen(*fd, backlog), 0);
+  socklen_t len = sizeof *addr;
+  ::getsockname(*fd, reinterpret_cast<sockaddr*>(addr), &len);
 }
 
 }  // namespace ae::sandbox::testing

@@ -2,6 +2,8 @@
 // output captured, and small file utilities.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "sandbox/policy.h"
+#include "sandbox/preflight.h"
 #include "tests/support/reachable.h"
 #include "tests/support/scratch_dir.h"
 
@@ -55,6 +58,45 @@ inline const char* Probe() {
 
 // Runs a shell command outside any sandbox and fails the test if it fails.
 void Sh(const std::string& command, const std::string& cwd);
+
+// `path` with every symlink resolved (itself when it cannot be): the scratch directory under
+// a linked /tmp is then named as the policy names it.
+std::string RealPath(const std::string& path);
+
+// `strings` as the null-terminated array execve and posix_spawn take; it points into `strings`,
+// which must outlive it.
+std::vector<char*> ExecArray(const std::vector<std::string>& strings);
+
+// Sets (or unsets, with nullptr) an environment variable until the object goes away, then puts
+// back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// Workspace-write over `ws` with its .git and .agentexec read-only, made by hand: no search,
+// so the test alone says which carve-outs there are.
+Policy CarvedOutPolicy(const std::string& ws);
+
+// Workspace-write with /tmp and $TMPDIR left out, so that only the scratch directory's own
+// layout decides what is writable.
+Settings WorkspaceWriteSettings();
+
+// The preflight on a host faked to lack something: `fake` names an AGENTEXEC_SANDBOX_FAKE_*
+// variable, set for this call only.
+Result<PreflightReport> PreflightFaking(const char* fake, const Policy& policy);
+
+// A socket of `type` (SOCK_STREAM and its flags) listening on 127.0.0.1 at a port the kernel
+// picks: *fd, and *addr with that port. Fails the test when it cannot bind or listen (callers
+// wrap it in ASSERT_NO_FATAL_FAILURE).
+void ListenOnLoopback(int type, int backlog, int* fd, sockaddr_in* addr);
 
 // The set-up the sandbox tests share: a scratch directory `base_` holding a git workspace `ws`
 // and a sibling `outside`, and `policy_`, workspace-write for `ws` with /tmp and $TMPDIR left
