@@ -40,6 +40,7 @@ namespace ae::sandbox {
 namespace {
 
 using testing::Bin;
+using testing::ExecArray;
 using testing::GoneWithin;
 using testing::Probe;
 using testing::ProcessesWith;
@@ -92,9 +93,7 @@ Ran RunInPty(const std::vector<std::string>& argv, const std::string& cwd) {
     for (int fd = 0; fd < 3; ++fd) ::dup2(slave, fd);
     if (slave > 2) ::close(slave);
     if (::chdir(cwd.c_str()) != 0) ::_exit(120);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    std::vector<char*> args = ExecArray(argv);
     ::execvp(args[0], args.data());
     ::_exit(121);
   }
@@ -158,6 +157,47 @@ bool HarmlessUnconfined(const Attempt& attempt) {
   return kSafe.count(attempt.args[0]) != 0;
 }
 
+// The scripted provider's turns: one exec_command per command, then a final message. *ok, when
+// asked for, says whether the JSON writer accepted every call.
+std::string ScriptedTurns(const std::vector<std::string>& commands, bool* ok = nullptr) {
+  JsonWriter turns;
+  turns.StartObject();
+  turns.Key("turns");
+  turns.StartArray();
+  for (size_t i = 0; i <= commands.size(); ++i) {
+    turns.StartObject();
+    turns.Key("items");
+    turns.StartArray();
+    turns.StartObject();
+    turns.Key("type");
+    if (i == commands.size()) {
+      turns.String("message");
+      turns.Key("text");
+      turns.String("done");
+    } else {
+      turns.String("function_call");
+      turns.Key("name");
+      turns.String("exec_command");
+      turns.Key("arguments");
+      turns.StartObject();
+      turns.Key("cmd");
+      turns.String(commands[i]);
+      turns.EndObject();
+    }
+    turns.EndObject();
+    turns.EndArray();
+    turns.EndObject();
+  }
+  turns.EndArray();
+  turns.EndObject();
+  if (ok != nullptr) *ok = turns.ok();
+  return std::string(turns.view());
+}
+
+// The `-c` options that leave /tmp and $TMPDIR out of the writable roots.
+constexpr const char* kExcludeTmp[] = {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                                       "sandbox_workspace_write.exclude_tmpdir_env_var=true"};
+
 class EscapeSuite : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -165,9 +205,7 @@ class EscapeSuite : public ::testing::Test {
       GTEST_SKIP() << "Landlock is not available on this kernel (" << std::strerror(errno)
                    << "): the sandbox refuses to run, see the preflight tests";
     }
-    char* real = ::realpath(dir_.path().c_str(), nullptr);
-    base_ = real;
-    std::free(real);
+    base_ = testing::RealPath(dir_.path());
     ws_ = base_ + "/ws";
     out_ = base_ + "/outside";
     Sh("mkdir -p ws/.agentexec outside/dir && git init -q ws && echo hi > ws/a.txt && "
@@ -226,14 +264,9 @@ class EscapeSuite : public ::testing::Test {
   }
 
   void StartListeners() {
-    tcp_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(tcp_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::listen(tcp_, 8), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(tcp_, reinterpret_cast<sockaddr*>(&addr), &len);
+    sockaddr_in addr;
+    ASSERT_NO_FATAL_FAILURE(
+        testing::ListenOnLoopback(SOCK_STREAM | SOCK_NONBLOCK, 8, &tcp_, &addr));
     tcp_port_ = ntohs(addr.sin_port);
 
     abstract_name_ = fmt::format("@ae-sandbox-test-{}", ::getpid());
@@ -670,9 +703,7 @@ class EscapeSuite : public ::testing::Test {
       ::dup2(null_fd, 0);
       if (::chdir(cwd.c_str()) != 0) ::_exit(120);
       for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
+      std::vector<char*> args = ExecArray(argv);
       ::execvp(args[0], args.data());
       ::_exit(121);
     }
@@ -816,6 +847,27 @@ class EscapeSuite : public ::testing::Test {
     return {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
   }
 
+  // `prefix` (empty, or setpriv to nobody), then agentexec on the scripted provider that
+  // reads base_/turns.json; the caller adds the rest of the command line.
+  std::vector<std::string> ScriptedRun(std::vector<std::string> prefix) const {
+    prefix.insert(prefix.end(), {Bin(), "-c", "model_provider=scripted", "-c",
+                                 "model_providers.scripted.script=\"" + base_ + "/turns.json\""});
+    return prefix;
+  }
+
+  // A whole scripted run under on-failure, with /tmp and $TMPDIR left out.
+  std::vector<std::string> OnFailureRun(const std::vector<std::string>& prefix) const {
+    std::vector<std::string> argv = ScriptedRun(prefix);
+    argv.insert(argv.end(), std::begin(kExcludeTmp), std::end(kExcludeTmp));
+    argv.insert(argv.end(), {"--json", "-s", "workspace-write", "-a", "on-failure", "go"});
+    return argv;
+  }
+
+  // HOME and AGENTEXEC_HOME inside the scratch directory, so that no user's config takes part.
+  std::vector<std::pair<std::string, std::string>> Homes() const {
+    return {{"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
+  }
+
   // Through the real binary under on-failure: each trick runs once, confined,
   // and is never rerun outside the sandbox (its counter file in the workspace gets one line);
   // the control, a write the sandbox really refuses, is rerun (two lines), which shows the
@@ -853,58 +905,23 @@ class EscapeSuite : public ::testing::Test {
         {"dies of SIGSYS", "kill -SYS $$"},
         {"control: a write the sandbox refuses", "touch " + out_ + "/control", true},
     };
-    // The scripted provider's turns: one exec_command per trick, then a final message.
-    JsonWriter turns;
-    turns.StartObject();
-    turns.Key("turns");
-    turns.StartArray();
-    for (size_t i = 0; i <= tricks.size(); ++i) {
-      turns.StartObject();
-      turns.Key("items");
-      turns.StartArray();
-      turns.StartObject();
-      if (i == tricks.size()) {
-        turns.Key("type");
-        turns.String("message");
-        turns.Key("text");
-        turns.String("done");
-      } else {
-        turns.Key("type");
-        turns.String("function_call");
-        turns.Key("name");
-        turns.String("exec_command");
-        turns.Key("arguments");
-        turns.StartObject();
-        turns.Key("cmd");
-        turns.String("echo run >> runs-" + std::to_string(i) + "; " + tricks[i].cmd);
-        turns.EndObject();
-      }
-      turns.EndObject();
-      turns.EndArray();
-      turns.EndObject();
+    // Each trick counts its runs in the workspace.
+    std::vector<std::string> commands;
+    for (size_t i = 0; i < tricks.size(); ++i) {
+      commands.push_back("echo run >> runs-" + std::to_string(i) + "; " + tricks[i].cmd);
     }
-    turns.EndArray();
-    turns.EndObject();
-    EXPECT_TRUE(turns.ok());
-    WriteText(base_ + "/turns.json", std::string(turns.view()));
+    bool turns_ok = false;
+    const std::string turns = ScriptedTurns(commands, &turns_ok);
+    EXPECT_TRUE(turns_ok);
+    WriteText(base_ + "/turns.json", turns);
     if (::geteuid() == 0 && Unprivileged(config)) {
       Sh("chown 65534:65534 turns.json", base_);
     }
     for (size_t i = 0; i < tricks.size(); ++i)
       ::unlink((ws_ + "/runs-" + std::to_string(i)).c_str());
 
-    std::vector<std::string> argv = UserPrefix(config);
-    for (const std::string& a :
-         {std::string(Bin()), std::string("-c"), std::string("model_provider=scripted"),
-          std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
-          std::string("-c"), std::string("sandbox_workspace_write.exclude_slash_tmp=true"),
-          std::string("-c"), std::string("sandbox_workspace_write.exclude_tmpdir_env_var=true"),
-          std::string("--json"), std::string("-s"), std::string("workspace-write"),
-          std::string("-a"), std::string("on-failure"), std::string("go")}) {
-      argv.push_back(a);
-    }
-    std::vector<std::pair<std::string, std::string>> env = {
-        {"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
+    std::vector<std::string> argv = OnFailureRun(UserPrefix(config));
+    std::vector<std::pair<std::string, std::string>> env = Homes();
     if (WithoutNamespaces(config)) env.push_back({"AGENTEXEC_SANDBOX_FAKE_NO_USERNS", "1"});
     Ran ran = RunProcess(argv, ws_, env);
     EXPECT_EQ(ran.exit_code, 0) << ran.output;
@@ -1093,41 +1110,6 @@ TEST_F(EscapeSuite, UnprivilegedWithoutNamespacesHasOnlyWarnedLimits) {
 // exec` run with the scripted provider (several commands, one session), under `-a never`: a
 // refused write is not rerun there, so what gets out got out of the sandbox.
 
-// The scripted provider's turns: one exec_command per command, then a final message.
-std::string CarveoutTurns(const std::vector<std::string>& commands) {
-  JsonWriter turns;
-  turns.StartObject();
-  turns.Key("turns");
-  turns.StartArray();
-  for (size_t i = 0; i <= commands.size(); ++i) {
-    turns.StartObject();
-    turns.Key("items");
-    turns.StartArray();
-    turns.StartObject();
-    turns.Key("type");
-    if (i == commands.size()) {
-      turns.String("message");
-      turns.Key("text");
-      turns.String("done");
-    } else {
-      turns.String("function_call");
-      turns.Key("name");
-      turns.String("exec_command");
-      turns.Key("arguments");
-      turns.StartObject();
-      turns.Key("cmd");
-      turns.String(commands[i]);
-      turns.EndObject();
-    }
-    turns.EndObject();
-    turns.EndArray();
-    turns.EndObject();
-  }
-  turns.EndArray();
-  turns.EndObject();
-  return std::string(turns.view());
-}
-
 struct CarveoutAttempt {
   std::string name;
   std::vector<std::string> commands;  // run in this order, in one session
@@ -1238,25 +1220,15 @@ class CarveoutEscapes : public EscapeSuite {
              "' > ci-cache/codex/config.toml" +
              (prefix.empty() ? "" : " && chown -R 65534:65534 vendor ci-cache ../tmprepo"),
          ws_);
-      WriteText(base_ + "/turns.json", CarveoutTurns(attempt.commands));
-      std::vector<std::string> argv = prefix;
-      for (const std::string& a :
-           {std::string(Bin()), std::string("-c"), std::string("model_provider=scripted"),
-            std::string("-c"), "model_providers.scripted.script=\"" + base_ + "/turns.json\"",
-            std::string("--json"), std::string("-s"), std::string("workspace-write"),
-            std::string("-a"), attempt.approval}) {
-        argv.push_back(a);
-      }
+      WriteText(base_ + "/turns.json", ScriptedTurns(attempt.commands));
+      std::vector<std::string> argv = ScriptedRun(prefix);
+      argv.insert(argv.end(), {"--json", "-s", "workspace-write", "-a", attempt.approval});
       if (!attempt.slash_tmp) {
-        for (const char* a : {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
-                              "sandbox_workspace_write.exclude_tmpdir_env_var=true"}) {
-          argv.push_back(a);
-        }
+        argv.insert(argv.end(), std::begin(kExcludeTmp), std::end(kExcludeTmp));
       }
       if (control) argv.insert(argv.end(), {"-s", "danger-full-access"});
       argv.push_back("go");
-      std::vector<std::pair<std::string, std::string>> env = {
-          {"HOME", base_ + "/home"}, {"AGENTEXEC_HOME", base_ + "/agx-home"}};
+      std::vector<std::pair<std::string, std::string>> env = Homes();
       for (const auto& set : attempt.env) {
         std::erase_if(env, [&](const auto& e) { return e.first == set.first; });
         env.push_back(set);
@@ -1330,17 +1302,11 @@ TEST_F(CarveoutEscapes, ACarveoutThatVanishesDuringSetUpIsSkipped) {
   Sh("mkdir -p gone/.git", ws_);
   // It records whether it ran confined (.git read-only) or was rerun outside.
   WriteText(base_ + "/turns.json",
-            CarveoutTurns({"if touch .git/probe 2>/dev/null; then echo unconfined >> runs-vanish; "
+            ScriptedTurns({"if touch .git/probe 2>/dev/null; then echo unconfined >> runs-vanish; "
                            "else echo confined >> runs-vanish; fi; echo still here"}));
-  Ran ran = RunProcess({Bin(), "-c", "model_provider=scripted", "-c",
-                        "model_providers.scripted.script=\"" + base_ + "/turns.json\"", "-c",
-                        "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
-                        "sandbox_workspace_write.exclude_tmpdir_env_var=true", "--json", "-s",
-                        "workspace-write", "-a", "on-failure", "go"},
-                       ws_,
-                       {{"HOME", base_ + "/home"},
-                        {"AGENTEXEC_HOME", base_ + "/agx-home"},
-                        {"AGENTEXEC_SANDBOX_FAKE_VANISH", ws_ + "/gone/.git"}});
+  std::vector<std::pair<std::string, std::string>> env = Homes();
+  env.push_back({"AGENTEXEC_SANDBOX_FAKE_VANISH", ws_ + "/gone/.git"});
+  Ran ran = RunProcess(OnFailureRun({}), ws_, env);
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   // The hook did remove it (else this test could not fail).
   EXPECT_FALSE(testing::Exists(ws_ + "/gone/.git")) << ran.output;
