@@ -17,10 +17,7 @@ class CliTrapsTest : public ::testing::Test {
     std::string turns =
         std::string(R"({"turns":[{"items":[{"type":"message","text":)") + Quote(answer) + "}]}]}";
     std::string script = ws_.WriteFile("turns.json", turns);
-    std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\""};
-    full.insert(full.end(), args.begin(), args.end());
-    return RunAgentexec(full, {ws_.repo(), ws_.Env()});
+    return RunAgentexec(ScriptedArgs(script, args), {ws_.repo(), ws_.Env()});
   }
   static std::string Quote(const std::string& s) {
     std::string out = "\"";
@@ -171,8 +168,7 @@ TEST_F(CliTrapsTest, ProgressEmitsItemUpdatedWithTheOutputSoFar) {
     {"items":[{"type":"function_call","name":"exec_command","arguments":{"cmd":"echo start; sleep 4; echo end"}}]},
     {"items":[{"type":"message","text":"done"}]}]})";
   std::string script = ws_.WriteFile("turns.json", turns);
-  std::vector<std::string> base{"-c", "model_provider=scripted", "-c",
-                                "model_providers.scripted.script=\"" + script + "\"", "--json"};
+  std::vector<std::string> base = ScriptedArgs(script, {"--json"});
   std::vector<std::string> with = base;
   with.insert(with.end(), {"--progress", "go"});
   RunOutput out = RunAgentexec(with, {ws_.repo(), ws_.Env()});

@@ -37,17 +37,10 @@ class DeputyIoTest : public ::testing::Test {
                         cmd + R"("]}}]},
       {"items":[{"type":"message","text":"Done."}]}]})";
     std::string script = ws_.WriteFile("turns.json", turns);
-    std::vector<std::string> full{"-c",
-                                  "model_provider=scripted",
-                                  "-c",
-                                  "model_providers.scripted.script=\"" + script + "\"",
-                                  "-c",
-                                  "sandbox_workspace_write.exclude_slash_tmp=true",
-                                  "-c",
-                                  "sandbox_workspace_write.exclude_tmpdir_env_var=true",
-                                  "--json",
-                                  "-s",
-                                  "workspace-write"};
+    std::vector<std::string> full =
+        ScriptedArgs(script, {"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c",
+                              "sandbox_workspace_write.exclude_tmpdir_env_var=true", "--json", "-s",
+                              "workspace-write"});
     full.insert(full.end(), args.begin(), args.end());
     RunOptions options;
     options.cwd = ws_.repo();
@@ -114,10 +107,7 @@ TEST_F(DeputyIoTest, AgentsMdSymlinkToProcEnvironIsNotSent) {
   RunOptions options;
   options.cwd = ws_.repo();
   options.env = ws_.Env({{"AE_DEPUTY_CANARY", "canary-7f3a91"}});
-  RunOutput out =
-      RunAgentexec({"-c", "model_provider=scripted", "-c",
-                    "model_providers.scripted.script=\"" + script + "\"", "--json", "hi"},
-                   options);
+  RunOutput out = RunAgentexec(ScriptedArgs(script, {"--json", "hi"}), options);
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const std::string sessions = AllSessions(ws_.home());
   ASSERT_NE(sessions.find("environment_context"), std::string::npos) << sessions;
@@ -158,10 +148,7 @@ TEST_F(DeputyIoTest, ProjectConfigLinkedOutOfTheRepositoryIsRefused) {
   RunOptions options;
   options.cwd = ws_.repo();
   options.env = ws_.Env();
-  RunOutput out =
-      RunAgentexec({"-c", "model_provider=scripted", "-c",
-                    "model_providers.scripted.script=\"" + script + "\"", "--json", "hi"},
-                   options);
+  RunOutput out = RunAgentexec(ScriptedArgs(script, {"--json", "hi"}), options);
   EXPECT_EQ(out.exit_code, 2) << out.out;
   EXPECT_EQ(out.err, "error: " + ws_.repo() +
                          "/.agentexec/config.toml: cannot read: a symbolic link leads outside "
@@ -170,9 +157,7 @@ TEST_F(DeputyIoTest, ProjectConfigLinkedOutOfTheRepositoryIsRefused) {
   fs::remove(ws_.repo() + "/.agentexec/config.toml");
   std::ofstream(ws_.repo() + "/shared.toml") << "model = \"from-inside\"\n";
   fs::create_symlink("../shared.toml", ws_.repo() + "/.agentexec/config.toml");
-  out = RunAgentexec({"-c", "model_provider=scripted", "-c",
-                      "model_providers.scripted.script=\"" + script + "\"", "--json", "hi"},
-                     options);
+  out = RunAgentexec(ScriptedArgs(script, {"--json", "hi"}), options);
   EXPECT_EQ(out.exit_code, 0) << out.err;
 }
 

@@ -19,13 +19,10 @@ class ExecTest : public ::testing::Test {
   // agentexec --json (unless human) on the scripted provider with `turns_json`.
   RunOutput Run(const std::string& turns_json, std::vector<std::string> args,
                 RunOptions options = {}) {
-    std::string script = ws_.WriteFile("turns.json", turns_json);
-    std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\""};
-    full.insert(full.end(), args.begin(), args.end());
     if (options.cwd.empty()) options.cwd = ws_.repo();
     if (options.env.empty()) options.env = ws_.Env();
-    RunOutput out = RunAgentexec(full, options);
+    RunOutput out =
+        RunAgentexec(ScriptedArgs(ws_.WriteFile("turns.json", turns_json), args), options);
     if (std::find(args.begin(), args.end(), "--json") != args.end()) {
       EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
     }

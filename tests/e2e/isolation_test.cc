@@ -25,13 +25,7 @@ class IsolationTest : public ::testing::Test {
   RunOutput Exec(const std::string& turns_json, std::vector<std::string> extra = {},
                  const std::map<std::string, std::string>& env = {}) {
     const std::string script = ws_.WriteFile("turns.json", turns_json);
-    std::vector<std::string> args{"-c",
-                                  "model_provider=scripted",
-                                  "-c",
-                                  "model_providers.scripted.script=\"" + script + "\"",
-                                  "--json",
-                                  "-s",
-                                  "workspace-write"};
+    std::vector<std::string> args = ScriptedArgs(script, {"--json", "-s", "workspace-write"});
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("go");
     RunOptions options;
@@ -225,9 +219,7 @@ TEST_F(IsolationTest, ACommandCannotCreateTheHomeWhereNoneExistsYet) {
   options.cwd = ws_.repo();
   options.env = ws_.Env({{"AGENTEXEC_HOME", home}});
   RunOutput out = RunAgentexec(
-      {"-c", "model_provider=scripted", "-c", "model_providers.scripted.script=\"" + script + "\"",
-       "--json", "--ephemeral", "-s", "workspace-write", "go"},
-      options);
+      ScriptedArgs(script, {"--json", "--ephemeral", "-s", "workspace-write", "go"}), options);
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(Outputs(out.out),
             std::vector<std::string>{

@@ -52,10 +52,8 @@ class OnFailureTest : public ::testing::Test {
     RunOptions options;
     options.cwd = ws_.repo();
     options.env = ws_.Env(env);
-    RunOutput out = RunAgentexec({"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\"", "--json",
-                                  "-s", "workspace-write", "-a", approval, "go"},
-                                 options);
+    RunOutput out = RunAgentexec(
+        ScriptedArgs(script, {"--json", "-s", "workspace-write", "-a", approval, "go"}), options);
     EXPECT_EQ(CheckJsonLines(out.out), "") << out.out;
     return out;
   }

@@ -17,10 +17,7 @@ class PoorAnswersTest : public ::testing::Test {
   std::vector<std::string> Scripted(std::vector<std::string> args) {
     const std::string script =
         ws_.WriteFile("turns.json", R"({"turns":[{"items":[{"type":"message","text":"ok"}]}]})");
-    std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\""};
-    full.insert(full.end(), args.begin(), args.end());
-    return full;
+    return ScriptedArgs(script, args);
   }
   Workspace ws_;
 };

@@ -57,8 +57,7 @@ class UnifiedExecE2e : public ::testing::Test {
     }
     turns += R"({"items":[{"type":"message","text":"done"}]}]})";
     std::string script = ws_.WriteFile("turns.json", turns);
-    std::vector<std::string> full{"-c", "model_provider=scripted", "-c",
-                                  "model_providers.scripted.script=\"" + script + "\"", "--json"};
+    std::vector<std::string> full = ScriptedArgs(script, {"--json"});
     full.insert(full.end(), args.begin(), args.end());
     full.push_back("go");
     options.cwd = ws_.repo();
