@@ -292,9 +292,14 @@ class Handler(BaseHTTPRequestHandler):
             raise Disconnected() from e
 
     def send_json(self, code, obj, extra_headers=()):
-        body = dumps(obj).encode()
+        self.send_whole(code, ("Content-Type", "application/json"), dumps(obj).encode(),
+                        extra_headers)
+
+    def send_whole(self, code, header, body, extra_headers=()):
+        """A complete answer: `header` (a name and value), Content-Length, the extra headers in
+        that order (the order the tests have always seen on the wire), then the body."""
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header(*header)
         self.send_header("Content-Length", str(len(body)))
         for k, v in extra_headers:
             self.send_header(k, v)
@@ -393,12 +398,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_status_fault(fault)
             return
         if fault and fault.kind == "content_type":
-            body = dumps({"error": {"message": "not a stream"}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", fault.value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_whole(200, ("Content-Type", fault.value),
+                            dumps({"error": {"message": "not a stream"}}).encode())
             return
         if fault and fault.kind == "stall_before_headers":
             state.stop.wait(float(fault.value))
@@ -767,13 +768,21 @@ def junk(h, chat, turn, turn_no):
     return False
 
 
-@hostile
-def truncated_json(h, chat, turn, turn_no):
-    """An event whose JSON stops in the middle, then a clean end of the body."""
-    _stream_head(h)
-    h.write_chunk('data: {"type":"response.output_item.done","item":{"type":"mess\n\n')
-    h.end_chunks()
-    return False
+def _fixed_stream(name, *chunks, consumed=False):
+    """Registers the hostile stream NAME that sends the head, each of `chunks` as one chunk and a
+    clean end of the body, whatever was asked; `consumed`: the turn counts as served."""
+    def serve(h, chat, turn, turn_no):
+        _stream_head(h)
+        for chunk in chunks:
+            h.write_chunk(chunk)
+        h.end_chunks()
+        return consumed
+    HOSTILE[name] = serve
+
+
+# An event whose JSON stops in the middle, then a clean end of the body.
+_fixed_stream("truncated_json",
+              'data: {"type":"response.output_item.done","item":{"type":"mess\n\n')
 
 
 @hostile
@@ -820,17 +829,9 @@ def after_completion(h, chat, turn, turn_no):
     return True
 
 
-@hostile
-def huge_event(h, chat, turn, turn_no):
-    """One 100 MiB event (a single data line), over agentexec's event bound."""
-    _stream_head(h)
-    h.write_chunk('data: {"type":"response.output_text.delta","delta":"')
-    block = b"x" * (1 << 20)
-    for _ in range(100):
-        h.write_chunk(block)
-    h.write_chunk('"}\n\n')
-    h.end_chunks()
-    return False
+# One 100 MiB event (a single data line, in 1 MiB chunks), over agentexec's event bound.
+_fixed_stream("huge_event", 'data: {"type":"response.output_text.delta","delta":"',
+              *[b"x" * (1 << 20)] * 100, '"}\n\n')
 
 
 @hostile
@@ -858,23 +859,14 @@ def million_deltas(h, chat, turn, turn_no):
 @hostile
 def html(h, chat, turn, turn_no):
     """HTTP 200 with an HTML page, as a captive portal or a misrouted proxy answers."""
-    body = b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>"
-    h.send_response(200)
-    h.send_header("Content-Type", "text/html; charset=utf-8")
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
-    h.wfile.flush()
+    h.send_whole(200, ("Content-Type", "text/html; charset=utf-8"),
+                 b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>")
     return False
 
 
-@hostile
-def html_as_stream(h, chat, turn, turn_no):
-    """HTTP 200 labelled text/event-stream whose body is an HTML page."""
-    _stream_head(h)
-    h.write_chunk("<!DOCTYPE html>\n<html><body>\n<h1>502 Bad Gateway</h1>\n</body></html>\n")
-    h.end_chunks()
-    return False
+# HTTP 200 labelled text/event-stream whose body is an HTML page.
+_fixed_stream("html_as_stream",
+              "<!DOCTYPE html>\n<html><body>\n<h1>502 Bad Gateway</h1>\n</body></html>\n")
 
 
 @hostile
@@ -891,27 +883,18 @@ def reset_after_headers(h, chat, turn, turn_no):
     return False
 
 
-@hostile
-def deep_event(h, chat, turn, turn_no):
-    """One event nesting a million arrays (2 MB, under the event bound)."""
-    _stream_head(h)
-    h.write_chunk('data: {"type":"response.created","x":' + "[" * 1000000 + "]" * 1000000 + "}\n\n")
-    h.end_chunks()
-    return False
+# One event nesting a million arrays (2 MB, under the event bound).
+_fixed_stream("deep_event",
+              'data: {"type":"response.created","x":' + "[" * 1000000 + "]" * 1000000 + "}\n\n")
 
 
-@hostile
-def huge_number(h, chat, turn, turn_no):
-    """The turn with a number that overflows a double inside its output item."""
-    _stream_head(h)
-    item = ('{"type":"message","role":"assistant","n":1.8e308,'
-            '"content":[{"type":"output_text","text":"ok"}]}')
-    h.write_chunk('data: {"type":"response.output_item.done","output_index":0,"item":' + item
-                  + "}\n\n")
-    h.write_chunk('data: {"type":"response.completed","response":{"id":"r","usage":'
-                  '{"input_tokens":1.8e308}}}\n\n')
-    h.end_chunks()
-    return True
+# The turn with a number that overflows a double inside its output item.
+_fixed_stream("huge_number",
+              'data: {"type":"response.output_item.done","output_index":0,"item":'
+              '{"type":"message","role":"assistant","n":1.8e308,'
+              '"content":[{"type":"output_text","text":"ok"}]}}\n\n',
+              'data: {"type":"response.completed","response":{"id":"r","usage":'
+              '{"input_tokens":1.8e308}}}\n\n', consumed=True)
 
 
 def _trickle(h, piece, seconds=0.2):
@@ -935,11 +918,7 @@ def dribble(h, chat, turn, turn_no):
 
 
 def _redirect(h, code):
-    h.send_response(code)
-    h.send_header("Location", "/v1/redirected" + h.path)
-    h.send_header("Content-Length", "0")
-    h.end_headers()
-    h.wfile.flush()
+    h.send_whole(code, ("Location", "/v1/redirected" + h.path), b"")
     return False
 
 
