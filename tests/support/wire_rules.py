@@ -142,6 +142,18 @@ def _json_type(v):
     return "null"
 
 
+def _kind(obj, param, key, allowed):
+    """obj[key] and None when obj is an object whose `key` is one of `allowed` (a set is listed
+    sorted in the message), else None and the service's refusal of obj or of its `key`."""
+    if not isinstance(obj, dict):
+        return None, invalid_type(param, "an object", _json_type(obj))
+    kind = obj.get(key)
+    if kind not in allowed:
+        return None, invalid_value(kind, sorted(allowed) if isinstance(allowed, set) else allowed,
+                                   f"{param}.{key}")
+    return kind, None
+
+
 def check_name(name, param):
     if not isinstance(name, str):
         return invalid_type(param, "a string", _json_type(name))
@@ -208,12 +220,10 @@ def check_tools(tools, chat=False):
     seen = set()
     for i, tool in enumerate(tools):
         base = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            return invalid_type(base, "an object", _json_type(tool))
-        t = tool.get("type")
+        t, problem = _kind(tool, base, "type", ["function"] if chat else TOOL_TYPES)
+        if problem:
+            return problem
         if chat:
-            if t != "function":
-                return invalid_value(t, ["function"], f"{base}.type")
             fn = tool.get("function")
             if not isinstance(fn, dict):
                 return missing(f"{base}.function")
@@ -223,8 +233,6 @@ def check_tools(tools, chat=False):
             name, name_param, strict, params = (fn.get("name"), f"{base}.function.name",
                                                 fn.get("strict"), fn.get("parameters"))
         else:
-            if t not in TOOL_TYPES:
-                return invalid_value(t, sorted(TOOL_TYPES), f"{base}.type")
             if t not in ("function", "custom"):
                 continue
             allowed = (("type", "name", "description", "parameters", "strict") if t == "function"
@@ -264,11 +272,9 @@ def check_text(text):
     fmt = text.get("format")
     if fmt is None:
         return None
-    if not isinstance(fmt, dict):
-        return invalid_type("text.format", "an object", _json_type(fmt))
-    kind = fmt.get("type")
-    if kind not in ("text", "json_object", "json_schema"):
-        return invalid_value(kind, ["text", "json_object", "json_schema"], "text.format.type")
+    kind, problem = _kind(fmt, "text.format", "type", ["text", "json_object", "json_schema"])
+    if problem:
+        return problem
     if kind != "json_schema":
         return None
     for key in fmt:
@@ -297,11 +303,9 @@ def check_content(role, content, base):
     allowed = OUTPUT_PARTS if role == "assistant" else INPUT_PARTS
     for j, part in enumerate(content):
         param = f"{base}.content[{j}]"
-        if not isinstance(part, dict):
-            return invalid_type(param, "an object", _json_type(part))
-        t = part.get("type")
-        if t not in allowed:
-            return invalid_value(t, allowed, f"{param}.type")
+        t, problem = _kind(part, param, "type", allowed)
+        if problem:
+            return problem
         if t in ("input_text", "output_text") and not isinstance(part.get("text"), str):
             return missing(f"{param}.text")
         if t == "input_image" and not (part.get("image_url") or part.get("file_id")):
@@ -385,14 +389,23 @@ def check_input(items, store, issued_ok=encrypted_content_valid):
     return None
 
 
-def check_responses(body):
+def _body_problem(body, keys, unknown=unknown_parameter):
+    """The refusal of a body that is not a JSON object, holds a key outside `keys` (`unknown`
+    words it as the endpoint does) or names no model; None when it passes these three."""
     if not isinstance(body, dict):
         return error("The request body must be a JSON object.", None, "invalid_json")
     for key in body:
-        if key not in RESPONSES_KEYS:
-            return unknown_parameter(key)
+        if key not in keys:
+            return unknown(key)
     if "model" not in body:
         return missing("model")
+    return None
+
+
+def check_responses(body):
+    problem = _body_problem(body, RESPONSES_KEYS)
+    if problem:
+        return problem
     if not isinstance(body["model"], str):
         return invalid_type("model", "a string", _json_type(body["model"]))
     if not body["model"]:
@@ -442,13 +455,9 @@ def check_compact(body):
     """POST /v1/responses/compact: only its documented parameters (no tools, reasoning, text,
     include or store), `model` required, and the input rules of /v1/responses; compaction stores
     nothing, so reasoning must carry its encrypted content."""
-    if not isinstance(body, dict):
-        return error("The request body must be a JSON object.", None, "invalid_json")
-    for key in body:
-        if key not in COMPACT_KEYS:
-            return unknown_parameter(key)
-    if "model" not in body:
-        return missing("model")
+    problem = _body_problem(body, COMPACT_KEYS)
+    if problem:
+        return problem
     if not isinstance(body["model"], str) or not body["model"]:
         return invalid_type("model", "a string", _json_type(body["model"]))
     if "prompt_cache_key" in body and not isinstance(body["prompt_cache_key"], str):
@@ -457,13 +466,11 @@ def check_compact(body):
 
 
 def check_chat(body):
-    if not isinstance(body, dict):
-        return error("The request body must be a JSON object.", None, "invalid_json")
-    for key in body:
-        if key not in CHAT_KEYS:
-            return error(f"Unrecognized request argument supplied: {key}", None, None)
-    if "model" not in body:
-        return missing("model")
+    problem = _body_problem(
+        body, CHAT_KEYS,
+        lambda key: error(f"Unrecognized request argument supplied: {key}", None, None))
+    if problem:
+        return problem
     messages = body.get("messages")
     if messages is None:
         return missing("messages")
@@ -492,11 +499,9 @@ def check_chat(body):
     pending = None  # tool_call ids of the last assistant message still to be answered
     for i, m in enumerate(messages):
         base = f"messages[{i}]"
-        if not isinstance(m, dict):
-            return invalid_type(base, "an object", _json_type(m))
-        role = m.get("role")
-        if role not in CHAT_ROLES:
-            return invalid_value(role, CHAT_ROLES, f"{base}.role")
+        role, problem = _kind(m, base, "role", CHAT_ROLES)
+        if problem:
+            return problem
         if role == "tool":
             cid = m.get("tool_call_id")
             if pending is None or cid not in pending:
