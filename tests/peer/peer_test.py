@@ -78,6 +78,17 @@ def short(text, n=400):
     return text if len(text) <= n else text[:n] + f"... [{len(text)} chars]"
 
 
+def differs(p, on_codex, documented, choice, row):
+    """The end of a case where agentexec differs on purpose: on codex, on_codex() checks what
+    codex's test checks; on agentexec, documented() checks the README's behaviour and the case
+    is a CHOICE saying `choice` and naming the row of README_TABLE that documents it."""
+    if p.is_codex:
+        on_codex()
+        return
+    documented()
+    raise Choice(f"{choice} ({README_TABLE}, row {row})")
+
+
 def message(text):
     return {"items": [{"type": "message", "text": text}]}
 
@@ -264,26 +275,28 @@ def _(p):
 
 # ------------------------------------------------------------------------------ agents_md.rs
 
-@case("agents_md::exec_includes_workspace_agents_md_in_request")
-def _(p):
-    with open(os.path.join(p.cwd, "AGENTS.md"), "w") as f:
-        f.write("workspace instructions")
+def user_texts_with(p, files):
+    """Writes files (name: text) into the working directory, runs one turn and returns the
+    request's user input texts."""
+    for name, text in files.items():
+        with open(os.path.join(p.cwd, name), "w") as f:
+            f.write(text)
     p.serve([message("fixture hello")])
     expect_success(p.run(["--skip-git-repo-check", "tell me something"]))
-    texts = input_texts(p.single_request(), "user")
+    return input_texts(p.single_request(), "user")
+
+
+@case("agents_md::exec_includes_workspace_agents_md_in_request")
+def _(p):
+    texts = user_texts_with(p, {"AGENTS.md": "workspace instructions"})
     check(any("workspace instructions" in t for t in texts),
           f"request should include workspace AGENTS.md instructions: {short(texts)}")
 
 
 @case("agents_md::exec_prefers_workspace_agents_override_md")
 def _(p):
-    with open(os.path.join(p.cwd, "AGENTS.md"), "w") as f:
-        f.write("base instructions")
-    with open(os.path.join(p.cwd, "AGENTS.override.md"), "w") as f:
-        f.write("override instructions")
-    p.serve([message("fixture hello")])
-    expect_success(p.run(["--skip-git-repo-check", "tell me something"]))
-    texts = input_texts(p.single_request(), "user")
+    texts = user_texts_with(p, {"AGENTS.md": "base instructions",
+                                "AGENTS.override.md": "override instructions"})
     check(any("override instructions" in t for t in texts),
           f"request should include AGENTS.override.md instructions: {short(texts)}")
     check(all("base instructions" not in t for t in texts),
@@ -363,15 +376,15 @@ def _(p):
     p.serve([message("done")])
     code, out, err = p.run(["--skip-git-repo-check", "check approval mode"])
     expect_success((code, out, err), "exec run")
-    if p.is_codex:
-        check("approval: on-request" in err,
-              f"stderr missing preserved auto-review approval mode: {short(err, 1500)}")
-        return
     # Documented: a configured on-request falls back to never, with a warning.
-    check("approval: never" in err and "approval: on-request" not in err,
-          f"stderr should show the documented fall-back to never: {short(err, 1500)}")
-    raise Choice("approval_policy on-request falls back to never: nobody is there to answer "
-                 f"({README_TABLE}, row `approval_policy` untrusted / on-request)")
+    differs(p, lambda: check("approval: on-request" in err,
+                             "stderr missing preserved auto-review approval mode: "
+                             f"{short(err, 1500)}"),
+            lambda: check("approval: never" in err and "approval: on-request" not in err,
+                          "stderr should show the documented fall-back to never: "
+                          f"{short(err, 1500)}"),
+            "approval_policy on-request falls back to never: nobody is there to answer",
+            "`approval_policy` untrusted / on-request")
 
 
 @case("approval_policy::exec_bypass_preserves_never_for_auto_review_config")
@@ -493,20 +506,31 @@ def session_files(p):
     return sorted(glob.glob(os.path.join(p.home, "sessions", "**", "*.jsonl"), recursive=True))
 
 
+def session_records(path, start=0, limit=None):
+    """(number, record) for each line of a session file from `start` up to `limit`; a line that
+    is not JSON is passed over, as codex's test helpers pass it over."""
+    with open(path, errors="replace") as f:
+        lines = f.read().splitlines()[start:limit]
+    for n, line in enumerate(lines, start):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        yield n, item
+
+
+def message_with_marker(item, marker):
+    """The match of codex's helpers: a response_item message whose content holds marker."""
+    payload = item.get("payload") or {}
+    return item.get("type") == "response_item" and payload.get("type") == "message" \
+        and marker in json.dumps(payload.get("content"), ensure_ascii=False)
+
+
 def file_with_marker(p, marker):
     """codex's find_session_file_containing_marker: a response_item message holding marker."""
     for path in session_files(p):
-        with open(path, errors="replace") as f:
-            lines = f.read().splitlines()[1:]
-        for line in lines:
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            payload = item.get("payload") or {}
-            if item.get("type") == "response_item" and payload.get("type") == "message" \
-                    and marker in json.dumps(payload.get("content"), ensure_ascii=False):
-                return path
+        if any(message_with_marker(item, marker) for _, item in session_records(path, 1)):
+            return path
     return None
 
 
@@ -520,17 +544,10 @@ def history_has_marker(p, path, marker, limit=None, seen=None):
     was forked from (session_meta's forked_from_id; codex 0.171 records the source's first
     forked_from_ordinal_exclusive lines by reference instead of copying them)."""
     seen = seen or {path}
-    with open(path, errors="replace") as f:
-        lines = f.read().splitlines()[:limit]
-    for n, line in enumerate(lines):
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        payload = item.get("payload") or {}
-        if item.get("type") == "response_item" and payload.get("type") == "message" \
-                and marker in json.dumps(payload.get("content"), ensure_ascii=False):
+    for n, item in session_records(path, 0, limit):
+        if message_with_marker(item, marker):
             return True
+        payload = item.get("payload") or {}
         if n == 0 and item.get("type") == "session_meta" and payload.get("forked_from_id"):
             for parent in session_files(p):
                 if parent not in seen and session_id_of(parent) == payload["forked_from_id"]:
@@ -584,12 +601,10 @@ def _(p):
     p.serve([message("Hello, world!")])
     expect_success(p.run(["--skip-git-repo-check", "tell me something"]))
     got = p.single_request()["headers"].get("originator")
-    if p.is_codex:
-        check(got == "codex_exec", f"originator: {got!r}")
-        return
-    check(got == "agentexec", f"originator: {got!r}, not the documented agentexec")
-    raise Choice("the originator header is agentexec: the service should know which client "
-                 f"sent the request ({README_TABLE}, row `header originator`)")
+    differs(p, lambda: check(got == "codex_exec", f"originator: {got!r}"),
+            lambda: check(got == "agentexec", f"originator: {got!r}, not the documented agentexec"),
+            "the originator header is agentexec: the service should know which client sent the "
+            "request", "`header originator`")
 
 
 @case("originator::supports_originator_override")
@@ -615,13 +630,12 @@ def output_schema_case(p, model):
     fmt = p.single_request()["body"].get("text", {}).get("format")
     check(fmt == {"name": "codex_output_schema", "type": "json_schema", "strict": True,
                   "schema": schema}, f"text.format: {short(json.dumps(fmt))}")
-    if p.is_codex:
-        expect_success((code, out, err))
-        return
     # The scripted answer, "fixture hello", is not JSON of that shape.
-    check(code == 6, f"exit {code}, not the documented 6; stderr: {short(err[-800:])}")
-    raise Choice("an answer that breaks --output-schema fails the turn, exit 6 "
-                 f"({README_TABLE}, row `answer that fails --output-schema`)")
+    differs(p, lambda: expect_success((code, out, err)),
+            lambda: check(code == 6,
+                          f"exit {code}, not the documented 6; stderr: {short(err[-800:])}"),
+            "an answer that breaks --output-schema fails the turn, exit 6",
+            "`answer that fails --output-schema`")
 
 
 @case("output_schema::exec_includes_output_schema_in_request")
@@ -672,12 +686,9 @@ def empty_stdin_refused(p, args):
           f"stderr lacks `No prompt provided via stdin.`: {short(err)}")
     check(not session_files(p), f"a session file was written: {session_files(p)}")
     check(not p.requests(), "a request was sent")
-    if p.is_codex:
-        check(code == 1, f"exit {code}")
-        return
-    check(code == 2, f"exit {code}, not the documented 2 (usage error)")
-    raise Choice("no prompt is a usage error, exit 2 "
-                 f"({README_TABLE}, row `exit codes`; README \"Exit codes\")")
+    differs(p, lambda: check(code == 1, f"exit {code}"),
+            lambda: check(code == 2, f"exit {code}, not the documented 2 (usage error)"),
+            "no prompt is a usage error, exit 2", '`exit codes`; README "Exit codes"')
 
 
 @case("prompt_stdin::exec_without_prompt_argument_rejects_empty_piped_stdin")
@@ -748,15 +759,14 @@ def unknown_session(p, sid):
     p.serve([])
     code, _, err = p.run(["--skip-git-repo-check", "-C", p.cwd, "resume", sid, "2+2"])
     check(code != 0, "resuming an unknown session succeeded")
-    if p.is_codex:
-        # The suite's words, "No saved session found with ID", are not 0.171's ("thread/resume
-        # failed: no rollout found for thread id ID"); both name the id.
-        check(sid in err, f"stderr does not name {sid}: {short(err)}")
-        return
     want = f"error: no session with id '{sid}' under {p.home}/sessions\n"
-    check(code == 2 and err == want, f"exit {code}, stderr {err!r}; documented: 2, {want!r}")
-    raise Choice("an unknown session id is a usage error naming the sessions folder, exit 2 "
-                 f"({README_TABLE}, row `resume ID` with an unknown id)")
+    # On codex: the suite's words, "No saved session found with ID", are not 0.171's
+    # ("thread/resume failed: no rollout found for thread id ID"); both name the id.
+    differs(p, lambda: check(sid in err, f"stderr does not name {sid}: {short(err)}"),
+            lambda: check(code == 2 and err == want,
+                          f"exit {code}, stderr {err!r}; documented: 2, {want!r}"),
+            "an unknown session id is a usage error naming the sessions folder, exit 2",
+            "`resume ID` with an unknown id")
 
 
 @case("resume::exec_resume_rejects_nonexistent_valid_uuid")
