@@ -27,7 +27,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns import ALLOWED, EVIL, Net, make_ca, reexec_inside, sh, turns  # noqa: E402
+from namespace_suite import run_inside  # noqa: E402
+from netns import ALLOWED, EVIL, Net, make_ca, sh, turns  # noqa: E402
 
 AGENTEXEC = ""
 # An ICMP echo to evil.test through a raw socket: the bytes sent, or the errno.
@@ -367,11 +368,7 @@ class BatchNetworkTest(unittest.TestCase):
 def main():
     global AGENTEXEC
     AGENTEXEC = os.path.abspath(sys.argv[1])
-    code = reexec_inside(("unshare", "nsenter", "ip", "curl", "openssl"))
-    if code is not None:
-        return code
-    result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
-    return 0 if result.wasSuccessful() else 1
+    return run_inside(("unshare", "nsenter", "ip", "curl", "openssl"))
 
 
 if __name__ == "__main__":
