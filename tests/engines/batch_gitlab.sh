@@ -7,16 +7,10 @@
 # GITLAB_TOKEN and is left out here. gitlab-ci-local also validates the file against GitLab's
 # JSON schema first.
 gcl=$build/engines/gitlab-ci-local
+. "$root/tests/engines/npm_install.sh"
 gitlab_missing=""
-if [ ! -x "$gcl/node_modules/.bin/gitlab-ci-local" ]; then
-  mkdir -p "$gcl"
-  if ! command -v npm >/dev/null; then
-    gitlab_missing="npm is not installed"
-  elif ! (cd "$gcl" && timeout 300 npm install --no-audit --no-fund --silent \
-      gitlab-ci-local@4.70.1 >"$work/gcl-npm.log" 2>&1); then
-    gitlab_missing="npm could not install gitlab-ci-local ($(tail -n1 "$work/gcl-npm.log"))"
-  fi
-fi
+[ -x "$gcl/node_modules/.bin/gitlab-ci-local" ] ||
+  gitlab_missing=$(npm_install "$gcl" "$work/gcl-npm.log" gitlab-ci-local@4.70.1)
 
 # gitlab-ci-local copies the project into each job's build directory with rsync.
 if [ -z "$gitlab_missing" ] && ! command -v rsync >/dev/null; then
