@@ -7,13 +7,7 @@ k8s_file=$root/ci-examples/kubernetes/batch-indexed-job.yml
 kmod=$build/engines/kubernetes-models
 k8s_missing=""
 if [ ! -d "$kmod/node_modules/kubernetes-models" ] || [ ! -d "$kmod/node_modules/js-yaml" ]; then
-  mkdir -p "$kmod"
-  if ! command -v npm >/dev/null; then
-    k8s_missing="npm is not installed"
-  elif ! (cd "$kmod" && timeout 300 npm install --no-audit --no-fund --silent \
-      kubernetes-models@4.5.1 js-yaml@4 >"$work/k8s-npm.log" 2>&1); then
-    k8s_missing="npm could not install kubernetes-models ($(tail -n1 "$work/k8s-npm.log"))"
-  fi
+  k8s_missing=$(npm_install "$kmod" "$work/k8s-npm.log" kubernetes-models@4.5.1 js-yaml@4)
 fi
 
 if [ -n "$k8s_missing" ]; then

@@ -25,15 +25,10 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work
 trap cleanup EXIT
 
 # The SDK, pinned, in a cache beside the build (npm is the only way it comes).
+. "$root/tests/engines/npm_install.sh"
 sdk=$build/engines/mcp-sdk
 if [ ! -d "$sdk/node_modules/@modelcontextprotocol/sdk" ]; then
-  mkdir -p "$sdk"
-  if ! command -v npm >/dev/null; then
-    sdk_missing="npm is not installed"
-  elif ! (cd "$sdk" && timeout 300 npm install --no-audit --no-fund --silent \
-      @modelcontextprotocol/sdk@1.32.2 zod@3 >"$work/npm.log" 2>&1); then
-    sdk_missing="npm could not install @modelcontextprotocol/sdk ($(tail -n1 "$work/npm.log"))"
-  fi
+  sdk_missing=$(npm_install "$sdk" "$work/npm.log" @modelcontextprotocol/sdk@1.32.2 zod@3)
 fi
 # ES modules resolve packages from the script's own folder (NODE_PATH does not apply), so the
 # server runs from a copy beside the SDK's node_modules.
