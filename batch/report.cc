@@ -13,6 +13,7 @@
 
 #include "base/duration.h"
 #include "base/json.h"
+#include "base/markup_entity.h"
 #include "base/read_file.h"
 #include "base/utf8.h"
 #include "batch/manifest.h"
@@ -449,20 +450,6 @@ Result<std::string> MakeBatchReport(const BatchReportOptions& options) {
 }
 
 namespace {
-
-// The entity for a character both HTML (Markdown's raw HTML) and XML reserve, or nullptr.
-const char* MarkupEntity(char c) {
-  switch (c) {
-    case '&':
-      return "&amp;";
-    case '<':
-      return "&lt;";
-    case '>':
-      return "&gt;";
-    default:
-      return nullptr;
-  }
-}
 
 // Markdown and HTML characters escaped; each line break kept (`keep_lines`, two trailing
 // spaces so a renderer breaks the line too) or made a space. In text, ':' is escaped too, so

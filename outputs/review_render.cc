@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/markup_entity.h"
 #include "base/utf8.h"
 
 namespace ae {
@@ -45,9 +46,9 @@ std::string Code(const std::string& text) {
   return fence + " " + text + " " + fence;
 }
 
-// Outside code, what each of these characters of model text becomes.
-constexpr std::pair<char, const char*> kInertChars[] = {
-    {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'[', "\\["}, {']', "\\]"}, {'\\', "\\\\"}};
+// Outside code, what each of these characters of model text becomes, beside the markup
+// entities (base/markup_entity.h).
+constexpr std::pair<char, const char*> kInertChars[] = {{'[', "\\["}, {']', "\\]"}, {'\\', "\\\\"}};
 
 // One line of model text, inert: its code spans as they are (Markdown shows them as text);
 // elsewhere no raw HTML or <URL> autolink (<, >, & as entities) and no link or image (\[, \]
@@ -70,7 +71,9 @@ std::string InertLine(std::string_view line) {
     }
     const auto* inert = std::find_if(std::begin(kInertChars), std::end(kInertChars),
                                      [&](const auto& e) { return e.first == line[i]; });
-    if (inert != std::end(kInertChars)) {
+    if (const char* entity = MarkupEntity(line[i])) {
+      out += entity;
+    } else if (inert != std::end(kInertChars)) {
       out += inert->second;
     } else {
       out += line[i];
