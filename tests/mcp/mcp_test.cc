@@ -95,7 +95,8 @@ class McpTest : public ::testing::Test {
   test::ScratchDir scratch_{"ae-mcp"};
   std::string dir_, log_;
   TurnContext turn_;
-  test::JsonlRecorder sink_;
+  // Silent events kept: the goldens below also say that a call emits nothing but its items.
+  test::JsonlRecorder sink_{test::JsonlRecorder::Silent::kKept};
   Emitter emitter_{{&sink_}};
   CancelToken cancel_;
   std::vector<McpServerSpec> specs_;

@@ -1,5 +1,6 @@
-// JsonlRecorder: an EventSink that keeps every event as the JSONL line a consumer would read
-// (events that print nothing are dropped), for tests that assert the exact stream.
+// JsonlRecorder: an EventSink that keeps every event as the JSONL line a consumer would read,
+// for tests that assert the exact stream. Events that print nothing (deltas, for humans only)
+// are dropped, or kept as empty lines where a test asserts that none was emitted.
 #pragma once
 
 #include <mutex>
@@ -13,10 +14,13 @@ namespace ae::test {
 
 class JsonlRecorder : public EventSink {
  public:
+  enum class Silent { kDropped, kKept };
+  explicit JsonlRecorder(Silent silent = Silent::kDropped) : silent_(silent) {}
+
   // Locked: MCP servers and parallel tool calls emit from their own threads.
   void Emit(const Event& e) override {
     std::string line = EventToJson(e);
-    if (line.empty()) return;
+    if (line.empty() && silent_ == Silent::kDropped) return;
     std::lock_guard lock(mu_);
     lines.push_back(std::move(line));
   }
@@ -31,6 +35,7 @@ class JsonlRecorder : public EventSink {
   std::vector<std::string> lines;
 
  private:
+  const Silent silent_;
   std::mutex mu_;
 };
 
