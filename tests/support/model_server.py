@@ -770,11 +770,12 @@ def junk(h, chat, turn, turn_no):
 
 def _fixed_stream(name, *chunks, consumed=False):
     """Registers the hostile stream NAME that sends the head, each of `chunks` as one chunk and a
-    clean end of the body, whatever was asked; `consumed`: the turn counts as served."""
+    clean end of the body, whatever was asked; `consumed`: the turn counts as served. A chunk
+    may be a function that makes it, so that a megabyte one is built only when it is sent."""
     def serve(h, chat, turn, turn_no):
         _stream_head(h)
         for chunk in chunks:
-            h.write_chunk(chunk)
+            h.write_chunk(chunk() if callable(chunk) else chunk)
         h.end_chunks()
         return consumed
     HOSTILE[name] = serve
@@ -831,7 +832,7 @@ def after_completion(h, chat, turn, turn_no):
 
 # One 100 MiB event (a single data line, in 1 MiB chunks), over agentexec's event bound.
 _fixed_stream("huge_event", 'data: {"type":"response.output_text.delta","delta":"',
-              *[b"x" * (1 << 20)] * 100, '"}\n\n')
+              *[lambda: b"x" * (1 << 20)] * 100, '"}\n\n')
 
 
 @hostile
@@ -885,7 +886,8 @@ def reset_after_headers(h, chat, turn, turn_no):
 
 # One event nesting a million arrays (2 MB, under the event bound).
 _fixed_stream("deep_event",
-              'data: {"type":"response.created","x":' + "[" * 1000000 + "]" * 1000000 + "}\n\n")
+              lambda: 'data: {"type":"response.created","x":' + "[" * 1000000 + "]" * 1000000
+              + "}\n\n")
 
 
 # The turn with a number that overflows a double inside its output item.
