@@ -85,9 +85,8 @@ Result<ProviderInfo> ResolveProvider(const Config& config) {
   ProviderInfo info;
   static_cast<ProviderSettings&>(info) = p;
   info.id = id;
-  // The cap keeps a mistyped count from retrying without end.
-  info.request_max_retries = std::min<int64_t>(p.request_max_retries, 100);
-  info.stream_max_retries = std::min<int64_t>(p.stream_max_retries, 100);
+  info.request_max_retries = std::min<int64_t>(p.request_max_retries, kMaxProviderRetries);
+  info.stream_max_retries = std::min<int64_t>(p.stream_max_retries, kMaxProviderRetries);
   info.stream_idle_timeout_ms = ClampDurationMs(p.stream_idle_timeout_ms);
   while (info.base_url.size() > 1 && info.base_url.back() == '/') info.base_url.pop_back();
   if (p.wire_api == "scripted") {

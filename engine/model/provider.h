@@ -8,6 +8,10 @@
 
 namespace ae {
 
+// The most retries a provider gets, of a request and of a broken stream: more would keep a
+// mistyped count retrying without end.
+inline constexpr int kMaxProviderRetries = 100;
+
 struct ProviderSettings {
   std::string name;      // display name
   std::string base_url;  // e.g. https://api.openai.com/v1

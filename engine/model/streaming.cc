@@ -448,7 +448,8 @@ Result<ModelResponse> StreamWithRetries(
     HttpClient& http, const HttpRequest& request, const ProviderInfo& provider,
     const std::function<std::unique_ptr<StreamDecoder>()>& make_decoder, StreamObserver& observer,
     CancelToken& cancel) {
-  const int max = static_cast<int>(std::clamp<int64_t>(provider.stream_max_retries, 0, 100));
+  const int max =
+      static_cast<int>(std::clamp<int64_t>(provider.stream_max_retries, 0, kMaxProviderRetries));
   for (int outer = 0;; ++outer) {
     Attempt a = RunAttempt(http, request, provider, make_decoder, cancel);
     if (a.response) return std::move(*a.response);
